@@ -1,0 +1,207 @@
+//! The check catalogue, read from the TOML files under `checks/` that are embedded at build time.
+//!
+//! This is the only place check metadata lives. Rust code asks the catalogue for titles,
+//! severities, references and fixes; it never repeats them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checks::{CatalogueSource, Check, SOURCES};
+use crate::finding::{Confidence, Severity};
+
+/// passive, active or other: SPEC §3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Passive,
+    Active,
+    Other,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Passive => "passive",
+            Kind::Active => "active",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// One rule code of a rules check (P1…A10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleMeta {
+    pub code: String,
+    pub severity: Severity,
+    pub confidence: Confidence,
+    pub title: String,
+    pub owasp_mcp: Vec<String>,
+    pub owasp_asi: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+/// One check, exactly as its TOML file says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckMeta {
+    pub id: String,
+    pub kind: Kind,
+    pub title: String,
+    pub severity: Severity,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity_note: Option<String>,
+    pub confidence: Confidence,
+    pub owasp_mcp: Vec<String>,
+    pub owasp_asi: Vec<String>,
+    pub spec: String,
+    /// The most requests this check may send in one scan (its share of SPEC §10's budget).
+    pub requests: u32,
+    pub why: String,
+    pub fix: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleMeta>,
+}
+
+impl CheckMeta {
+    pub fn rule(&self, code: &str) -> Option<&RuleMeta> {
+        self.rules.iter().find(|r| r.code == code)
+    }
+}
+
+/// The names of the reference lists (checks/taxonomy.toml).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Taxonomy {
+    pub owasp_mcp: BTreeMap<String, String>,
+    pub owasp_asi: BTreeMap<String, String>,
+}
+
+impl Taxonomy {
+    /// "MCP03 Tool Poisoning" for "MCP03".
+    pub fn describe(&self, id: &str) -> String {
+        match self.owasp_mcp.get(id).or_else(|| self.owasp_asi.get(id)) {
+            Some(name) => format!("{id} {name}"),
+            None => id.to_string(),
+        }
+    }
+}
+
+/// A catalogue entry: its metadata and its implementation.
+pub struct Entry {
+    pub meta: CheckMeta,
+    pub path: &'static str,
+    pub check: &'static dyn Check,
+}
+
+pub struct Catalogue {
+    pub entries: Vec<Entry>,
+    pub taxonomy: Taxonomy,
+}
+
+const TAXONOMY: &str = include_str!("../checks/taxonomy.toml");
+
+static CATALOGUE: LazyLock<Result<Catalogue, String>> = LazyLock::new(|| load(SOURCES, TAXONOMY));
+
+/// The catalogue. Its data is embedded at build time and validated by the test suite, so an
+/// invalid catalogue is a build defect, not a runtime condition.
+pub fn catalogue() -> &'static Catalogue {
+    match &*CATALOGUE {
+        Ok(c) => c,
+        Err(e) => panic!("the embedded check catalogue is invalid: {e}"),
+    }
+}
+
+/// Validation result, for tests and `checks` commands that want to report instead of panic.
+pub fn validate() -> Result<&'static Catalogue, &'static str> {
+    CATALOGUE.as_ref().map_err(|e| e.as_str())
+}
+
+impl Catalogue {
+    pub fn get(&self, id: &str) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .find(|e| e.meta.id.eq_ignore_ascii_case(id))
+    }
+
+    /// The metadata of an id the code itself names (an implementation's own id).
+    pub fn meta(&self, id: &str) -> &CheckMeta {
+        match self.get(id) {
+            Some(e) => &e.meta,
+            None => panic!("check id {id} is not in the catalogue"),
+        }
+    }
+
+    pub fn metas(&self) -> impl Iterator<Item = &CheckMeta> {
+        self.entries.iter().map(|e| &e.meta)
+    }
+}
+
+fn load(sources: &[CatalogueSource], taxonomy: &str) -> Result<Catalogue, String> {
+    let taxonomy: Taxonomy =
+        toml::from_str(taxonomy).map_err(|e| format!("checks/taxonomy.toml: {e}"))?;
+    let mut entries = Vec::new();
+    let mut seen = BTreeSet::new();
+    for src in sources {
+        let meta: CheckMeta = toml::from_str(src.toml).map_err(|e| format!("{}: {e}", src.path))?;
+        let fail = |what: String| Err(format!("{}: {what}", src.path));
+        if meta.id != src.id {
+            return fail(format!("id {:?} differs from the file name", meta.id));
+        }
+        if meta.kind.as_str() != src.kind {
+            return fail(format!("kind {:?} differs from the folder", meta.kind));
+        }
+        if src.check.id() != meta.id {
+            return fail(format!(
+                "the implementation names id {:?}, the catalogue {:?}",
+                src.check.id(),
+                meta.id
+            ));
+        }
+        if !seen.insert(meta.id.clone()) {
+            return fail("duplicate id".into());
+        }
+        let mut codes = BTreeSet::new();
+        let refs = meta
+            .owasp_mcp
+            .iter()
+            .map(|r| (r, &taxonomy.owasp_mcp))
+            .chain(meta.owasp_asi.iter().map(|r| (r, &taxonomy.owasp_asi)));
+        let rule_refs = meta.rules.iter().flat_map(|rule| {
+            rule.owasp_mcp
+                .iter()
+                .map(|r| (r, &taxonomy.owasp_mcp))
+                .chain(rule.owasp_asi.iter().map(|r| (r, &taxonomy.owasp_asi)))
+        });
+        for (r, list) in refs.chain(rule_refs) {
+            if !list.contains_key(r) {
+                return fail(format!("reference {r} is not in checks/taxonomy.toml"));
+            }
+        }
+        for rule in &meta.rules {
+            if !codes.insert(rule.code.clone()) {
+                return fail(format!("duplicate rule code {}", rule.code));
+            }
+        }
+        for (field, text) in [
+            ("title", &meta.title),
+            ("why", &meta.why),
+            ("fix", &meta.fix),
+        ] {
+            if text.trim().is_empty() {
+                return fail(format!("{field} is empty"));
+            }
+        }
+        entries.push(Entry {
+            meta,
+            path: src.path,
+            check: src.check,
+        });
+    }
+    // Display order: passive, active, other; by id within a kind.
+    entries.sort_by(|a, b| (a.meta.kind, &a.meta.id).cmp(&(b.meta.kind, &b.meta.id)));
+    Ok(Catalogue { entries, taxonomy })
+}

@@ -1,0 +1,19 @@
+//! ACT-01: Command injection through free-text parameters.
+//!
+//! Metadata: `checks/active/ACT-01.toml`.
+
+use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+
+pub struct Act01;
+
+pub static CHECK: Act01 = Act01;
+
+impl Check for Act01 {
+    fn id(&self) -> &'static str {
+        "ACT-01"
+    }
+
+    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+    }
+}

@@ -1,0 +1,19 @@
+//! ACT-02: Path traversal through path-like parameters.
+//!
+//! Metadata: `checks/active/ACT-02.toml`.
+
+use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+
+pub struct Act02;
+
+pub static CHECK: Act02 = Act02;
+
+impl Check for Act02 {
+    fn id(&self) -> &'static str {
+        "ACT-02"
+    }
+
+    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+    }
+}

@@ -1,0 +1,19 @@
+//! ACT-03: Server-side request forgery through URL parameters.
+//!
+//! Metadata: `checks/active/ACT-03.toml`.
+
+use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+
+pub struct Act03;
+
+pub static CHECK: Act03 = Act03;
+
+impl Check for Act03 {
+    fn id(&self) -> &'static str {
+        "ACT-03"
+    }
+
+    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+    }
+}

@@ -1,0 +1,19 @@
+//! ACT-04: SQL injection through query-like parameters.
+//!
+//! Metadata: `checks/active/ACT-04.toml`.
+
+use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+
+pub struct Act04;
+
+pub static CHECK: Act04 = Act04;
+
+impl Check for Act04 {
+    fn id(&self) -> &'static str {
+        "ACT-04"
+    }
+
+    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+    }
+}

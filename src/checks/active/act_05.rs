@@ -1,0 +1,19 @@
+//! ACT-05: Tool results that carry instructions aimed at the model.
+//!
+//! Metadata: `checks/active/ACT-05.toml`.
+
+use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+
+pub struct Act05;
+
+pub static CHECK: Act05 = Act05;
+
+impl Check for Act05 {
+    fn id(&self) -> &'static str {
+        "ACT-05"
+    }
+
+    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+    }
+}

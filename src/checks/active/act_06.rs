@@ -1,0 +1,19 @@
+//! ACT-06: Tools callable without the authorization the server advertises.
+//!
+//! Metadata: `checks/active/ACT-06.toml`.
+
+use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+
+pub struct Act06;
+
+pub static CHECK: Act06 = Act06;
+
+impl Check for Act06 {
+    fn id(&self) -> &'static str {
+        "ACT-06"
+    }
+
+    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+    }
+}

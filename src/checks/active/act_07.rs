@@ -1,0 +1,19 @@
+//! ACT-07: Tools that accept unexpected properties or types (schema not enforced).
+//!
+//! Metadata: `checks/active/ACT-07.toml`.
+
+use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+
+pub struct Act07;
+
+pub static CHECK: Act07 = Act07;
+
+impl Check for Act07 {
+    fn id(&self) -> &'static str {
+        "ACT-07"
+    }
+
+    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+    }
+}

@@ -1,0 +1,19 @@
+//! ACT-08: Resource templates that resolve outside their intended root.
+//!
+//! Metadata: `checks/active/ACT-08.toml`.
+
+use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+
+pub struct Act08;
+
+pub static CHECK: Act08 = Act08;
+
+impl Check for Act08 {
+    fn id(&self) -> &'static str {
+        "ACT-08"
+    }
+
+    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+    }
+}

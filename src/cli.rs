@@ -1,0 +1,343 @@
+//! The command line: clap definitions and dispatch. Usage errors exit 64, never clap's 2
+//! (2 means "stopped by the gate").
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode as ProcessExit;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::catalogue::catalogue;
+use crate::exit::ExitCode;
+use crate::finding::{Confidence, Severity};
+use crate::report::{Format, Policy, Report};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpprobe",
+    version,
+    about = "A polite security scanner for MCP servers",
+    long_about = "mcpprobe scans MCP servers you own: tool poisoning, authentication, transport and \
+                  session checks. It honours opt-outs, proves ownership before sending anything, \
+                  stays under a rate limit and records the evidence of every finding.",
+    after_help = "Exit codes: 0 clean · 1 findings at or above --fail-on · 2 stopped by the gate · \
+                  3 scan incomplete · 64 usage or configuration error"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Scan a live MCP server (HTTP URL or --stdio command).
+    Scan(ScanArgs),
+    /// Run the metadata rules on a file: tools/list response, tools array, server card or agent card.
+    Check(CheckArgs),
+    /// Print the SHA-256 tool-list fingerprint of a file (SPEC §5).
+    Fingerprint {
+        /// A tools/list response, its result, or a tools array; `-` for stdin.
+        file: String,
+    },
+    /// Compare two tool lists: added, removed, changed field by field, renamed.
+    Diff {
+        old: String,
+        new: String,
+        #[arg(long, value_enum, default_value_t = Format::Terminal)]
+        format: Format,
+    },
+    /// Prove ownership of a host with a DNS TXT record.
+    Verify {
+        #[command(subcommand)]
+        action: VerifyAction,
+    },
+    /// List the check catalogue, or explain one check.
+    Checks {
+        #[command(subcommand)]
+        action: Option<ChecksAction>,
+        /// Output format for the list.
+        #[arg(long, value_enum, default_value_t = ListFormat::Terminal)]
+        format: ListFormat,
+    },
+    /// Render a status badge (SVG) from a JSON report.
+    Badge {
+        /// A JSON report written by `scan --json`.
+        report: PathBuf,
+    },
+    /// Re-scan targets on a schedule and serve their status.
+    Daemon {
+        #[arg(long, default_value = "mcpprobe.toml")]
+        config: PathBuf,
+    },
+    /// Start the bundled vulnerable reference server on 127.0.0.1, scan it, and stop it.
+    Demo,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VerifyAction {
+    /// Make a token and print the TXT record to publish.
+    Init { host: String },
+    /// Look the record up and store a 90-day proof.
+    Check { host: String },
+    /// List stored proofs and their expiry.
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChecksAction {
+    /// List every check (the default).
+    List,
+    /// Explain one check: why it matters, how to fix, its rules.
+    Show { id: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Terminal,
+    Json,
+    Markdown,
+}
+
+/// Severity threshold for the exit code, or `none` to never fail on findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Info,
+    Low,
+    Medium,
+    High,
+    Critical,
+    None,
+}
+
+impl FailOn {
+    pub fn severity(self) -> Option<Severity> {
+        match self {
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Low => Some(Severity::Low),
+            FailOn::Medium => Some(Severity::Medium),
+            FailOn::High => Some(Severity::High),
+            FailOn::Critical => Some(Severity::Critical),
+            FailOn::None => None,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
+    /// Output format of the main report.
+    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    pub format: Format,
+    /// Write the main report to FILE instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the SARIF report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Exit 1 when a finding is at or above this severity.
+    #[arg(long, value_enum, default_value_t = FailOn::High)]
+    pub fail_on: FailOn,
+    /// Leave out findings below this confidence.
+    #[arg(long, value_enum, default_value_t = Confidence::Low)]
+    pub min_confidence: Confidence,
+}
+
+impl OutputArgs {
+    pub fn policy(&self) -> Policy {
+        Policy {
+            fail_on: self.fail_on.severity(),
+            min_confidence: self.min_confidence,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The file to check; `-` reads stdin.
+    pub file: String,
+    /// Force the document kind instead of detecting it.
+    #[arg(long, value_enum)]
+    pub kind: Option<crate::rules::InputKind>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// The MCP endpoint, e.g. https://mcp.example.com/mcp.
+    pub url: Option<String>,
+    /// Launch a stdio server: everything after `--` is the command and its arguments.
+    #[arg(long, requires = "command", conflicts_with = "url")]
+    pub stdio: bool,
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Requests per second (at most 10).
+    #[arg(long, default_value_t = 5, help_heading = "Network")]
+    pub rate: u32,
+    /// DNS server to ask, IP:PORT (default: the system's).
+    #[arg(long, env = "MCPPROBE_RESOLVER", help_heading = "Network")]
+    pub resolver: Option<String>,
+    /// Extra request header, `Name: value` (repeatable; redacted in all output).
+    #[arg(long = "header", short = 'H', help_heading = "Network")]
+    pub headers: Vec<String>,
+    /// Bearer token for the inventory (redacted in all output).
+    #[arg(
+        long,
+        env = "MCPPROBE_TOKEN",
+        hide_env_values = true,
+        help_heading = "Network"
+    )]
+    pub token: Option<String>,
+    /// Do not send the one GET to the advertised authorization server (AUTH-03).
+    #[arg(long, help_heading = "Network")]
+    pub no_follow_as: bool,
+    /// Write every request and response (redacted) as JSON lines.
+    #[arg(long, value_name = "FILE", help_heading = "Network")]
+    pub trace_file: Option<PathBuf>,
+    /// Only run these checks (comma-separated ids).
+    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
+    pub checks: Vec<String>,
+    /// Skip these checks (comma-separated ids).
+    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
+    pub skip_checks: Vec<String>,
+    /// Pin the server's state to FILE, or compare with it when it exists.
+    #[arg(long, value_name = "FILE", help_heading = "Checks")]
+    pub baseline: Option<PathBuf>,
+    /// Accept the current state into the baseline.
+    #[arg(long, requires = "baseline", help_heading = "Checks")]
+    pub update_baseline: bool,
+    /// Count only findings absent from a previous JSON report.
+    #[arg(long, value_name = "PREVIOUS.json", help_heading = "Checks")]
+    pub fail_on_new: Option<PathBuf>,
+    /// Configuration file (default: ./mcpprobe.toml when present).
+    #[arg(long, value_name = "FILE", help_heading = "Checks")]
+    pub config: Option<PathBuf>,
+    /// Run active checks (needs --authorised-by, --scope and --verify).
+    #[arg(long, help_heading = "Active")]
+    pub active: bool,
+    /// Who authorised the active run.
+    #[arg(long, value_name = "NAME", help_heading = "Active")]
+    pub authorised_by: Option<String>,
+    /// What may be called.
+    #[arg(long, value_name = "WHAT", help_heading = "Active")]
+    pub scope: Option<String>,
+    /// Require an ownership proof made within this run.
+    #[arg(long, help_heading = "Active")]
+    pub verify: bool,
+    /// Never call this tool (repeatable).
+    #[arg(long, value_name = "TOOL", help_heading = "Active")]
+    pub exclude_tool: Vec<String>,
+    /// Show what the active checks would send, send nothing.
+    #[arg(long, help_heading = "Active")]
+    pub dry_run: bool,
+}
+
+/// Parses the command line and runs it. Returns the process exit code.
+pub fn main() -> ProcessExit {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let code = match e.kind() {
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
+                _ => ExitCode::Usage.code(),
+            };
+            let _ = e.print();
+            return exit(code);
+        }
+    };
+    exit(run(cli))
+}
+
+fn exit(code: i32) -> ProcessExit {
+    ProcessExit::from(u8::try_from(code).unwrap_or(u8::MAX))
+}
+
+/// A usage error message on stderr, exit 64.
+pub fn usage_error(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("mcpprobe: error: {msg}");
+    ExitCode::Usage.code()
+}
+
+fn not_yet(what: &str) -> i32 {
+    usage_error(format!(
+        "`{what}` is not yet available in this build of mcpprobe"
+    ))
+}
+
+pub fn run(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Checks { action, format } => match action {
+            None | Some(ChecksAction::List) => print_out(&crate::docs::list(format)),
+            Some(ChecksAction::Show { id }) => match crate::docs::show(&id) {
+                Some(text) => print_out(&text),
+                None => usage_error(format!(
+                    "no check named {id:?}; `mcpprobe checks` lists the {} checks",
+                    catalogue().entries.len()
+                )),
+            },
+        },
+        Command::Check(args) => crate::offline::check(&args),
+        Command::Fingerprint { file } => crate::offline::fingerprint(&file),
+        Command::Diff { old, new, format } => crate::offline::diff(&old, &new, format),
+        Command::Scan(_) => not_yet("scan"),
+        Command::Verify { .. } => not_yet("verify"),
+        Command::Badge { .. } => not_yet("badge"),
+        Command::Daemon { .. } => not_yet("daemon"),
+        Command::Demo => not_yet("demo"),
+    }
+}
+
+fn print_out(text: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`mcpprobe checks | head`) is not an error.
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    0
+}
+
+/// Writes the report as the output arguments ask: the main format to stdout or `--output`,
+/// and the `--json` / `--sarif` copies beside it. Returns the exit code of the report, or 64
+/// when a file cannot be written.
+pub fn emit(report: &Report, output: &OutputArgs, artifact: &str) -> i32 {
+    let color = output.output.is_none()
+        && output.format == Format::Terminal
+        && crate::report::terminal::stdout_wants_color();
+    let main = crate::report::render(report, output.format, artifact, color);
+    let write = |path: &PathBuf, text: &str| -> Result<(), i32> {
+        std::fs::write(path, text)
+            .map_err(|e| usage_error(format!("cannot write {}: {e}", path.display())))
+    };
+    let result = (|| {
+        match &output.output {
+            Some(path) => write(path, &main)?,
+            None => {
+                print_out(&main);
+            }
+        }
+        if let Some(path) = &output.json {
+            write(
+                path,
+                &crate::report::render(report, Format::Json, artifact, false),
+            )?;
+        }
+        if let Some(path) = &output.sarif {
+            write(
+                path,
+                &crate::report::render(report, Format::Sarif, artifact, false),
+            )?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => report.exit_code,
+        Err(code) => code,
+    }
+}

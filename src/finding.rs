@@ -1,0 +1,283 @@
+//! The shared vocabulary: severity, confidence, findings and their evidence.
+//!
+//! Checks, rules, baselines and reports all speak this module; none of them owns it.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::catalogue::{CheckMeta, RuleMeta};
+
+/// How bad a finding is. Ordered: `Info < Low < Medium < High < Critical`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    pub const ALL_DESCENDING: [Severity; 5] = [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+        Severity::Info,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+
+    /// The GitHub code-scanning `security-severity` score (CVSS-like, 0.0–10.0).
+    pub fn security_severity(self) -> &'static str {
+        match self {
+            Severity::Info => "0.0",
+            Severity::Low => "3.0",
+            Severity::Medium => "5.5",
+            Severity::High => "8.0",
+            Severity::Critical => "9.5",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// How sure a heuristic is. Ordered: `Low < Medium < High`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+impl Confidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+impl std::fmt::Display for Confidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Where a finding is: a JSON Pointer into what the server sent, and the tool it concerns.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    pub pointer: Option<String>,
+    pub tool: Option<String>,
+}
+
+/// One HTTP (or stdio) message kept as evidence. Bodies are capped; secrets are redacted before
+/// a message is ever stored here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// `POST`, `GET`… for requests; absent for responses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP status, for responses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// True when `body` was cut at the evidence cap.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// A request and the response it got (none on a timeout or a refused connection).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exchange {
+    pub request: Message,
+    pub response: Option<Message>,
+    /// What happened instead of a response, or a note about it (a timeout, a redirect not followed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The exact evidence a finding rests on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The exact text that fired (trimmed around the match), as the server sent it. Renderers
+    /// escape it; it is never printed raw.
+    pub text: Option<String>,
+    pub exchanges: Vec<Exchange>,
+}
+
+/// Why a finding does not count (a suppression from the configuration).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suppressed {
+    pub reason: String,
+}
+
+/// One thing a check found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    pub check: String,
+    pub rule: Option<String>,
+    pub title: String,
+    /// What exactly is wrong here, in one sentence (the title is the rule's general name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub severity: Severity,
+    pub confidence: Confidence,
+    pub location: Location,
+    pub evidence: Evidence,
+    pub references: Vec<String>,
+    pub fix: String,
+    /// Stable across runs and machines: see [`Finding::fingerprint`].
+    pub fingerprint: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<Suppressed>,
+}
+
+impl Finding {
+    /// Starts a finding of `meta` (and of one of its rules), taking title, severity, confidence,
+    /// references and fix from the catalogue, so a check cannot get them wrong.
+    pub fn of(meta: &CheckMeta, rule: Option<&RuleMeta>) -> FindingBuilder {
+        let (title, severity, confidence, mcp, asi, fix) = match rule {
+            Some(r) => (
+                r.title.clone(),
+                r.severity,
+                r.confidence,
+                &r.owasp_mcp,
+                &r.owasp_asi,
+                r.fix.clone().unwrap_or_else(|| meta.fix.trim().to_string()),
+            ),
+            None => (
+                meta.title.clone(),
+                meta.severity,
+                meta.confidence,
+                &meta.owasp_mcp,
+                &meta.owasp_asi,
+                meta.fix.trim().to_string(),
+            ),
+        };
+        FindingBuilder {
+            finding: Finding {
+                check: meta.id.clone(),
+                rule: rule.map(|r| r.code.clone()),
+                title,
+                message: None,
+                severity,
+                confidence,
+                location: Location::default(),
+                evidence: Evidence::default(),
+                references: mcp.iter().chain(asi.iter()).cloned().collect(),
+                fix,
+                fingerprint: String::new(),
+                suppressed: None,
+            },
+        }
+    }
+
+    /// SHA-256 over check, rule, location and evidence text: the same problem in the same place
+    /// gets the same fingerprint in every run (used for SARIF `partialFingerprints` and
+    /// `--fail-on-new`). Exchanges are left out: session ids and dates differ between runs.
+    pub fn compute_fingerprint(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [
+            self.check.as_str(),
+            self.rule.as_deref().unwrap_or(""),
+            self.location.pointer.as_deref().unwrap_or(""),
+            self.location.tool.as_deref().unwrap_or(""),
+            self.evidence.text.as_deref().unwrap_or(""),
+        ] {
+            h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        hex::encode(h.finalize())
+    }
+
+    /// Whether it counts for the exit code.
+    pub fn counts(&self) -> bool {
+        self.suppressed.is_none()
+    }
+}
+
+/// Builds a [`Finding`]; `build` fills the fingerprint.
+#[derive(Debug, Clone)]
+pub struct FindingBuilder {
+    finding: Finding,
+}
+
+impl FindingBuilder {
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.finding.message = Some(message.into());
+        self
+    }
+    pub fn pointer(mut self, pointer: impl Into<String>) -> Self {
+        self.finding.location.pointer = Some(pointer.into());
+        self
+    }
+    pub fn tool(mut self, tool: impl Into<String>) -> Self {
+        self.finding.location.tool = Some(tool.into());
+        self
+    }
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.finding.evidence.text = Some(text.into());
+        self
+    }
+    pub fn exchange(mut self, exchange: Exchange) -> Self {
+        self.finding.evidence.exchanges.push(exchange);
+        self
+    }
+    /// Context may lower or raise a default severity where the catalogue says so (AUTH-01).
+    pub fn severity(mut self, severity: Severity) -> Self {
+        self.finding.severity = severity;
+        self
+    }
+    pub fn confidence(mut self, confidence: Confidence) -> Self {
+        self.finding.confidence = confidence;
+        self
+    }
+    pub fn build(mut self) -> Finding {
+        self.finding.fingerprint = self.finding.compute_fingerprint();
+        self.finding
+    }
+}

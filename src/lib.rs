@@ -1,0 +1,13 @@
+//! mcpprobe: a polite security scanner for MCP servers.
+//!
+//! The library holds everything; `src/main.rs` only runs [`cli::main`].
+
+pub mod catalogue;
+pub mod checks;
+pub mod cli;
+pub mod docs;
+pub mod exit;
+pub mod finding;
+pub mod offline;
+pub mod report;
+pub mod rules;

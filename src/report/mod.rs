@@ -1,0 +1,238 @@
+//! Reports: what a run recorded, rendered as terminal text, JSON (SPEC §4 contract) or SARIF.
+//! Reports never ask the network anything.
+
+pub mod escape;
+pub mod sarif;
+pub mod terminal;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::catalogue::{Kind, catalogue};
+use crate::checks::Outcome as CheckOutcome;
+use crate::exit::ExitCode;
+use crate::finding::{Confidence, Finding, Severity};
+
+/// The JSON report format version (SPEC §4). Bump only on a breaking change.
+pub const REPORT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunOutcome {
+    Complete,
+    Refused,
+    Incomplete,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    Ran,
+    Skipped,
+    NotImplemented,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRecord {
+    pub id: String,
+    pub kind: Kind,
+    pub status: CheckStatus,
+    pub reason: Option<String>,
+    /// Findings this check produced (before suppression and confidence filtering).
+    #[serde(default)]
+    pub findings: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for ToolInfo {
+    fn default() -> Self {
+        ToolInfo {
+            name: "mcpprobe".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// The protocol fingerprint (INFO-01). Offline checks have none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub eras: Vec<String>,
+    pub transport: Option<String>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// The thresholds a report was judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// `None` means "never fail on findings" (`--fail-on none`).
+    pub fail_on: Option<Severity>,
+    pub min_confidence: Confidence,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            fail_on: Some(Severity::High),
+            min_confidence: Confidence::Low,
+        }
+    }
+}
+
+/// Everything a run recorded. Its JSON form is the contract of SPEC §4.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub version: u32,
+    pub tool: ToolInfo,
+    pub target: String,
+    pub outcome: RunOutcome,
+    /// Why a run was refused or is incomplete.
+    pub reason: Option<String>,
+    pub exit_code: i32,
+    pub fingerprint: Option<Fingerprint>,
+    pub tool_list_sha256: Option<String>,
+    pub checks: Vec<CheckRecord>,
+    pub findings: Vec<Finding>,
+    pub requests_sent: u64,
+    pub policy: Policy,
+    /// Findings left out because their confidence is below `--min-confidence`.
+    pub below_min_confidence: usize,
+}
+
+impl Report {
+    /// A new report for `target`; every catalogue check starts as "skipped: not run", so no
+    /// check can be absent from it.
+    pub fn new(target: impl Into<String>, policy: Policy) -> Report {
+        let checks = catalogue()
+            .metas()
+            .map(|m| CheckRecord {
+                id: m.id.clone(),
+                kind: m.kind,
+                status: CheckStatus::Skipped,
+                reason: Some("not run".into()),
+                findings: 0,
+            })
+            .collect();
+        Report {
+            version: REPORT_VERSION,
+            tool: ToolInfo::default(),
+            target: target.into(),
+            outcome: RunOutcome::Complete,
+            reason: None,
+            exit_code: 0,
+            fingerprint: None,
+            tool_list_sha256: None,
+            checks,
+            findings: Vec::new(),
+            requests_sent: 0,
+            policy,
+            below_min_confidence: 0,
+        }
+    }
+
+    /// Records what check `id` did. Findings below the confidence floor are counted, not kept.
+    pub fn record(&mut self, id: &str, outcome: CheckOutcome) {
+        let (status, reason, findings) = match outcome {
+            CheckOutcome::Ran(f) => (CheckStatus::Ran, None, f),
+            CheckOutcome::Skipped(r) => (CheckStatus::Skipped, Some(r), vec![]),
+            CheckOutcome::NotImplemented(r) => (CheckStatus::NotImplemented, Some(r), vec![]),
+            CheckOutcome::Error(r) => (CheckStatus::Error, Some(r), vec![]),
+        };
+        let n = findings.len();
+        for f in findings {
+            if f.confidence < self.policy.min_confidence {
+                self.below_min_confidence += 1;
+            } else {
+                self.findings.push(f);
+            }
+        }
+        match self.checks.iter_mut().find(|c| c.id == id) {
+            Some(c) => {
+                c.status = status;
+                c.reason = reason;
+                c.findings = n;
+            }
+            None => panic!("check {id} is not in the catalogue"),
+        }
+    }
+
+    /// Sorts findings (worst first, then by check, rule and location) and sets the exit code.
+    pub fn finish(&mut self) {
+        self.findings.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then_with(|| a.check.cmp(&b.check))
+                .then_with(|| a.rule.cmp(&b.rule))
+                .then_with(|| a.location.tool.cmp(&b.location.tool))
+                .then_with(|| a.location.pointer.cmp(&b.location.pointer))
+        });
+        if self.outcome == RunOutcome::Complete
+            && self.checks.iter().any(|c| c.status == CheckStatus::Error)
+        {
+            self.outcome = RunOutcome::Incomplete;
+            if self.reason.is_none() {
+                self.reason = Some("a check errored".into());
+            }
+        }
+        self.exit_code = self.compute_exit_code().code();
+    }
+
+    /// SPEC §4: the format never changes this.
+    pub fn compute_exit_code(&self) -> ExitCode {
+        match self.outcome {
+            RunOutcome::Refused => ExitCode::Gate,
+            RunOutcome::Incomplete => ExitCode::Incomplete,
+            RunOutcome::Complete => {
+                let failing = self.policy.fail_on.is_some_and(|threshold| {
+                    self.findings
+                        .iter()
+                        .any(|f| f.counts() && f.severity >= threshold)
+                });
+                if failing {
+                    ExitCode::Findings
+                } else {
+                    ExitCode::Clean
+                }
+            }
+        }
+    }
+
+    pub fn counting(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.counts())
+    }
+
+    pub fn suppressed_count(&self) -> usize {
+        self.findings.iter().filter(|f| !f.counts()).count()
+    }
+
+    pub fn to_json(&self) -> String {
+        match serde_json::to_string_pretty(self) {
+            Ok(s) => s,
+            Err(e) => panic!("a report always serialises: {e}"),
+        }
+    }
+}
+
+/// The output formats of `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Terminal,
+    Json,
+    Sarif,
+}
+
+/// Renders a report in a format. `artifact` is the file SARIF results point at (the input file
+/// of `check`; the target otherwise). `color` only applies to the terminal format.
+pub fn render(report: &Report, format: Format, artifact: &str, color: bool) -> String {
+    match format {
+        Format::Terminal => terminal::render(report, color),
+        Format::Json => report.to_json() + "\n",
+        Format::Sarif => sarif::render(report, artifact) + "\n",
+    }
+}

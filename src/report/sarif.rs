@@ -1,0 +1,257 @@
+//! SARIF 2.1.0 through serde-sarif: every catalogue check and rule code listed as a rule (fired
+//! or not), `security-severity` on rules and results, stable `partialFingerprints`, suppressed
+//! findings as SARIF suppressions.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use serde_sarif::sarif::{
+    ArtifactLocation, Location, LogicalLocation, Message, MultiformatMessageString,
+    PhysicalLocation, PropertyBag, Region, ReportingConfiguration, ReportingDescriptor,
+    Result as SarifResult, ResultLevel, Run, Sarif, Suppression, Tool, ToolComponent,
+};
+
+use super::Report;
+use super::escape::escape_trimmed;
+use crate::catalogue::{CheckMeta, RuleMeta, catalogue};
+use crate::finding::{Confidence, Finding, Severity};
+
+pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+const INFORMATION_URI: &str = "https://github.com/mcpprobe/mcpprobe";
+
+fn level(s: Severity) -> ResultLevel {
+    match s {
+        Severity::Critical | Severity::High => ResultLevel::Error,
+        Severity::Medium => ResultLevel::Warning,
+        Severity::Low | Severity::Info => ResultLevel::Note,
+    }
+}
+
+fn level_value(s: Severity) -> Value {
+    json!(match level(s) {
+        ResultLevel::Error => "error",
+        ResultLevel::Warning => "warning",
+        _ => "note",
+    })
+}
+
+/// The SARIF rule id of a finding or catalogue entry: `META-02/P1`, or `AUTH-01`.
+pub fn rule_id(check: &str, rule: Option<&str>) -> String {
+    match rule {
+        Some(code) => format!("{check}/{code}"),
+        None => check.to_string(),
+    }
+}
+
+fn properties(
+    severity: Severity,
+    confidence: Confidence,
+    kind: &str,
+    refs: impl Iterator<Item = String>,
+) -> PropertyBag {
+    let mut tags = vec!["security".to_string(), format!("mcpprobe:{kind}")];
+    tags.extend(refs.map(|r| format!("owasp:{r}")));
+    let mut extra = BTreeMap::new();
+    extra.insert(
+        "security-severity".into(),
+        json!(severity.security_severity()),
+    );
+    extra.insert("precision".into(), json!(precision(confidence)));
+    PropertyBag::builder()
+        .tags(tags)
+        .additional_properties(extra)
+        .build()
+}
+
+fn precision(c: Confidence) -> &'static str {
+    match c {
+        Confidence::High => "high",
+        Confidence::Medium => "medium",
+        Confidence::Low => "low",
+    }
+}
+
+fn help(meta: &CheckMeta, rule: Option<&RuleMeta>) -> MultiformatMessageString {
+    let fix = rule
+        .and_then(|r| r.fix.as_deref())
+        .unwrap_or(meta.fix.trim());
+    let text = format!("{}\n\nFix: {}", meta.why.trim(), fix);
+    let markdown = format!(
+        "**{}**\n\n{}\n\n**Fix.** {}\n\nSpec: {}",
+        rule.map(|r| r.title.as_str()).unwrap_or(&meta.title),
+        meta.why.trim(),
+        fix,
+        meta.spec
+    );
+    MultiformatMessageString::builder()
+        .text(text)
+        .markdown(markdown)
+        .build()
+}
+
+fn descriptors() -> Vec<ReportingDescriptor> {
+    let mut out = Vec::new();
+    for meta in catalogue().metas() {
+        let mut push = |rule: Option<&RuleMeta>| {
+            let (title, sev, conf, mcp, asi) = match rule {
+                Some(r) => (
+                    &r.title,
+                    r.severity,
+                    r.confidence,
+                    &r.owasp_mcp,
+                    &r.owasp_asi,
+                ),
+                None => (
+                    &meta.title,
+                    meta.severity,
+                    meta.confidence,
+                    &meta.owasp_mcp,
+                    &meta.owasp_asi,
+                ),
+            };
+            let refs = mcp.iter().chain(asi.iter()).cloned();
+            out.push(
+                ReportingDescriptor::builder()
+                    .id(rule_id(&meta.id, rule.map(|r| r.code.as_str())))
+                    .name(title.clone())
+                    .short_description(
+                        MultiformatMessageString::builder()
+                            .text(title.clone())
+                            .build(),
+                    )
+                    .full_description(
+                        MultiformatMessageString::builder()
+                            .text(meta.why.trim().to_string())
+                            .build(),
+                    )
+                    .help(help(meta, rule))
+                    .default_configuration(
+                        ReportingConfiguration::builder()
+                            .level(level_value(sev))
+                            .build(),
+                    )
+                    .properties(properties(sev, conf, meta.kind.as_str(), refs))
+                    .build(),
+            );
+        };
+        push(None);
+        for rule in &meta.rules {
+            push(Some(rule));
+        }
+    }
+    out
+}
+
+fn result(f: &Finding, index: &BTreeMap<String, i64>, artifact: &str) -> SarifResult {
+    let id = rule_id(&f.check, f.rule.as_deref());
+    let mut text = f.title.clone();
+    if let Some(m) = &f.message {
+        text.push_str(": ");
+        text.push_str(m);
+    }
+    if let Some(e) = &f.evidence.text {
+        text.push_str(&format!(" — \"{}\"", escape_trimmed(e, 300)));
+    }
+    let mut logical = Vec::new();
+    if let Some(tool) = &f.location.tool {
+        logical.push(
+            LogicalLocation::builder()
+                .name(tool.clone())
+                .kind("function")
+                .build(),
+        );
+    }
+    if let Some(ptr) = &f.location.pointer {
+        logical.push(
+            LogicalLocation::builder()
+                .fully_qualified_name(ptr.clone())
+                .kind("member")
+                .build(),
+        );
+    }
+    let physical = PhysicalLocation::builder()
+        .artifact_location(
+            ArtifactLocation::builder()
+                .uri(artifact.to_string())
+                .build(),
+        )
+        .region(Region::builder().start_line(1).build())
+        .build();
+    let location = if logical.is_empty() {
+        Location::builder().physical_location(physical).build()
+    } else {
+        Location::builder()
+            .physical_location(physical)
+            .logical_locations(logical)
+            .build()
+    };
+    let meta = catalogue().meta(&f.check);
+    let mut fingerprints = BTreeMap::new();
+    fingerprints.insert("mcpprobeFinding/v1".to_string(), f.fingerprint.clone());
+    let mut props = properties(
+        f.severity,
+        f.confidence,
+        meta.kind.as_str(),
+        f.references.iter().cloned(),
+    );
+    props
+        .additional_properties
+        .insert("mcpprobe/severity".into(), json!(f.severity.as_str()));
+    props
+        .additional_properties
+        .insert("mcpprobe/confidence".into(), json!(f.confidence.as_str()));
+    let base = SarifResult::builder()
+        .rule_id(id.clone())
+        .rule_index(index.get(&id).copied().unwrap_or(0))
+        .level(level(f.severity))
+        .message(Message::builder().text(text).build())
+        .locations(vec![location])
+        .partial_fingerprints(fingerprints)
+        .properties(props);
+    match &f.suppressed {
+        Some(s) => base
+            .suppressions(vec![
+                Suppression::builder()
+                    .kind(json!("external"))
+                    .justification(s.reason.clone())
+                    .build(),
+            ])
+            .build(),
+        None => base.build(),
+    }
+}
+
+/// Renders `report` as a SARIF 2.1.0 log. `artifact` is the URI results point at.
+pub fn render(report: &Report, artifact: &str) -> String {
+    let rules = descriptors();
+    let index: BTreeMap<String, i64> = rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.clone(), i as i64))
+        .collect();
+    let results: Vec<SarifResult> = report
+        .findings
+        .iter()
+        .map(|f| result(f, &index, artifact))
+        .collect();
+    let driver = ToolComponent::builder()
+        .name("mcpprobe")
+        .version(report.tool.version.clone())
+        .semantic_version(report.tool.version.clone())
+        .information_uri(INFORMATION_URI)
+        .rules(rules)
+        .build();
+    let run = Run::builder()
+        .tool(Tool::builder().driver(driver).build())
+        .results(results)
+        .build();
+    let sarif = Sarif::builder()
+        .version(json!("2.1.0"))
+        .schema(SCHEMA_URI)
+        .runs(vec![run])
+        .build();
+    match serde_json::to_string_pretty(&sarif) {
+        Ok(s) => s,
+        Err(e) => panic!("a SARIF log always serialises: {e}"),
+    }
+}

@@ -1,0 +1,241 @@
+//! The terminal summary: findings grouped by severity, each with its evidence and fix.
+//!
+//! Every string that came from a server (or from a file the user checked) goes through
+//! [`escape`](super::escape::escape); colour is only added when the caller says the output is a
+//! TTY without `NO_COLOR`.
+
+use std::fmt::Write as _;
+
+use super::escape::{escape, escape_trimmed};
+use super::{CheckStatus, Report, RunOutcome};
+use crate::catalogue::catalogue;
+use crate::finding::{Finding, Severity};
+
+/// Longest evidence excerpt shown in the terminal (the JSON report has it all).
+const EVIDENCE_CHARS: usize = 240;
+
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn wrap(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+    fn severity(&self, s: Severity, text: &str) -> String {
+        let code = match s {
+            Severity::Critical => "1;35",
+            Severity::High => "1;31",
+            Severity::Medium => "1;33",
+            Severity::Low => "1;34",
+            Severity::Info => "1;36",
+        };
+        self.wrap(code, text)
+    }
+    fn bold(&self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+    fn dim(&self, text: &str) -> String {
+        self.wrap("2", text)
+    }
+}
+
+/// Whether colour should be used on stdout: a TTY, and `NO_COLOR` unset or empty.
+pub fn stdout_wants_color() -> bool {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && std::io::stdout().is_terminal()
+}
+
+pub fn render(report: &Report, color: bool) -> String {
+    let p = Paint { on: color };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} {} · target {}",
+        p.bold("mcpprobe"),
+        report.tool.version,
+        escape(&report.target)
+    );
+    if let Some(fp) = &report.fingerprint {
+        let eras: Vec<String> = fp.eras.iter().map(|e| escape(e)).collect();
+        let _ = writeln!(
+            out,
+            "eras: {} · transport: {}",
+            if eras.is_empty() {
+                "none".to_string()
+            } else {
+                eras.join(", ")
+            },
+            fp.transport
+                .as_deref()
+                .map(escape)
+                .unwrap_or_else(|| "unknown".into())
+        );
+    }
+    if let Some(sha) = &report.tool_list_sha256 {
+        let _ = writeln!(out, "tool list sha256: {}", escape(sha));
+    }
+    if let Some(reason) = &report.reason {
+        let label = match report.outcome {
+            RunOutcome::Refused => "refused",
+            RunOutcome::Incomplete => "incomplete",
+            RunOutcome::Complete => "note",
+        };
+        let _ = writeln!(out, "{}: {}", p.bold(label), escape(reason));
+    }
+
+    for sev in Severity::ALL_DESCENDING {
+        let group: Vec<&Finding> = report.counting().filter(|f| f.severity == sev).collect();
+        if group.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out);
+        let header = format!("── {} ({}) ──", sev.as_str().to_uppercase(), group.len());
+        let _ = writeln!(out, "{}", p.severity(sev, &header));
+        for f in group {
+            render_finding(&mut out, &p, f);
+        }
+    }
+
+    let errored: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::Error)
+        .collect();
+    if !errored.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", p.bold("checks that failed:"));
+        for c in errored {
+            let _ = writeln!(
+                out,
+                "  {}: {}",
+                c.id,
+                escape(c.reason.as_deref().unwrap_or("no reason recorded"))
+            );
+        }
+    }
+
+    let _ = writeln!(out);
+    let count = |s: CheckStatus| report.checks.iter().filter(|c| c.status == s).count();
+    let _ = writeln!(
+        out,
+        "checks: {} ran, {} skipped, {} not implemented, {} errored",
+        count(CheckStatus::Ran),
+        count(CheckStatus::Skipped),
+        count(CheckStatus::NotImplemented),
+        count(CheckStatus::Error)
+    );
+    let by_sev: Vec<String> = Severity::ALL_DESCENDING
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                report.counting().filter(|f| f.severity == *s).count(),
+                s
+            )
+        })
+        .collect();
+    let mut line = format!(
+        "findings: {} ({})",
+        report.counting().count(),
+        by_sev.join(", ")
+    );
+    let suppressed = report.suppressed_count();
+    if suppressed > 0 {
+        let _ = write!(line, "; {suppressed} suppressed");
+    }
+    if report.below_min_confidence > 0 {
+        let _ = write!(
+            line,
+            "; {} below --min-confidence {}",
+            report.below_min_confidence, report.policy.min_confidence
+        );
+    }
+    let _ = writeln!(out, "{line}");
+    if report.requests_sent > 0 {
+        let _ = writeln!(out, "requests sent: {}", report.requests_sent);
+    }
+    let verdict = match (report.exit_code, report.policy.fail_on) {
+        (0, Some(t)) => format!("exit 0: nothing at or above {t}"),
+        (0, None) => "exit 0: --fail-on none".to_string(),
+        (1, Some(t)) => format!("exit 1: findings at or above {t}"),
+        (2, _) => "exit 2: stopped by the gate".to_string(),
+        (3, _) => "exit 3: scan incomplete".to_string(),
+        (n, _) => format!("exit {n}"),
+    };
+    let _ = writeln!(out, "{}", p.bold(&verdict));
+    out
+}
+
+fn render_finding(out: &mut String, p: &Paint, f: &Finding) {
+    let id = match &f.rule {
+        Some(rule) => format!("{}/{}", f.check, rule),
+        None => f.check.clone(),
+    };
+    let _ = writeln!(
+        out,
+        "{} {}",
+        p.severity(f.severity, &format!("{}[{}]", f.severity, id)),
+        p.bold(&escape(&f.title))
+    );
+    let mut place = Vec::new();
+    if let Some(tool) = &f.location.tool {
+        place.push(format!("tool `{}`", escape_trimmed(tool, 80)));
+    }
+    if let Some(ptr) = &f.location.pointer {
+        place.push(format!("at {}", escape_trimmed(ptr, 120)));
+    }
+    if !place.is_empty() {
+        let _ = writeln!(out, "  --> {}", place.join(" "));
+    }
+    if let Some(msg) = &f.message {
+        let _ = writeln!(out, "   = {}", escape(msg));
+    }
+    if let Some(text) = &f.evidence.text {
+        let _ = writeln!(out, "   | \"{}\"", escape_trimmed(text, EVIDENCE_CHARS));
+    }
+    for x in f.evidence.exchanges.iter().take(3) {
+        let req = &x.request;
+        let status = x
+            .response
+            .as_ref()
+            .and_then(|r| r.status)
+            .map(|s| s.to_string())
+            .or_else(|| x.note.clone())
+            .unwrap_or_else(|| "no response".into());
+        let _ = writeln!(
+            out,
+            "   | {} {} → {}",
+            escape(req.method.as_deref().unwrap_or("?")),
+            escape_trimmed(req.url.as_deref().unwrap_or("?"), 120),
+            escape_trimmed(&status, 80)
+        );
+    }
+    if f.evidence.exchanges.len() > 3 {
+        let _ = writeln!(
+            out,
+            "   | … {} more exchanges in the JSON report",
+            f.evidence.exchanges.len() - 3
+        );
+    }
+    let refs: Vec<String> = f
+        .references
+        .iter()
+        .map(|r| catalogue().taxonomy.describe(r))
+        .collect();
+    let _ = writeln!(
+        out,
+        "   {}",
+        p.dim(&format!(
+            "confidence {} · {}",
+            f.confidence,
+            refs.join(" · ")
+        ))
+    );
+    let _ = writeln!(out, "   help: {}", escape(f.fix.trim()));
+}
