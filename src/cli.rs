@@ -31,9 +31,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Scan a live MCP server (HTTP URL or --stdio command).
-    Scan(ScanArgs),
+    Scan(Box<ScanArgs>),
     /// Run the metadata rules on a file: tools/list response, tools array, server card or agent card.
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// Print the SHA-256 tool-list fingerprint of a file (SPEC §5).
     Fingerprint {
         /// A tools/list response, its result, or a tools array; `-` for stdin.
@@ -244,9 +244,7 @@ pub fn main() -> ProcessExit {
         Err(e) => {
             use clap::error::ErrorKind;
             let code = match e.kind() {
-                ErrorKind::DisplayHelp
-                | ErrorKind::DisplayVersion
-                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
                 _ => ExitCode::Usage.code(),
             };
             let _ = e.print();

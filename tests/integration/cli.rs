@@ -1,0 +1,88 @@
+//! The command line: exit codes, usage errors, the catalogue commands.
+
+use crate::support::mcpprobe;
+
+#[test]
+fn unknown_flag_exits_64_not_clap_2() {
+    mcpprobe().arg("--bogus").assert().code(64);
+    mcpprobe()
+        .args(["checks", "--format", "yaml"])
+        .assert()
+        .code(64);
+    mcpprobe().assert().code(64); // no subcommand
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    mcpprobe().arg("--help").assert().code(0);
+    let out = mcpprobe()
+        .arg("--version")
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8_lossy(&out).contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn checks_show_unknown_id_exits_64_with_a_clear_message() {
+    let out = mcpprobe()
+        .args(["checks", "show", "NOPE-99"])
+        .assert()
+        .code(64)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no check named \"NOPE-99\""), "{err}");
+}
+
+#[test]
+fn checks_json_lists_29_entries() {
+    let out = mcpprobe()
+        .args(["checks", "--format", "json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let checks = v["checks"].as_array().expect("checks array");
+    assert_eq!(checks.len(), 29);
+    let count = |k: &str| checks.iter().filter(|c| c["kind"] == k).count();
+    assert_eq!(
+        (count("passive"), count("active"), count("other")),
+        (16, 8, 5)
+    );
+}
+
+#[test]
+fn checks_show_explains_one_check() {
+    let out = mcpprobe()
+        .args(["checks", "show", "meta-02"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "META-02",
+        "Why it matters",
+        "How to fix",
+        "P1",
+        "MCP03 Tool Poisoning",
+    ] {
+        assert!(text.contains(needle), "{needle} missing:\n{text}");
+    }
+}
+
+#[test]
+fn commands_not_built_yet_say_so_and_exit_64() {
+    for args in [
+        &["scan", "http://127.0.0.1:1/mcp"][..],
+        &["verify", "status"],
+        &["demo"],
+    ] {
+        let out = mcpprobe().args(args).assert().code(64).get_output().clone();
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not yet available"));
+    }
+}

@@ -1,0 +1,47 @@
+//! Helpers shared by the integration tests.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The binary, with a scrubbed environment so results do not depend on the caller's shell.
+pub fn mcpprobe() -> Command {
+    let mut cmd = Command::cargo_bin("mcpprobe").expect("the mcpprobe binary is built");
+    for var in [
+        "NO_COLOR",
+        "MCPPROBE_TOKEN",
+        "MCPPROBE_RESOLVER",
+        "MCPPROBE_STATE_DIR",
+        "CI",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.timeout(std::time::Duration::from_secs(60));
+    cmd
+}
+
+pub fn json_file(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Validates `instance` against the JSON Schema at `schema` (relative to the repo root); panics
+/// with every error.
+pub fn assert_valid(schema: &str, instance: &serde_json::Value) {
+    let schema_value = json_file(&root().join(schema));
+    let validator = jsonschema::validator_for(&schema_value)
+        .unwrap_or_else(|e| panic!("{schema} does not compile: {e}"));
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not valid against {schema}:\n{}",
+        errors.join("\n")
+    );
+}
