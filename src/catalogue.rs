@@ -60,6 +60,10 @@ pub struct CheckMeta {
     pub spec: String,
     /// The most requests this check may send in one scan (its share of SPEC §10's budget).
     pub requests: u32,
+    /// A record of what was seen (INFO-01, INFO-02), not a problem: its findings never count
+    /// for the exit code.
+    #[serde(default)]
+    pub informational: bool,
     pub why: String,
     pub fix: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -43,8 +43,8 @@ pub enum Command {
     Diff {
         old: String,
         new: String,
-        #[arg(long, value_enum, default_value_t = Format::Terminal)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = DiffFormat::Terminal)]
+        format: DiffFormat,
     },
     /// Prove ownership of a host with a DNS TXT record.
     Verify {
@@ -89,6 +89,12 @@ pub enum ChecksAction {
     List,
     /// Explain one check: why it matters, how to fix, its rules.
     Show { id: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Terminal,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -187,7 +187,7 @@ impl Finding {
                 r.confidence,
                 &r.owasp_mcp,
                 &r.owasp_asi,
-                r.fix.clone().unwrap_or_else(|| meta.fix.trim().to_string()),
+                r.fix.clone().unwrap_or_else(|| one_line(&meta.fix)),
             ),
             None => (
                 meta.title.clone(),
@@ -195,7 +195,7 @@ impl Finding {
                 meta.confidence,
                 &meta.owasp_mcp,
                 &meta.owasp_asi,
-                meta.fix.trim().to_string(),
+                one_line(&meta.fix),
             ),
         };
         FindingBuilder {
@@ -238,6 +238,11 @@ impl Finding {
     pub fn counts(&self) -> bool {
         self.suppressed.is_none()
     }
+}
+
+/// Catalogue prose is wrapped for reading in TOML; findings carry it as one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Builds a [`Finding`]; `build` fills the fingerprint.

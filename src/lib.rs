@@ -8,6 +8,7 @@ pub mod cli;
 pub mod docs;
 pub mod exit;
 pub mod finding;
+pub mod fingerprint;
 pub mod offline;
 pub mod report;
 pub mod rules;

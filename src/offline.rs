@@ -1,16 +1,161 @@
 //! The offline commands: `check`, `fingerprint`, `diff`. They send nothing over the network.
 
-use crate::cli::{CheckArgs, usage_error};
-use crate::report::Format;
+use std::fmt::Write as _;
+use std::io::Read as _;
 
-pub fn check(_args: &CheckArgs) -> i32 {
-    usage_error("`check` is not yet available in this build of mcpprobe")
+use serde_json::Value;
+
+use crate::catalogue::catalogue;
+use crate::cli::{CheckArgs, DiffFormat, emit, usage_error};
+use crate::fingerprint::{ToolDiff, diff as diff_tools, tools_sha256};
+use crate::report::Report;
+use crate::report::escape::escape;
+use crate::rules::{Input, InputKind};
+
+/// The largest document `check`, `fingerprint` and `diff` read.
+pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Reads a file, or stdin for `-`, up to [`MAX_INPUT_BYTES`].
+pub fn read_input(path: &str) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    let limit = MAX_INPUT_BYTES + 1;
+    let result = if path == "-" {
+        std::io::stdin().lock().take(limit).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(limit).read_to_end(&mut bytes))
+    };
+    let name = if path == "-" { "stdin" } else { path };
+    result.map_err(|e| format!("cannot read {name}: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(format!("{name} is larger than {MAX_INPUT_BYTES} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("{name} is not UTF-8: {e}"))
 }
 
-pub fn fingerprint(_file: &str) -> i32 {
-    usage_error("`fingerprint` is not yet available in this build of mcpprobe")
+fn load(path: &str, kind: Option<InputKind>) -> Result<Input, String> {
+    let text = read_input(path)?;
+    let name = if path == "-" { "stdin" } else { path };
+    Input::parse(&text, kind).map_err(|e| format!("{name}: {e}"))
 }
 
-pub fn diff(_old: &str, _new: &str, _format: Format) -> i32 {
-    usage_error("`diff` is not yet available in this build of mcpprobe")
+/// The runs of `mcpprobe check`: every catalogue check, over one offline document.
+pub fn check_report(input: &Input, target: &str, policy: crate::report::Policy) -> Report {
+    let doc = input.document();
+    let mut report = Report::new(target, policy);
+    for entry in &catalogue().entries {
+        report.record(&entry.meta.id, entry.check.offline(input, &doc));
+    }
+    let tools = input.value.get("tools").and_then(Value::as_array);
+    if let Some(tools) = tools.filter(|_| input.kind == InputKind::Tools || !doc.tools.is_empty()) {
+        report.tool_list_sha256 = Some(tools_sha256(tools));
+    }
+    report.finish();
+    report
+}
+
+pub fn check(args: &CheckArgs) -> i32 {
+    let input = match load(&args.file, args.kind) {
+        Ok(i) => i,
+        Err(e) => return usage_error(e),
+    };
+    let target = if args.file == "-" {
+        "stdin".to_string()
+    } else {
+        args.file.clone()
+    };
+    let report = check_report(&input, &target, args.output.policy());
+    emit(&report, &args.output, &target)
+}
+
+fn tools_of(input: &Input) -> &[Value] {
+    input
+        .value
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+pub fn fingerprint(path: &str) -> i32 {
+    match load(path, Some(InputKind::Tools)) {
+        Ok(input) => {
+            println!("{}", tools_sha256(tools_of(&input)));
+            0
+        }
+        Err(e) => usage_error(e),
+    }
+}
+
+pub fn diff(old: &str, new: &str, format: DiffFormat) -> i32 {
+    let (a, b) = match (
+        load(old, Some(InputKind::Tools)),
+        load(new, Some(InputKind::Tools)),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return usage_error(e),
+    };
+    let d = diff_tools(tools_of(&a), tools_of(&b));
+    let text = match format {
+        DiffFormat::Json => serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
+        DiffFormat::Terminal => render_diff(&d),
+    };
+    print!("{text}");
+    if d.identical { 0 } else { 1 }
+}
+
+/// The terminal form of a diff; every server-controlled string escaped.
+pub fn render_diff(d: &ToolDiff) -> String {
+    let mut out = String::new();
+    if d.identical {
+        let _ = writeln!(out, "identical tool lists (sha256 {})", d.old_sha256);
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "tools: {} added, {} removed, {} renamed, {} changed",
+        d.added.len(),
+        d.removed.len(),
+        d.renamed.len(),
+        d.changed.len()
+    );
+    for name in &d.added {
+        let _ = writeln!(out, "+ added    `{}`", escape(name));
+    }
+    for name in &d.removed {
+        let _ = writeln!(out, "- removed  `{}`", escape(name));
+    }
+    for r in &d.renamed {
+        let _ = writeln!(
+            out,
+            "~ renamed  `{}` → `{}` (same content)",
+            escape(&r.from),
+            escape(&r.to)
+        );
+    }
+    for c in &d.changed {
+        let _ = writeln!(out, "~ changed  `{}`", escape(&c.tool));
+        for f in &c.fields {
+            let show = |v: &Option<String>| match v {
+                Some(s) => format!("\"{}\"", escape(s)),
+                None => "(absent)".into(),
+            };
+            let _ = writeln!(
+                out,
+                "    {}",
+                escape(if f.pointer.is_empty() {
+                    "/"
+                } else {
+                    &f.pointer
+                })
+            );
+            let _ = writeln!(out, "      old: {}", show(&f.old));
+            let _ = writeln!(out, "      new: {}", show(&f.new));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "old sha256 {}\nnew sha256 {}",
+        d.old_sha256, d.new_sha256
+    );
+    out
 }

@@ -4,6 +4,7 @@
 
 use crate::catalogue::{CheckMeta, catalogue};
 use crate::finding::Finding;
+use crate::rules::{Document, Input};
 
 /// What one check did in one run. A check is never silently absent from a report: it ran
 /// (with zero or more findings), was skipped (and says why), is not implemented, or failed.
@@ -27,7 +28,7 @@ pub trait Check: Sync + Send {
 
     /// Runs over documents read offline (`mcpprobe check`). The default is for checks that need
     /// a live target.
-    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::Skipped("needs a live target; `mcpprobe check` reads metadata only".into())
     }
 }

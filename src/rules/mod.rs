@@ -1,6 +1,34 @@
-//! The metadata rules engine (SPEC §3.1). Pure: documents in, findings out.
+//! The metadata rules engine (SPEC §3.1). Pure: documents in, findings out; no network, no
+//! clock, no terminal.
+//!
+//! - [`document`]: everything the model reads, each text with its JSON Pointer (bounded walk);
+//! - [`poisoning`]: META-02, P1–P6; [`capabilities`]: META-03, C1–C9;
+//!   [`definitions`]: META-04, S1–S6 and N1;
+//! - [`server_card`]: CARD-01's static rules; [`agent_card`]: CARD-02, A1–A10.
+
+pub mod agent_card;
+pub mod capabilities;
+pub mod definitions;
+pub mod document;
+pub mod hosts;
+pub mod poisoning;
+pub mod server_card;
+pub mod text;
 
 use serde_json::Value;
+
+use crate::catalogue::catalogue;
+use crate::finding::{Finding, FindingBuilder};
+pub use document::Document;
+
+/// A finding of a rules check, with the rule's metadata from the catalogue.
+pub(crate) fn finding(check: &str, rule: &str) -> FindingBuilder {
+    let meta = catalogue().meta(check);
+    match meta.rule(rule) {
+        Some(r) => Finding::of(meta, Some(r)),
+        None => panic!("{check} has no rule {rule} in its catalogue entry"),
+    }
+}
 
 /// What a document is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -13,9 +41,140 @@ pub enum InputKind {
     AgentCard,
 }
 
-/// Documents read offline: what `mcpprobe check` hands to the checks.
+impl InputKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            InputKind::Tools => "tool list",
+            InputKind::ServerCard => "MCP server card",
+            InputKind::AgentCard => "A2A agent card",
+        }
+    }
+}
+
+/// A document read offline, normalised: a tool list is always an object with `tools` (and
+/// whatever else its result carried: `nextCursor`, `prompts`, `instructions`…), so pointers
+/// read `/tools/3/description` whichever shape was pasted.
 #[derive(Debug, Clone)]
 pub struct Input {
     pub kind: InputKind,
     pub value: Value,
+    /// Set when a document forced to be a server card is not JSON (SC1).
+    pub invalid_json: Option<String>,
+}
+
+const EXPECTED: &str = "expected a JSON-RPC tools/list response, its result (an object with \
+                        `tools`), a bare tools array, an MCP server card or an A2A agent card";
+
+fn keys(v: &Value) -> String {
+    match v.as_object() {
+        Some(m) => {
+            let mut k: Vec<&str> = m.keys().map(String::as_str).take(8).collect();
+            if m.len() > 8 {
+                k.push("…");
+            }
+            format!("an object with keys [{}]", k.join(", "))
+        }
+        None => format!("a JSON {}", definitions::kind(v)),
+    }
+}
+
+fn looks_like_agent_card(v: &Value) -> bool {
+    v.get("supportedInterfaces").is_some()
+        || (v.get("skills").is_some_and(Value::is_array)
+            && (v.get("defaultInputModes").is_some() || v.get("capabilities").is_some()))
+}
+
+fn looks_like_server_card(v: &Value) -> bool {
+    v.get("$schema")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.contains("server-card"))
+        || v.get("remotes").is_some()
+        || (v.get("serverInfo").is_some() && v.get("transport").is_some())
+}
+
+impl Input {
+    /// Parses and recognises a document; the error names what was expected.
+    pub fn parse(text: &str, forced: Option<InputKind>) -> Result<Input, String> {
+        let value: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) if forced == Some(InputKind::ServerCard) => {
+                return Ok(Input {
+                    kind: InputKind::ServerCard,
+                    value: Value::Null,
+                    invalid_json: Some(e.to_string()),
+                });
+            }
+            Err(e) => return Err(format!("not valid JSON: {e}")),
+        };
+        Input::from_value(value, forced)
+    }
+
+    pub fn from_value(value: Value, forced: Option<InputKind>) -> Result<Input, String> {
+        // A JSON-RPC envelope: take its result.
+        let value = match value {
+            Value::Object(mut m) if m.contains_key("jsonrpc") => {
+                if let Some(err) = m.get("error") {
+                    return Err(format!(
+                        "a JSON-RPC error response ({}), not a tool list",
+                        err
+                    ));
+                }
+                match m.remove("result") {
+                    Some(r) => r,
+                    None => return Err(format!("a JSON-RPC message without a result; {EXPECTED}")),
+                }
+            }
+            v => v,
+        };
+        let tools = |v: Value| -> Result<Input, String> {
+            match v {
+                Value::Array(items) => {
+                    let mut m = serde_json::Map::new();
+                    m.insert("tools".into(), Value::Array(items));
+                    Ok(Input {
+                        kind: InputKind::Tools,
+                        value: Value::Object(m),
+                        invalid_json: None,
+                    })
+                }
+                v if v.get("tools").is_some_and(Value::is_array) => Ok(Input {
+                    kind: InputKind::Tools,
+                    value: v,
+                    invalid_json: None,
+                }),
+                v => Err(format!("found {}; {EXPECTED}", keys(&v))),
+            }
+        };
+        let card = |kind: InputKind, v: Value| -> Result<Input, String> {
+            if v.is_object() {
+                Ok(Input {
+                    kind,
+                    value: v,
+                    invalid_json: None,
+                })
+            } else {
+                Err(format!(
+                    "an {} must be a JSON object; found {}",
+                    kind.describe(),
+                    keys(&v)
+                ))
+            }
+        };
+        match forced {
+            Some(InputKind::Tools) => tools(value),
+            Some(k) => card(k, value),
+            None if looks_like_agent_card(&value) => card(InputKind::AgentCard, value),
+            None if looks_like_server_card(&value) => card(InputKind::ServerCard, value),
+            None => tools(value),
+        }
+    }
+
+    /// The document model of this input.
+    pub fn document(&self) -> Document<'_> {
+        match self.kind {
+            InputKind::Tools => Document::from_inventory(&self.value),
+            InputKind::ServerCard => Document::from_server_card(&self.value),
+            InputKind::AgentCard => Document::from_agent_card(&self.value),
+        }
+    }
 }

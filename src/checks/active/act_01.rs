@@ -3,6 +3,7 @@
 //! Metadata: `checks/active/ACT-01.toml`.
 
 use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+use crate::rules::{Document, Input};
 
 pub struct Act01;
 
@@ -13,7 +14,7 @@ impl Check for Act01 {
         "ACT-01"
     }
 
-    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
 }

@@ -3,6 +3,7 @@
 //! Metadata: `checks/active/ACT-08.toml`.
 
 use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+use crate::rules::{Document, Input};
 
 pub struct Act08;
 
@@ -13,7 +14,7 @@ impl Check for Act08 {
         "ACT-08"
     }
 
-    fn offline(&self, _input: &crate::rules::Input) -> Outcome {
+    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
 }

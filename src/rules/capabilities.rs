@@ -1,0 +1,694 @@
+//! META-03: what the tools can do (capability classes; rules C1–C9, SPEC §3.1).
+//!
+//! Classes come from the words of a tool's name and title. Descriptions and parameter names
+//! count only for the "reads" classes (reads untrusted content, reads private data, file
+//! system), and parameter names also for credentials. Words match whole words, also inside
+//! snake_case, camelCase and kebab-case identifiers, never inside other words.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use serde_json::{Map, Value};
+
+use super::document::{Document, Tool, token};
+use super::text::{visible, words};
+use crate::finding::Finding;
+
+const CHECK: &str = "META-03";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Class {
+    ReadsUntrusted,
+    ReadsPrivate,
+    Changes,
+    Deletes,
+    Sends,
+    Runs,
+    FileSystem,
+    Payments,
+    Credentials,
+}
+
+impl Class {
+    pub const ALL: [Class; 9] = [
+        Class::ReadsUntrusted,
+        Class::ReadsPrivate,
+        Class::Changes,
+        Class::Deletes,
+        Class::Sends,
+        Class::Runs,
+        Class::FileSystem,
+        Class::Payments,
+        Class::Credentials,
+    ];
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Class::ReadsUntrusted => "reads untrusted content",
+            Class::ReadsPrivate => "reads private data",
+            Class::Changes => "changes data",
+            Class::Deletes => "deletes data",
+            Class::Sends => "sends data out",
+            Class::Runs => "runs code or commands",
+            Class::FileSystem => "file system",
+            Class::Payments => "payments",
+            Class::Credentials => "handles credentials",
+        }
+    }
+
+    fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+
+    /// Classes that make a tool one with effects (C3, C4, S4).
+    pub fn has_effects(set: u16) -> bool {
+        [Class::Changes, Class::Deletes, Class::Sends, Class::Runs]
+            .iter()
+            .any(|c| set & c.bit() != 0)
+    }
+}
+
+/// The class word table of SPEC §3.1 ("env" and "environment variables" added to reads
+/// private data).
+const TABLE: &[(Class, &[&str])] = &[
+    (
+        Class::ReadsUntrusted,
+        &[
+            "fetch",
+            "browse",
+            "scrape",
+            "crawl",
+            "webpage",
+            "web page",
+            "website",
+            "url",
+            "urls",
+            "inbox",
+            "emails",
+            "incoming",
+            "ticket",
+            "tickets",
+            "issue",
+            "issues",
+            "comment",
+            "comments",
+            "pull request",
+            "rss",
+            "web search",
+            "search the web",
+            "download",
+            "html",
+        ],
+    ),
+    (
+        Class::ReadsPrivate,
+        &[
+            "customer",
+            "customers",
+            "database",
+            "db",
+            "records",
+            "crm",
+            "personal",
+            "employee",
+            "employees",
+            "patient",
+            "account",
+            "accounts",
+            "documents",
+            "drive",
+            "repository",
+            "repo",
+            "private",
+            "internal",
+            "sql",
+            "contacts",
+            "calendar",
+            "mailbox",
+            "inbox",
+            "files",
+            "env",
+            "environment variables",
+        ],
+    ),
+    (
+        Class::Changes,
+        &[
+            "create", "update", "write", "edit", "modify", "insert", "upsert", "set", "add",
+            "commit", "merge", "move", "rename", "save", "patch", "put", "append", "upload",
+        ],
+    ),
+    (
+        Class::Deletes,
+        &[
+            "delete", "remove", "drop", "truncate", "purge", "destroy", "erase", "wipe",
+        ],
+    ),
+    (
+        Class::Sends,
+        &[
+            "send",
+            "reply",
+            "forward",
+            "publish",
+            "post",
+            "webhook",
+            "upload",
+            "share",
+            "notify",
+            "tweet",
+            "sms",
+            "smtp",
+            "message",
+            "email",
+            "mail",
+            "http request",
+            "post request",
+            "invite",
+        ],
+    ),
+    (
+        Class::Runs,
+        &[
+            "exec",
+            "execute",
+            "shell",
+            "bash",
+            "command",
+            "cmd",
+            "terminal",
+            "eval",
+            "run code",
+            "python",
+            "script",
+            "subprocess",
+            "spawn",
+            "powershell",
+            "sandbox",
+        ],
+    ),
+    (
+        Class::FileSystem,
+        &[
+            "file",
+            "files",
+            "directory",
+            "folder",
+            "path",
+            "filesystem",
+            "filepath",
+            "filename",
+        ],
+    ),
+    (
+        Class::Payments,
+        &[
+            "payment", "payments", "pay", "transfer", "refund", "charge", "purchase", "checkout",
+            "wallet", "payout",
+        ],
+    ),
+    (
+        Class::Credentials,
+        &[
+            "password",
+            "passwd",
+            "token",
+            "api key",
+            "apikey",
+            "api_key",
+            "secret",
+            "credential",
+            "credentials",
+            "oauth",
+        ],
+    ),
+];
+
+/// Phrase (words joined by one space) → class bits.
+static WORDS: LazyLock<HashMap<String, u16>> = LazyLock::new(|| {
+    let mut m: HashMap<String, u16> = HashMap::new();
+    for (class, list) in TABLE {
+        for w in *list {
+            *m.entry(words(w).join(" ")).or_default() |= class.bit();
+        }
+    }
+    m
+});
+
+const READS: u16 = (1 << Class::ReadsUntrusted as u16)
+    | (1 << Class::ReadsPrivate as u16)
+    | (1 << Class::FileSystem as u16);
+const PARAMS: u16 = READS | (1 << Class::Credentials as u16);
+
+/// Every (class, word) found in `text`, restricted to `mask`, in order of appearance.
+pub fn classify(text: &str, mask: u16) -> Vec<(Class, String)> {
+    let w = words(text);
+    let mut found: Vec<(Class, String)> = Vec::new();
+    for i in 0..w.len() {
+        for n in 1..=3 {
+            if i + n > w.len() {
+                break;
+            }
+            let phrase = w[i..i + n].join(" ");
+            if let Some(bits) = WORDS.get(&phrase) {
+                for c in Class::ALL {
+                    if bits & mask & c.bit() != 0 {
+                        found.push((c, phrase.clone()));
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// What one tool can do, and why we think so.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    pub bits: u16,
+    /// (class, word, where it was found: "name", "title", "description", "parameter `x`")
+    pub reasons: Vec<(Class, String, String)>,
+}
+
+impl Profile {
+    pub fn has(&self, c: Class) -> bool {
+        self.bits & c.bit() != 0
+    }
+    fn add(&mut self, found: Vec<(Class, String)>, source: &str) {
+        for (c, word) in found {
+            if self.bits & c.bit() == 0 {
+                self.bits |= c.bit();
+                self.reasons.push((c, word, source.to_string()));
+            }
+        }
+    }
+    pub fn reason(&self, c: Class) -> String {
+        self.reasons
+            .iter()
+            .find(|(k, _, _)| *k == c)
+            .map(|(_, w, s)| format!("\"{w}\" in its {s}"))
+            .unwrap_or_default()
+    }
+    /// The classes from name and title only (C3 and C4 judge by those).
+    pub fn named_effects(&self) -> Vec<Class> {
+        self.reasons
+            .iter()
+            .filter(|(c, _, s)| {
+                (s == "name" || s == "title")
+                    && matches!(
+                        c,
+                        Class::Changes | Class::Deletes | Class::Sends | Class::Runs
+                    )
+            })
+            .map(|(c, _, _)| *c)
+            .collect()
+    }
+}
+
+pub fn properties<'a>(tool: &Tool<'a>) -> Option<&'a Map<String, Value>> {
+    tool.value
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)
+}
+
+/// Leading verbs that make a name a read (`get-annotated-message`, `list_posts`).
+const READ_VERBS: &[&str] = &[
+    "get",
+    "list",
+    "read",
+    "search",
+    "find",
+    "fetch",
+    "show",
+    "describe",
+    "query",
+    "view",
+    "lookup",
+    "look",
+    "count",
+    "check",
+    "validate",
+    "inspect",
+    "browse",
+    "retrieve",
+    "load",
+    "download",
+    "print",
+    "explain",
+    "summarize",
+    "summarise",
+    "analyze",
+    "analyse",
+    "preview",
+    "watch",
+    "monitor",
+    "is",
+    "has",
+    "can",
+    "diff",
+    "compare",
+];
+
+/// Effect words that are also nouns: after a leading read verb they name what is read
+/// (`get_message`, `list_commits`, `show_command_output`), not what the tool does.
+const NOUN_EFFECTS: &[&str] = &[
+    "message", "email", "mail", "post", "sms", "tweet", "webhook", "commit", "patch", "set",
+    "share", "upload", "merge", "command", "cmd", "script", "shell", "terminal", "python", "bash",
+    "sandbox", "transfer", "charge", "payment", "payments", "invite", "reply",
+];
+
+/// Classes of a name or title: every class word counts, except that after a leading read
+/// verb the noun-like effect words do not.
+fn classify_name(text: &str) -> Vec<(Class, String)> {
+    let found = classify(text, u16::MAX);
+    let first = words(text).into_iter().next().unwrap_or_default();
+    if !READ_VERBS.contains(&first.as_str()) {
+        return found;
+    }
+    let effects = [
+        Class::Changes,
+        Class::Deletes,
+        Class::Sends,
+        Class::Runs,
+        Class::Payments,
+    ];
+    found
+        .into_iter()
+        .filter(|(c, w)| !(effects.contains(c) && NOUN_EFFECTS.contains(&w.as_str())))
+        .collect()
+}
+
+pub fn profile(tool: &Tool<'_>) -> Profile {
+    let mut p = Profile::default();
+    if let Some(name) = tool.name {
+        p.add(classify_name(name), "name");
+    }
+    if let Some(title) = tool.title() {
+        p.add(classify_name(title), "title");
+    }
+    if let Some(d) = tool.value.get("description").and_then(Value::as_str) {
+        p.add(classify(d, READS), "description");
+    }
+    if let Some(props) = properties(tool) {
+        for name in props.keys() {
+            p.add(
+                classify(name, PARAMS),
+                &format!("parameter `{}`", visible(name)),
+            );
+        }
+    }
+    p
+}
+
+fn tool_finding(tool: &Tool<'_>, rule: &str) -> crate::finding::FindingBuilder {
+    super::finding(CHECK, rule)
+        .tool(tool.label())
+        .pointer(tool.pointer.clone())
+}
+
+/// Parameter-name words for C5, by what the parameter reaches.
+const REACHES: &[(&str, &[&str])] = &[
+    (
+        "a URL",
+        &["url", "uri", "urls", "link", "href", "endpoint", "webhook"],
+    ),
+    (
+        "a path",
+        &[
+            "path",
+            "filepath",
+            "filename",
+            "file",
+            "dir",
+            "directory",
+            "folder",
+        ],
+    ),
+    ("a command", &["command", "cmd", "shell", "script", "exec"]),
+    ("a query", &["query", "sql"]),
+    (
+        "a recipient",
+        &[
+            "recipient",
+            "recipients",
+            "to",
+            "cc",
+            "bcc",
+            "email",
+            "phone",
+        ],
+    ),
+];
+
+/// Words before "token" that make it a pagination or size word, not a credential (C6).
+const NOT_SECRET_TOKEN: &[&str] = &[
+    "page",
+    "next",
+    "continuation",
+    "cursor",
+    "sync",
+    "max",
+    "num",
+    "count",
+    "total",
+    "input",
+    "output",
+    "prompt",
+    "completion",
+    "csrf",
+];
+
+fn is_free_text(schema: &Value) -> bool {
+    let string_type = match schema.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+        _ => false,
+    };
+    string_type
+        && !["enum", "const", "pattern", "format"]
+            .iter()
+            .any(|k| schema.get(*k).is_some())
+}
+
+/// Whether a parameter name (and schema) takes a secret: the credentials word and why.
+fn secret_param(name: &str, schema: &Value) -> Option<String> {
+    let w = words(name);
+    let creds = classify(name, 1 << Class::Credentials as u16);
+    if let Some((_, word)) = creds.first() {
+        let pagination = word == "token"
+            && w.iter().position(|x| x == "token").is_some_and(|i| {
+                i > 0
+                    && w.get(i - 1)
+                        .is_some_and(|prev| NOT_SECRET_TOKEN.contains(&prev.as_str()))
+            });
+        if !pagination {
+            return Some(format!("\"{word}\" in the parameter name"));
+        }
+    }
+    if schema.get("format").and_then(Value::as_str) == Some("password") {
+        return Some("`format: password`".into());
+    }
+    if schema.get("writeOnly") == Some(&Value::Bool(true)) {
+        return Some("`writeOnly: true`".into());
+    }
+    None
+}
+
+/// Runs C1–C9 over the document's tools.
+pub fn run(doc: &Document<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let profiles: Vec<Profile> = doc.tools.iter().map(profile).collect();
+
+    // C1: one server whose tools read untrusted content, read private data and send data out.
+    let pick = |c: Class, avoid: &[usize]| -> Option<usize> {
+        let with: Vec<usize> = (0..profiles.len())
+            .filter(|i| profiles[*i].has(c))
+            .collect();
+        with.iter()
+            .find(|i| !avoid.contains(i))
+            .or(with.first())
+            .copied()
+    };
+    if let Some(u) = pick(Class::ReadsUntrusted, &[])
+        && let Some(p) = pick(Class::ReadsPrivate, &[u])
+        && let Some(s) = pick(Class::Sends, &[u, p])
+    {
+        let label = |i: usize| doc.tools.get(i).map(|t| t.label()).unwrap_or_default();
+        let part = |i: usize, c: Class| {
+            format!(
+                "`{}` {} ({})",
+                visible(&label(i)),
+                c.describe(),
+                profiles[i].reason(c)
+            )
+        };
+        out.push(
+            super::finding(CHECK, "C1")
+                .pointer("/tools")
+                .message(format!(
+                    "exfiltration path: {}; {}; {}",
+                    part(u, Class::ReadsUntrusted),
+                    part(p, Class::ReadsPrivate),
+                    part(s, Class::Sends)
+                ))
+                .text(format!("{} → {} → {}", label(u), label(p), label(s)))
+                .build(),
+        );
+    }
+
+    for (tool, prof) in doc.tools.iter().zip(&profiles) {
+        let named = prof.named_effects();
+        if named.contains(&Class::Runs) {
+            out.push(
+                tool_finding(tool, "C2")
+                    .message(format!(
+                        "runs code or commands ({})",
+                        prof.reason(Class::Runs)
+                    ))
+                    .build(),
+            );
+        }
+        let annotations = tool.value.get("annotations").and_then(Value::as_object);
+        if let Some(first) = named.first() {
+            let read_only =
+                annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));
+            if read_only {
+                out.push(
+                    tool_finding(tool, "C3")
+                        .pointer(format!("{}/annotations/readOnlyHint", tool.pointer))
+                        .message(format!(
+                            "readOnlyHint: true, but it {} ({})",
+                            first.describe(),
+                            prof.reason(*first)
+                        ))
+                        .build(),
+                );
+            }
+            let hints = [
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ];
+            let annotated = annotations.is_some_and(|a| hints.iter().any(|h| a.contains_key(*h)));
+            if !annotated {
+                out.push(
+                    tool_finding(tool, "C4")
+                        .message(format!(
+                            "{} ({}) and has no annotations: clients assume destructive and open-world",
+                            first.describe(),
+                            prof.reason(*first)
+                        ))
+                        .build(),
+                );
+            }
+        }
+        if let Some(props) = properties(tool) {
+            params(tool, props, &mut out);
+        }
+    }
+
+    if doc.tools.len() > 30 {
+        out.push(
+            super::finding(CHECK, "C9")
+                .pointer("/tools")
+                .message(format!("{} tools", doc.tools.len()))
+                .build(),
+        );
+    }
+    out
+}
+
+fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
+    for (name, schema) in props {
+        let ptr = format!("{}/inputSchema/properties/{}", tool.pointer, token(name));
+        let w = words(name);
+        // C5
+        if is_free_text(schema) {
+            let reach = REACHES
+                .iter()
+                .find(|(_, list)| w.iter().any(|x| list.contains(&x.as_str())))
+                .map(|(what, _)| *what);
+            if let Some(what) = reach {
+                out.push(
+                    tool_finding(tool, "C5")
+                        .pointer(ptr.clone())
+                        .message(format!(
+                            "parameter `{}` is free text (no enum, pattern or format) and reaches {what}",
+                            visible(name)
+                        ))
+                        .build(),
+                );
+            }
+        }
+        // C6
+        let secret = secret_param(name, schema);
+        if let Some(why) = &secret {
+            out.push(
+                tool_finding(tool, "C6")
+                    .pointer(ptr.clone())
+                    .message(format!(
+                        "parameter `{}` takes a secret ({why})",
+                        visible(name)
+                    ))
+                    .build(),
+            );
+        }
+        // C7
+        if let Some(header) = schema.get("x-mcp-header") {
+            let sensitive = secret.clone().or_else(|| {
+                let pii = [
+                    "auth",
+                    "authorization",
+                    "key",
+                    "ssn",
+                    "email",
+                    "phone",
+                    "cookie",
+                    "session",
+                ];
+                w.iter()
+                    .find(|x| pii.contains(&x.as_str()))
+                    .map(|x| format!("\"{x}\" in the parameter name"))
+            });
+            if let Some(why) = sensitive {
+                out.push(
+                    tool_finding(tool, "C7")
+                        .pointer(format!("{ptr}/x-mcp-header"))
+                        .message(format!(
+                            "parameter `{}` ({why}) is copied into the HTTP header Mcp-Param-{}",
+                            visible(name),
+                            visible(
+                                &header
+                                    .as_str()
+                                    .map(str::to_string)
+                                    .unwrap_or_else(|| header.to_string())
+                            )
+                        ))
+                        .build(),
+                );
+            }
+        }
+        // C8
+        if w.iter()
+            .any(|x| matches!(x.as_str(), "action" | "operation" | "op" | "verb"))
+        {
+            let values = schema.get("enum").and_then(Value::as_array).map(Vec::len);
+            if values.is_none_or(|n| n >= 2) {
+                let detail = match values {
+                    Some(n) => format!("{n} actions in its enum"),
+                    None => "any action as free text".into(),
+                };
+                out.push(
+                    tool_finding(tool, "C8")
+                        .pointer(ptr.clone())
+                        .message(format!(
+                            "parameter `{}` selects the operation ({detail})",
+                            visible(name)
+                        ))
+                        .build(),
+                );
+            }
+        }
+    }
+}

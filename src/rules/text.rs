@@ -1,0 +1,223 @@
+//! Text helpers for the rules: the invisible-character table (P1), a matching view of a text
+//! that maps back to the original, identifier tokenisation for capability words, and excerpts.
+
+use crate::report::escape::escape;
+
+/// P1's characters (SPEC §3.1): zero-width, bidi controls, word joiner and invisible operators,
+/// BOM, and the Unicode tag block.
+pub fn is_p1(c: char) -> bool {
+    matches!(c as u32,
+        0x200B..=0x200F | 0x2060..=0x2064 | 0xFEFF | 0x202A..=0x202E | 0x2066..=0x2069
+        | 0xE0000..=0xE007F)
+}
+
+pub fn is_tag(c: char) -> bool {
+    (0xE0000..=0xE007F).contains(&(c as u32))
+}
+
+/// A text prepared for phrase matching: runs of whitespace collapsed to one space, P1
+/// characters dropped (so `ig\u{200B}nore previous` still matches), typographic apostrophes
+/// made ASCII. `map[i]` is the byte offset in the original of byte `i` of `text`.
+pub struct MatchView<'a> {
+    pub text: std::borrow::Cow<'a, str>,
+    map: Option<Vec<usize>>,
+    original_len: usize,
+}
+
+impl<'a> MatchView<'a> {
+    pub fn new(original: &'a str) -> MatchView<'a> {
+        let needs_work = original.bytes().enumerate().any(|(i, b)| {
+            b >= 0x80
+                || b == b'\n'
+                || b == b'\r'
+                || b == b'\t'
+                || (b == b' ' && original.as_bytes().get(i + 1) == Some(&b' '))
+        });
+        if !needs_work {
+            return MatchView {
+                text: original.into(),
+                map: None,
+                original_len: original.len(),
+            };
+        }
+        let mut text = String::with_capacity(original.len());
+        let mut map = Vec::with_capacity(original.len());
+        let mut last_space = false;
+        for (i, c) in original.char_indices() {
+            if is_p1(c) {
+                continue;
+            }
+            let c = match c {
+                '\u{2019}' | '\u{2018}' | '\u{02BC}' => '\'',
+                c if c.is_whitespace() => ' ',
+                c => c,
+            };
+            if c == ' ' {
+                if last_space {
+                    continue;
+                }
+                last_space = true;
+            } else {
+                last_space = false;
+            }
+            let start = text.len();
+            text.push(c);
+            map.extend(std::iter::repeat_n(i, text.len() - start));
+        }
+        MatchView {
+            text: text.into(),
+            map: Some(map),
+            original_len: original.len(),
+        }
+    }
+
+    /// The original byte range of the view's byte range `start..end`.
+    pub fn original_range(&self, start: usize, end: usize, original: &str) -> (usize, usize) {
+        match &self.map {
+            None => (start, end),
+            Some(map) => {
+                let s = map.get(start).copied().unwrap_or(self.original_len);
+                let e = if end == 0 {
+                    s
+                } else {
+                    // End of the last mapped character.
+                    let last = map.get(end - 1).copied().unwrap_or(self.original_len);
+                    let width = original[last..]
+                        .chars()
+                        .next()
+                        .map(char::len_utf8)
+                        .unwrap_or(0);
+                    last + width
+                };
+                (s, e.max(s))
+            }
+        }
+    }
+}
+
+pub fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// True when `needle` found at `start..end` of `hay` is a whole word or phrase: a boundary on
+/// each side where the needle itself begins or ends with a word character.
+pub fn whole_word(hay: &str, start: usize, end: usize) -> bool {
+    let bytes = hay.as_bytes();
+    let first_is_word = bytes.get(start).is_some_and(|b| is_word_byte(*b));
+    let last_is_word = end > 0 && bytes.get(end - 1).is_some_and(|b| is_word_byte(*b));
+    let before_ok = !first_is_word
+        || start == 0
+        || !bytes
+            .get(start - 1)
+            .is_some_and(|b| is_word_byte(*b) || *b >= 0x80);
+    let after_ok = !last_is_word
+        || !bytes
+            .get(end)
+            .is_some_and(|b| is_word_byte(*b) || *b >= 0x80);
+    before_ok && after_ok
+}
+
+/// Splits an identifier or a sentence into lowercase words: on anything not alphanumeric,
+/// on lower→upper case changes (`sendEmail`), before the last capital of an acronym
+/// (`HTTPRequest` → http, request), and between letters and digits.
+pub fn words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = s.chars().collect();
+    let mut cur = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if let Some(&prev) = i.checked_sub(1).and_then(|j| chars.get(j)) {
+            let next = chars.get(i + 1).copied();
+            let boundary = (prev.is_lowercase() && c.is_uppercase())
+                || (prev.is_uppercase()
+                    && c.is_uppercase()
+                    && next.is_some_and(|n| n.is_lowercase()))
+                || (prev.is_alphabetic() && c.is_ascii_digit())
+                || (prev.is_ascii_digit() && c.is_alphabetic());
+            if boundary && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// An excerpt of `text` around byte range `start..end`, at most about `context` characters on
+/// each side, with invisible characters made visible (`[U+200B]`).
+pub fn excerpt(text: &str, start: usize, end: usize, context: usize) -> String {
+    let start = floor_char(text, start.min(text.len()));
+    let end = floor_char(text, end.min(text.len())).max(start);
+    let before: Vec<(usize, char)> = text[..start].char_indices().collect();
+    let from = if before.len() > context {
+        before[before.len() - context].0
+    } else {
+        0
+    };
+    let after_end = text[end..]
+        .char_indices()
+        .nth(context)
+        .map(|(i, _)| end + i)
+        .unwrap_or(text.len());
+    let mut s = String::new();
+    if from > 0 {
+        s.push('…');
+    }
+    s.push_str(&visible(&text[from..after_end]));
+    if after_end < text.len() {
+        s.push('…');
+    }
+    s
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Invisible and control characters shown as `[U+XXXX]`; everything else as is.
+pub fn visible(s: &str) -> String {
+    escape(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_identifiers() {
+        assert_eq!(words("sendEmail"), ["send", "email"]);
+        assert_eq!(words("delete-records"), ["delete", "records"]);
+        assert_eq!(words("send_email_v2"), ["send", "email", "v", "2"]);
+        assert_eq!(words("HTTPRequest"), ["http", "request"]);
+        assert_eq!(words("dbname"), ["dbname"]);
+        assert_eq!(words("assets"), ["assets"]);
+    }
+
+    #[test]
+    fn match_view_collapses_and_maps_back() {
+        let original = "Please  ig\u{200B}nore\n previous text";
+        let v = MatchView::new(original);
+        assert_eq!(v.text, "Please ignore previous text");
+        let start = v.text.find("ignore previous").expect("found");
+        let (s, e) = v.original_range(start, start + "ignore previous".len(), original);
+        assert_eq!(&original[s..e], "ig\u{200B}nore\n previous");
+    }
+
+    #[test]
+    fn whole_words() {
+        assert!(whole_word("use the db now", 8, 10));
+        assert!(!whole_word("dbname", 0, 2));
+        assert!(whole_word("see ~/.ssh/config", 4, 10));
+    }
+}
