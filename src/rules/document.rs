@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-pub const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = 32;
 pub const MAX_TEXTS: usize = 2_000_000;
 
 /// What a text is, which decides the rules that apply to it.

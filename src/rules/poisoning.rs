@@ -232,7 +232,11 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
     let mut first = None;
     let mut hidden_runs: Vec<String> = Vec::new();
     let mut run = String::new();
-    for (i, c) in text.text.char_indices() {
+    let chars: Vec<(usize, char)> = text.text.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        if c == '\u{200D}' && emoji_join(&chars, k) {
+            continue;
+        }
         if is_p1(c) {
             *counts.entry(c as u32).or_default() += 1;
             first.get_or_insert(i);
@@ -302,6 +306,20 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
             out.push(f);
         }
     }
+}
+
+/// A zero-width joiner between two pictographs is an emoji sequence (👩‍💻), not hidden text.
+fn emoji_join(chars: &[(usize, char)], k: usize) -> bool {
+    let pictograph = |c: char| {
+        let u = c as u32;
+        (0x1F000..=0x1FAFF).contains(&u) || (0x2600..=0x27BF).contains(&u) || u == 0xFE0F
+    };
+    let before = k
+        .checked_sub(1)
+        .and_then(|j| chars.get(j))
+        .is_some_and(|(_, c)| pictograph(*c));
+    let after = chars.get(k + 1).is_some_and(|(_, c)| pictograph(*c));
+    before && after
 }
 
 /// P2, P3 and the list-C part of P4.

@@ -2,5 +2,8 @@
 
 mod catalogue;
 mod cli;
+mod offline;
+mod real;
 mod report;
+mod rules;
 mod support;

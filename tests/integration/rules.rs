@@ -1,0 +1,157 @@
+//! The table-driven rules test: every fixture under `fixtures/rules/<RULE>/` says what must
+//! fire (`expect`) and what must not (`expect_not`); adding a rule needs only new fixtures.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use mcpprobe::catalogue::catalogue;
+use mcpprobe::finding::{Confidence, Finding};
+use mcpprobe::offline::check_report;
+use mcpprobe::report::Policy;
+use mcpprobe::rules::{Input, InputKind};
+use serde_json::Value;
+
+use crate::support::root;
+
+/// Rules that need a live endpoint (CARD-01 probes the advertised endpoints and compares with
+/// tools/list); they are tested with the live scan, not here.
+const LIVE_ONLY: [&str; 4] = ["CARD-01/SC3", "CARD-01/SC4", "CARD-01/SC8", "CARD-01/SC11"];
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dir = root().join("fixtures/rules");
+    for rule in std::fs::read_dir(&dir).expect("fixtures/rules exists") {
+        let rule = rule.expect("dir entry").path();
+        for f in std::fs::read_dir(&rule).expect("rule dir") {
+            let f = f.expect("dir entry").path();
+            if f.extension().is_some_and(|e| e == "json") {
+                out.push(f);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn id(f: &Finding) -> String {
+    match &f.rule {
+        Some(r) => format!("{}/{}", f.check, r),
+        None => f.check.clone(),
+    }
+}
+
+fn matches(f: &Finding, want: &Value) -> bool {
+    let rule = want
+        .as_str()
+        .or_else(|| want["rule"].as_str())
+        .unwrap_or_default();
+    if id(f) != rule {
+        return false;
+    }
+    let field = |key: &str| want.get(key).and_then(Value::as_str);
+    field("pointer").is_none_or(|p| f.location.pointer.as_deref() == Some(p))
+        && field("tool").is_none_or(|t| f.location.tool.as_deref() == Some(t))
+        && field("message_contains")
+            .is_none_or(|m| f.message.as_deref().is_some_and(|x| x.contains(m)))
+        && field("text_contains")
+            .is_none_or(|m| f.evidence.text.as_deref().is_some_and(|x| x.contains(m)))
+}
+
+fn run(path: &Path) -> (Value, Vec<Finding>) {
+    let fixture = crate::support::json_file(path);
+    let kind = match fixture["kind"].as_str() {
+        Some("tools") => InputKind::Tools,
+        Some("server-card") => InputKind::ServerCard,
+        Some("agent-card") => InputKind::AgentCard,
+        other => panic!("{}: unknown kind {other:?}", path.display()),
+    };
+    let text = match fixture.get("raw").and_then(Value::as_str) {
+        Some(raw) => raw.to_string(),
+        None => fixture["document"].to_string(),
+    };
+    let input =
+        Input::parse(&text, Some(kind)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let policy = Policy {
+        fail_on: None,
+        min_confidence: Confidence::Low,
+    };
+    let report = check_report(&input, "fixture", policy);
+    (fixture, report.findings)
+}
+
+#[test]
+fn every_fixture_fires_what_it_expects_and_nothing_it_forbids() {
+    let mut failures = Vec::new();
+    let all = fixtures();
+    assert!(all.len() > 100, "only {} rule fixtures", all.len());
+    for path in &all {
+        let (fixture, findings) = run(path);
+        let name = path
+            .strip_prefix(root())
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let got: Vec<String> = findings
+            .iter()
+            .map(|f| format!("{} {:?} {:?}", id(f), f.location.pointer, f.message))
+            .collect();
+        for want in fixture["expect"].as_array().into_iter().flatten() {
+            if !findings.iter().any(|f| matches(f, want)) {
+                failures.push(format!(
+                    "{name}: expected {want}, got:\n    {}",
+                    got.join("\n    ")
+                ));
+            }
+        }
+        for not in fixture["expect_not"].as_array().into_iter().flatten() {
+            let rule = not.as_str().unwrap_or_default();
+            if let Some(f) = findings.iter().find(|f| id(f) == rule) {
+                failures.push(format!(
+                    "{name}: {rule} fired: {:?} {:?}",
+                    f.message, f.evidence.text
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} fixture failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_rule_code_has_firing_and_quiet_fixtures() {
+    let mut fires: BTreeSet<String> = BTreeSet::new();
+    let mut quiet: BTreeSet<String> = BTreeSet::new();
+    for path in fixtures() {
+        let fixture = crate::support::json_file(&path);
+        for want in fixture["expect"].as_array().into_iter().flatten() {
+            if let Some(r) = want.as_str().or_else(|| want["rule"].as_str()) {
+                fires.insert(r.to_string());
+            }
+        }
+        for not in fixture["expect_not"].as_array().into_iter().flatten() {
+            if let Some(r) = not.as_str() {
+                quiet.insert(r.to_string());
+            }
+        }
+    }
+    let mut missing = BTreeMap::new();
+    for meta in catalogue().metas() {
+        for rule in &meta.rules {
+            let rid = format!("{}/{}", meta.id, rule.code);
+            if LIVE_ONLY.contains(&rid.as_str()) {
+                continue;
+            }
+            if !fires.contains(&rid) {
+                missing.insert(rid.clone(), "no fixture that fires");
+            }
+            if !quiet.contains(&rid) {
+                missing.insert(rid, "no near-miss fixture");
+            }
+        }
+    }
+    assert!(missing.is_empty(), "rules without fixtures: {missing:#?}");
+}
