@@ -23,19 +23,8 @@ pub fn canonical(v: &Value) -> String {
 fn write_canonical(v: &Value, out: &mut String) {
     match v {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
             out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&json_string(k));
-                out.push(':');
-                if let Some(x) = map.get(*k) {
-                    write_canonical(x, out);
-                }
-            }
+            push_members(map.iter(), out);
             out.push('}');
         }
         Value::Array(items) => {
@@ -48,15 +37,63 @@ fn write_canonical(v: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        Value::String(s) => out.push_str(&json_string(s)),
+        Value::String(s) => push_json_string(s, out),
         other => {
             let _ = write!(out, "{other}");
         }
     }
 }
 
-fn json_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|e| panic!("a string always serialises: {e}"))
+/// Appends `"key":value` members in key order. serde_json's map is usually already ordered by
+/// key (a BTreeMap); when a feature makes it keep insertion order, the members are sorted here.
+fn push_members<'v>(
+    members: impl Iterator<Item = (&'v String, &'v Value)> + Clone,
+    out: &mut String,
+) {
+    let push = |(i, (k, x)): (usize, (&String, &Value)), out: &mut String| {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_string(k, out);
+        out.push(':');
+        write_canonical(x, out);
+    };
+    if members.clone().map(|(k, _)| k).is_sorted() {
+        members.enumerate().for_each(|m| push(m, out));
+    } else {
+        let mut sorted: Vec<_> = members.collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        sorted.into_iter().enumerate().for_each(|m| push(m, out));
+    }
+}
+
+/// Appends `s` as a JSON string (RFC 8259 escapes: `"`, `\\`, and control characters).
+fn push_json_string(s: &str, out: &mut String) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    while let Some(off) = bytes[start..]
+        .iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    {
+        let i = start + off;
+        out.push_str(&s[start..i]);
+        match bytes[i] {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            b => {
+                let _ = write!(out, "\\u{b:04x}");
+            }
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// A tool without the fields that do not count.
@@ -76,27 +113,67 @@ fn name(tool: &Value) -> &str {
     tool.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
+/// Appends the canonical JSON of one tool, without the fields that do not count.
+fn push_canonical_tool(tool: &Value, out: &mut String) {
+    match tool {
+        Value::Object(m) => {
+            out.push('{');
+            push_members(
+                m.iter().filter(|(k, _)| !IGNORED.contains(&k.as_str())),
+                out,
+            );
+            out.push('}');
+        }
+        v => write_canonical(v, out),
+    }
+}
+
+/// The tools in canonical order: by name, ties (duplicate names) by canonical content.
+fn ordered(tools: &[Value]) -> Vec<usize> {
+    let names: Vec<&str> = tools.iter().map(name).collect();
+    let mut idx: Vec<usize> = (0..tools.len()).collect();
+    let content = |i: usize| {
+        let mut s = String::new();
+        push_canonical_tool(&tools[i], &mut s);
+        s
+    };
+    idx.sort_by(|a, b| {
+        names[*a]
+            .cmp(names[*b])
+            .then_with(|| content(*a).cmp(&content(*b)))
+    });
+    idx
+}
+
 /// The canonical JSON of a tool list (tools sorted by name, then by content).
 pub fn canonical_tools(tools: &[Value]) -> String {
-    let mut items: Vec<(String, String)> = tools
-        .iter()
-        .map(|t| (name(t).to_string(), canonical(&strip(t))))
-        .collect();
-    items.sort();
     let mut out = String::from("[");
-    for (i, (_, c)) in items.iter().enumerate() {
-        if i > 0 {
+    for (n, i) in ordered(tools).into_iter().enumerate() {
+        if n > 0 {
             out.push(',');
         }
-        out.push_str(c);
+        push_canonical_tool(&tools[i], &mut out);
     }
     out.push(']');
     out
 }
 
-/// SHA-256 (hex) of the canonical tool list.
+/// SHA-256 (hex) of the canonical tool list, hashed tool by tool (the same bytes as
+/// [`canonical_tools`], without holding them all).
 pub fn tools_sha256(tools: &[Value]) -> String {
-    hex::encode(Sha256::digest(canonical_tools(tools).as_bytes()))
+    let mut h = Sha256::new();
+    h.update(b"[");
+    let mut buf = String::with_capacity(4096);
+    for (n, i) in ordered(tools).into_iter().enumerate() {
+        if n > 0 {
+            h.update(b",");
+        }
+        buf.clear();
+        push_canonical_tool(&tools[i], &mut buf);
+        h.update(buf.as_bytes());
+    }
+    h.update(b"]");
+    hex::encode(h.finalize())
 }
 
 /// One changed field of a tool: its pointer inside the tool, and the old and new values

@@ -3,11 +3,9 @@
 use std::fmt::Write as _;
 use std::io::Read as _;
 
-use serde_json::Value;
-
 use crate::catalogue::catalogue;
 use crate::cli::{CheckArgs, DiffFormat, emit, usage_error};
-use crate::fingerprint::{ToolDiff, diff as diff_tools, tools_sha256};
+use crate::fingerprint::{ToolDiff, diff as diff_tools};
 use crate::report::Report;
 use crate::report::escape::escape;
 use crate::rules::{Input, InputKind};
@@ -40,14 +38,22 @@ fn load(path: &str, kind: Option<InputKind>) -> Result<Input, String> {
 
 /// The runs of `mcpprobe check`: every catalogue check, over one offline document.
 pub fn check_report(input: &Input, target: &str, policy: crate::report::Policy) -> Report {
-    let doc = input.document();
+    check_document(input, &input.document(), target, policy)
+}
+
+/// [`check_report`] over a document model already built from `input`.
+pub fn check_document(
+    input: &Input,
+    doc: &crate::rules::Document<'_>,
+    target: &str,
+    policy: crate::report::Policy,
+) -> Report {
     let mut report = Report::new(target, policy);
     for entry in &catalogue().entries {
-        report.record(&entry.meta.id, entry.check.offline(input, &doc));
+        report.record(&entry.meta.id, entry.check.offline(input, doc));
     }
-    let tools = input.value.get("tools").and_then(Value::as_array);
-    if let Some(tools) = tools.filter(|_| input.kind == InputKind::Tools || !doc.tools.is_empty()) {
-        report.tool_list_sha256 = Some(tools_sha256(tools));
+    if input.kind == InputKind::Tools || !doc.tools.is_empty() {
+        report.tool_list_sha256 = Some(input.tools_sha256().to_string());
     }
     report.finish();
     report
@@ -63,23 +69,20 @@ pub fn check(args: &CheckArgs) -> i32 {
     } else {
         args.file.clone()
     };
-    let report = check_report(&input, &target, args.output.policy());
-    emit(&report, &args.output, &target)
-}
-
-fn tools_of(input: &Input) -> &[Value] {
-    input
-        .value
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+    let doc = input.document();
+    let report = check_document(&input, &doc, &target, args.output.policy());
+    let code = emit(&report, &args.output, &target);
+    // The process ends here: freeing a large document tree would only cost time (a tenth of
+    // a 20 MB check).
+    std::mem::forget(doc);
+    std::mem::forget(input);
+    code
 }
 
 pub fn fingerprint(path: &str) -> i32 {
     match load(path, Some(InputKind::Tools)) {
         Ok(input) => {
-            println!("{}", tools_sha256(tools_of(&input)));
+            println!("{}", input.tools_sha256());
             0
         }
         Err(e) => usage_error(e),
@@ -94,7 +97,7 @@ pub fn diff(old: &str, new: &str, format: DiffFormat) -> i32 {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return usage_error(e),
     };
-    let d = diff_tools(tools_of(&a), tools_of(&b));
+    let d = diff_tools(a.tools(), b.tools());
     let text = match format {
         DiffFormat::Json => serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
         DiffFormat::Terminal => render_diff(&d),

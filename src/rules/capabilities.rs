@@ -5,13 +5,15 @@
 //! system), and parameter names also for credentials. Words match whole words, also inside
 //! snake_case, camelCase and kebab-case identifiers, never inside other words.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
 
 use super::document::{Document, Tool, token};
-use super::text::{visible, words};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+
+use super::text::{MatchView, visible, whole_word, words};
 use crate::finding::Finding;
 
 const CHECK: &str = "META-03";
@@ -123,6 +125,25 @@ static WORDS: LazyLock<HashMap<String, u16>> = LazyLock::new(|| {
     m
 });
 
+/// First words of the multi-word entries.
+static PHRASE_STARTS: LazyLock<HashSet<String>> = LazyLock::new(|| {
+    WORDS
+        .keys()
+        .filter_map(|k| k.split_once(' ').map(|(first, _)| first.to_string()))
+        .collect()
+});
+
+/// Every table entry as a prose pattern (`api_key` also as "api key").
+static PROSE: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let patterns: Vec<&String> = WORDS.keys().collect();
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(patterns)
+        .unwrap_or_else(|e| panic!("the class words build: {e}"))
+});
+
 const READS: u16 = (1 << Class::ReadsUntrusted as u16)
     | (1 << Class::ReadsPrivate as u16)
     | (1 << Class::FileSystem as u16);
@@ -130,19 +151,54 @@ const PARAMS: u16 = READS | (1 << Class::Credentials as u16);
 
 /// Every (class, word) found in `text`, restricted to `mask`, in order of appearance.
 pub fn classify(text: &str, mask: u16) -> Vec<(Class, String)> {
-    let w = words(text);
+    classify_words(&words(text), mask)
+}
+
+/// [`classify`] over words already split.
+pub fn classify_words(w: &[String], mask: u16) -> Vec<(Class, String)> {
     let mut found: Vec<(Class, String)> = Vec::new();
+    let mut push = |phrase: &str, bits: u16| {
+        for c in Class::ALL {
+            if bits & mask & c.bit() != 0 {
+                found.push((c, phrase.to_string()));
+            }
+        }
+    };
     for i in 0..w.len() {
-        for n in 1..=3 {
+        if let Some(bits) = WORDS.get(w[i].as_str()) {
+            push(&w[i], *bits);
+        }
+        // Multi-word entries ("web page", "search the web") only start at a few words.
+        if !PHRASE_STARTS.contains(w[i].as_str()) {
+            continue;
+        }
+        for n in 2..=3 {
             if i + n > w.len() {
                 break;
             }
             let phrase = w[i..i + n].join(" ");
-            if let Some(bits) = WORDS.get(&phrase) {
-                for c in Class::ALL {
-                    if bits & mask & c.bit() != 0 {
-                        found.push((c, phrase.clone()));
-                    }
+            if let Some(bits) = WORDS.get(phrase.as_str()) {
+                push(&phrase, *bits);
+            }
+        }
+    }
+    found
+}
+
+/// Classes found in prose (a description), in one Aho-Corasick pass over the text, whole words
+/// only, restricted to `mask`.
+pub fn classify_prose(text: &str, mask: u16) -> Vec<(Class, String)> {
+    let view = MatchView::new(text);
+    let mut found = Vec::new();
+    for m in PROSE.find_iter(view.text.as_ref()) {
+        if !whole_word(&view.text, m.start(), m.end()) {
+            continue;
+        }
+        let phrase = view.text[m.start()..m.end()].to_ascii_lowercase();
+        if let Some(bits) = WORDS.get(phrase.as_str()) {
+            for c in Class::ALL {
+                if bits & mask & c.bit() != 0 {
+                    found.push((c, phrase.clone()));
                 }
             }
         }
@@ -247,7 +303,7 @@ pub fn profile(tool: &Tool<'_>) -> Profile {
         p.add(classify_name(title), "title");
     }
     if let Some(d) = tool.value.get("description").and_then(Value::as_str) {
-        p.add(classify(d, READS), "description");
+        p.add(classify_prose(d, READS), "description");
     }
     if let Some(props) = properties(tool) {
         for name in props.keys() {
@@ -319,21 +375,24 @@ const NOT_SECRET_TOKEN: &[&str] = &[
 ];
 
 fn is_free_text(schema: &Value) -> bool {
-    let string_type = match schema.get("type") {
-        Some(Value::String(t)) => t == "string",
-        Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
-        _ => false,
+    let Some(map) = schema.as_object() else {
+        return false;
     };
+    let mut string_type = false;
+    for (k, v) in map {
+        match (k.as_str(), v) {
+            ("enum" | "const" | "pattern" | "format", _) => return false,
+            ("type", Value::String(t)) => string_type = t == "string",
+            ("type", Value::Array(ts)) => string_type = ts.iter().any(|t| t == "string"),
+            _ => {}
+        }
+    }
     string_type
-        && !["enum", "const", "pattern", "format"]
-            .iter()
-            .any(|k| schema.get(*k).is_some())
 }
 
 /// Whether a parameter name (and schema) takes a secret: the credentials word and why.
-fn secret_param(name: &str, schema: &Value) -> Option<String> {
-    let w = words(name);
-    let creds = classify(name, 1 << Class::Credentials as u16);
+fn secret_param(w: &[String], schema: &Value) -> Option<String> {
+    let creds = classify_words(w, 1 << Class::Credentials as u16);
     if let Some((_, word)) = creds.first() {
         let pagination = word == "token"
             && w.iter().position(|x| x == "token").is_some_and(|i| {
@@ -357,7 +416,7 @@ fn secret_param(name: &str, schema: &Value) -> Option<String> {
 /// Runs C1–C9 over the document's tools.
 pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
-    let profiles: Vec<Profile> = doc.tools.iter().map(profile).collect();
+    let profiles: Vec<&Profile> = doc.tools.iter().map(Tool::profile).collect();
 
     // C1: one server whose tools read untrusted content, read private data and send data out.
     let pick = |c: Class, avoid: &[usize]| -> Option<usize> {
@@ -461,7 +520,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
 
 fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
     for (name, schema) in props {
-        let ptr = format!("{}/inputSchema/properties/{}", tool.pointer, token(name));
+        let at = || format!("{}/inputSchema/properties/{}", tool.pointer, token(name));
         let w = words(name);
         // C5
         if is_free_text(schema) {
@@ -472,7 +531,7 @@ fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
             if let Some(what) = reach {
                 out.push(
                     tool_finding(tool, "C5")
-                        .pointer(ptr.clone())
+                        .pointer(at())
                         .message(format!(
                             "parameter `{}` is free text (no enum, pattern or format) and reaches {what}",
                             visible(name)
@@ -482,11 +541,11 @@ fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
             }
         }
         // C6
-        let secret = secret_param(name, schema);
+        let secret = secret_param(&w, schema);
         if let Some(why) = &secret {
             out.push(
                 tool_finding(tool, "C6")
-                    .pointer(ptr.clone())
+                    .pointer(at())
                     .message(format!(
                         "parameter `{}` takes a secret ({why})",
                         visible(name)
@@ -514,7 +573,7 @@ fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
             if let Some(why) = sensitive {
                 out.push(
                     tool_finding(tool, "C7")
-                        .pointer(format!("{ptr}/x-mcp-header"))
+                        .pointer(format!("{}/x-mcp-header", at()))
                         .message(format!(
                             "parameter `{}` ({why}) is copied into the HTTP header Mcp-Param-{}",
                             visible(name),
@@ -541,7 +600,7 @@ fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
                 };
                 out.push(
                     tool_finding(tool, "C8")
-                        .pointer(ptr.clone())
+                        .pointer(at())
                         .message(format!(
                             "parameter `{}` selects the operation ({detail})",
                             visible(name)

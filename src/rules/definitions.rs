@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::capabilities::{Class, profile};
+use super::capabilities::Class;
 use super::document::{Document, Tool};
 use super::text::visible;
 use crate::finding::{Finding, FindingBuilder};
@@ -54,7 +54,7 @@ pub fn tool_problems(tool: &Tool<'_>) -> Vec<(&'static str, String, String)> {
                     "inputSchema does not say `\"type\": \"object\"`".into(),
                 ));
             } else {
-                let prof = profile(tool);
+                let prof = tool.profile();
                 let closed = [
                     schema.get("additionalProperties"),
                     schema.get("unevaluatedProperties"),

@@ -26,9 +26,29 @@ pub enum Field {
     CardText,
 }
 
+/// One step of a JSON Pointer: an object key or an array index.
+#[derive(Debug, Clone, Copy)]
+enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// A node of the path tree: texts refer to a node, and its pointer is built only when a
+/// finding needs it (a 20 MB list has hundreds of thousands of texts and few findings).
+#[derive(Debug, Clone, Copy)]
+struct Node<'a> {
+    parent: u32,
+    seg: Seg<'a>,
+}
+
+/// Where a text is: a node of [`Document`]'s path tree. [`Document::pointer`] spells it.
+pub type Path = u32;
+
+const ROOT: Path = 0;
+
 #[derive(Debug, Clone)]
 pub struct Text<'a> {
-    pub pointer: String,
+    pub path: Path,
     /// Index into [`Document::tools`] when the text belongs to a tool.
     pub tool: Option<usize>,
     pub field: Field,
@@ -40,15 +60,23 @@ pub struct Tool<'a> {
     pub pointer: String,
     pub value: &'a Value,
     pub name: Option<&'a str>,
+    profile: std::sync::OnceLock<super::capabilities::Profile>,
 }
 
 impl Tool<'_> {
+    /// What the tool can do (capability classes), computed once and shared by the rules.
+    pub fn profile(&self) -> &super::capabilities::Profile {
+        self.profile
+            .get_or_init(|| super::capabilities::profile(self))
+    }
+
     /// The name to show: the tool's name, or its pointer when it has none.
     pub fn label(&self) -> String {
         self.name
             .map(str::to_string)
             .unwrap_or_else(|| self.pointer.clone())
     }
+
     pub fn title(&self) -> Option<&str> {
         self.value.get("title").and_then(Value::as_str).or_else(|| {
             self.value
@@ -65,21 +93,61 @@ pub struct Truncation {
     pub why: String,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Document<'a> {
     pub tools: Vec<Tool<'a>>,
     pub texts: Vec<Text<'a>>,
     pub truncated: Vec<Truncation>,
     /// The `nextCursor` of a single tools/list page read offline: more pages exist unread.
     pub next_cursor: Option<&'a str>,
+    nodes: Vec<Node<'a>>,
+}
+
+impl Default for Document<'_> {
+    fn default() -> Self {
+        Document {
+            tools: Vec::new(),
+            texts: Vec::new(),
+            truncated: Vec::new(),
+            next_cursor: None,
+            nodes: vec![Node {
+                parent: ROOT,
+                seg: Seg::Key(""),
+            }],
+        }
+    }
 }
 
 /// Escapes one JSON Pointer reference token (RFC 6901).
-pub fn token(s: &str) -> String {
+pub fn token(s: &str) -> std::borrow::Cow<'_, str> {
     if s.contains(['~', '/']) {
-        s.replace('~', "~0").replace('/', "~1")
+        s.replace('~', "~0").replace('/', "~1").into()
     } else {
-        s.to_string()
+        s.into()
+    }
+}
+
+impl Document<'_> {
+    /// The JSON Pointer of a path, e.g. `/tools/3/inputSchema/properties/note/description`.
+    pub fn pointer(&self, path: Path) -> String {
+        let mut segs = Vec::new();
+        let mut at = path;
+        while at != ROOT {
+            let Some(node) = self.nodes.get(at as usize) else {
+                break;
+            };
+            segs.push(node.seg);
+            at = node.parent;
+        }
+        let mut out = String::new();
+        for seg in segs.iter().rev() {
+            out.push('/');
+            match seg {
+                Seg::Key(k) => out.push_str(&token(k)),
+                Seg::Index(i) => out.push_str(&i.to_string()),
+            }
+        }
+        out
     }
 }
 
@@ -89,10 +157,25 @@ struct Walker<'a, 'd> {
 }
 
 impl<'a> Walker<'a, '_> {
-    fn push(&mut self, pointer: String, tool: Option<usize>, field: Field, text: &'a str) {
+    fn child(&mut self, parent: Path, seg: Seg<'a>) -> Path {
+        let id = self.doc.nodes.len() as Path;
+        self.doc.nodes.push(Node { parent, seg });
+        id
+    }
+
+    fn key(&mut self, parent: Path, key: &'a str) -> Path {
+        self.child(parent, Seg::Key(key))
+    }
+
+    fn index(&mut self, parent: Path, i: usize) -> Path {
+        self.child(parent, Seg::Index(i))
+    }
+
+    fn push(&mut self, path: Path, tool: Option<usize>, field: Field, text: &'a str) {
         if self.doc.texts.len() >= MAX_TEXTS {
             if !self.full {
                 self.full = true;
+                let pointer = self.doc.pointer(path);
                 self.doc.truncated.push(Truncation {
                     pointer,
                     why: format!("more than {MAX_TEXTS} texts: the rest was not walked"),
@@ -102,7 +185,7 @@ impl<'a> Walker<'a, '_> {
         }
         if !text.is_empty() {
             self.doc.texts.push(Text {
-                pointer,
+                path,
                 tool,
                 field,
                 text,
@@ -110,155 +193,166 @@ impl<'a> Walker<'a, '_> {
         }
     }
 
+    /// The string at `v[key]`, if there is one.
     fn string_at(
         &mut self,
         v: &'a Value,
-        key: &str,
-        base: &str,
+        key: &'static str,
+        at: Path,
         tool: Option<usize>,
         field: Field,
     ) {
         if let Some(s) = v.get(key).and_then(Value::as_str) {
-            self.push(format!("{base}/{}", token(key)), tool, field, s);
+            let p = self.key(at, key);
+            self.push(p, tool, field, s);
         }
     }
 
     /// Every string inside a value (enum values, defaults, examples may be structured).
-    fn values(&mut self, v: &'a Value, ptr: String, tool: Option<usize>, depth: usize) {
+    fn values(&mut self, v: &'a Value, at: Path, tool: Option<usize>, depth: usize) {
         if depth > MAX_DEPTH {
-            self.deep(ptr);
+            self.deep(at);
             return;
         }
         match v {
-            Value::String(s) => self.push(ptr, tool, Field::SchemaValue, s),
+            Value::String(s) => self.push(at, tool, Field::SchemaValue, s),
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
-                    self.values(item, format!("{ptr}/{i}"), tool, depth + 1);
+                    let p = self.index(at, i);
+                    self.values(item, p, tool, depth + 1);
                 }
             }
             Value::Object(map) => {
                 for (k, item) in map {
-                    self.values(item, format!("{ptr}/{}", token(k)), tool, depth + 1);
+                    let p = self.key(at, k);
+                    self.values(item, p, tool, depth + 1);
                 }
             }
             _ => {}
         }
     }
 
-    fn deep(&mut self, pointer: String) {
+    fn deep(&mut self, at: Path) {
+        let pointer = self.doc.pointer(at);
         self.doc.truncated.push(Truncation {
             pointer,
             why: format!("nested deeper than {MAX_DEPTH} levels: not walked further"),
         });
     }
 
-    /// A JSON Schema, recursively.
-    fn schema(&mut self, v: &'a Value, ptr: &str, tool: Option<usize>, depth: usize) {
+    /// A JSON Schema, recursively: one pass over its keys.
+    fn schema(&mut self, v: &'a Value, at: Path, tool: Option<usize>, depth: usize) {
         if depth > MAX_DEPTH {
-            self.deep(ptr.to_string());
+            self.deep(at);
             return;
         }
         let Some(map) = v.as_object() else { return };
-        for key in ["title", "description", "$comment"] {
-            self.string_at(v, key, ptr, tool, Field::SchemaText);
-        }
-        for key in ["enum", "const", "default", "examples", "example"] {
-            if let Some(x) = map.get(key) {
-                self.values(x, format!("{ptr}/{key}"), tool, depth + 1);
-            }
-        }
-        for key in [
-            "properties",
-            "patternProperties",
-            "$defs",
-            "definitions",
-            "dependentSchemas",
-        ] {
-            if let Some(Value::Object(props)) = map.get(key) {
-                for (name, sub) in props {
-                    let p = format!("{ptr}/{key}/{}", token(name));
-                    if key == "properties" {
-                        // The pointer of a property name is the property itself.
-                        self.push(p.clone(), tool, Field::PropertyName, name);
+        for (key, x) in map {
+            match (key.as_str(), x) {
+                ("title" | "description" | "$comment", Value::String(s)) => {
+                    let p = self.key(at, key);
+                    self.push(p, tool, Field::SchemaText, s);
+                }
+                ("enum" | "const" | "default" | "examples" | "example", x) => {
+                    let p = self.key(at, key);
+                    self.values(x, p, tool, depth + 1);
+                }
+                (
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas",
+                    Value::Object(props),
+                ) => {
+                    let group = self.key(at, key);
+                    for (name, sub) in props {
+                        let p = self.key(group, name);
+                        if key == "properties" {
+                            // The pointer of a property name is the property itself.
+                            self.push(p, tool, Field::PropertyName, name);
+                        }
+                        self.schema(sub, p, tool, depth + 1);
                     }
-                    self.schema(sub, &p, tool, depth + 1);
                 }
-            }
-        }
-        for key in [
-            "items",
-            "additionalProperties",
-            "not",
-            "if",
-            "then",
-            "else",
-            "contains",
-            "propertyNames",
-            "unevaluatedProperties",
-            "unevaluatedItems",
-            "additionalItems",
-        ] {
-            match map.get(key) {
-                Some(sub @ Value::Object(_)) => {
-                    self.schema(sub, &format!("{ptr}/{key}"), tool, depth + 1)
+                (
+                    "items"
+                    | "additionalProperties"
+                    | "not"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "contains"
+                    | "propertyNames"
+                    | "unevaluatedProperties"
+                    | "unevaluatedItems"
+                    | "additionalItems",
+                    sub @ Value::Object(_),
+                ) => {
+                    let p = self.key(at, key);
+                    self.schema(sub, p, tool, depth + 1);
                 }
-                Some(Value::Array(subs)) if key == "items" => {
+                ("items" | "anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(subs)) => {
+                    let group = self.key(at, key);
                     for (i, sub) in subs.iter().enumerate() {
-                        self.schema(sub, &format!("{ptr}/{key}/{i}"), tool, depth + 1);
+                        let p = self.index(group, i);
+                        self.schema(sub, p, tool, depth + 1);
                     }
                 }
                 _ => {}
             }
         }
-        for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-            if let Some(Value::Array(subs)) = map.get(key) {
-                for (i, sub) in subs.iter().enumerate() {
-                    self.schema(sub, &format!("{ptr}/{key}/{i}"), tool, depth + 1);
-                }
-            }
-        }
     }
 
-    fn tool(&mut self, v: &'a Value, ptr: String) {
+    fn tool(&mut self, v: &'a Value, at: Path) {
         let index = self.doc.tools.len();
         let name = v.get("name").and_then(Value::as_str);
+        let pointer = self.doc.pointer(at);
         self.doc.tools.push(Tool {
-            pointer: ptr.clone(),
+            pointer,
             value: v,
             name,
+            profile: std::sync::OnceLock::new(),
         });
         let t = Some(index);
-        self.string_at(v, "name", &ptr, t, Field::ToolName);
-        self.string_at(v, "title", &ptr, t, Field::ToolTitle);
-        self.string_at(v, "description", &ptr, t, Field::ToolDescription);
+        self.string_at(v, "name", at, t, Field::ToolName);
+        self.string_at(v, "title", at, t, Field::ToolTitle);
+        self.string_at(v, "description", at, t, Field::ToolDescription);
         if let Some(a) = v.get("annotations") {
-            self.string_at(
-                a,
-                "title",
-                &format!("{ptr}/annotations"),
-                t,
-                Field::ToolTitle,
-            );
+            let p = self.key(at, "annotations");
+            self.string_at(a, "title", p, t, Field::ToolTitle);
         }
         for key in ["inputSchema", "outputSchema"] {
             if let Some(s) = v.get(key) {
-                self.schema(s, &format!("{ptr}/{key}"), t, 1);
+                let p = self.key(at, key);
+                self.schema(s, p, t, 1);
             }
         }
     }
 
-    fn prompt_or_resource(&mut self, v: &'a Value, ptr: &str) {
+    fn prompt_or_resource(&mut self, v: &'a Value, at: Path) {
         for key in ["name", "title", "description", "uri", "uriTemplate"] {
-            self.string_at(v, key, ptr, None, Field::PromptOrResource);
+            self.string_at(v, key, at, None, Field::PromptOrResource);
         }
         if let Some(Value::Array(args)) = v.get("arguments") {
+            let group = self.key(at, "arguments");
             for (i, a) in args.iter().enumerate() {
-                let p = format!("{ptr}/arguments/{i}");
+                let p = self.index(group, i);
                 for key in ["name", "title", "description"] {
-                    self.string_at(a, key, &p, None, Field::PromptOrResource);
+                    self.string_at(a, key, p, None, Field::PromptOrResource);
                 }
             }
         }
+    }
+
+    /// `root[key]` as an array: each item's path.
+    fn items(&mut self, root: &'a Value, key: &'static str) -> Vec<(Path, &'a Value)> {
+        let Some(Value::Array(items)) = root.get(key) else {
+            return Vec::new();
+        };
+        let group = self.key(ROOT, key);
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (self.index(group, i), item))
+            .collect()
     }
 }
 
@@ -272,17 +366,13 @@ impl<'a> Document<'a> {
             doc: &mut doc,
             full: false,
         };
-        if let Some(Value::Array(tools)) = root.get("tools") {
-            for (i, t) in tools.iter().enumerate() {
-                w.tool(t, format!("/tools/{i}"));
-            }
+        for (p, t) in w.items(root, "tools") {
+            w.tool(t, p);
         }
-        w.string_at(root, "instructions", "", None, Field::Instructions);
+        w.string_at(root, "instructions", ROOT, None, Field::Instructions);
         for key in ["prompts", "resources", "resourceTemplates"] {
-            if let Some(Value::Array(items)) = root.get(key) {
-                for (i, item) in items.iter().enumerate() {
-                    w.prompt_or_resource(item, &format!("/{key}/{i}"));
-                }
+            for (p, item) in w.items(root, key) {
+                w.prompt_or_resource(item, p);
             }
         }
         doc.next_cursor = root.get("nextCursor").and_then(Value::as_str);
@@ -297,26 +387,23 @@ impl<'a> Document<'a> {
             full: false,
         };
         for key in ["name", "title", "description", "instructions"] {
-            w.string_at(card, key, "", None, Field::CardText);
+            w.string_at(card, key, ROOT, None, Field::CardText);
         }
         if let Some(info) = card.get("serverInfo") {
+            let p = w.key(ROOT, "serverInfo");
             for key in ["name", "title"] {
-                w.string_at(info, key, "/serverInfo", None, Field::CardText);
+                w.string_at(info, key, p, None, Field::CardText);
             }
         }
-        if let Some(Value::Array(tools)) = card.get("tools") {
-            for (i, t) in tools.iter().enumerate() {
-                if t.is_object() {
-                    w.tool(t, format!("/tools/{i}"));
-                }
+        for (p, t) in w.items(card, "tools") {
+            if t.is_object() {
+                w.tool(t, p);
             }
         }
         for key in ["prompts", "resources"] {
-            if let Some(Value::Array(items)) = card.get(key) {
-                for (i, item) in items.iter().enumerate() {
-                    if item.is_object() {
-                        w.prompt_or_resource(item, &format!("/{key}/{i}"));
-                    }
+            for (p, item) in w.items(card, key) {
+                if item.is_object() {
+                    w.prompt_or_resource(item, p);
                 }
             }
         }
@@ -332,20 +419,19 @@ impl<'a> Document<'a> {
             full: false,
         };
         for key in ["name", "description"] {
-            w.string_at(card, key, "", None, Field::CardText);
+            w.string_at(card, key, ROOT, None, Field::CardText);
         }
-        if let Some(Value::Array(skills)) = card.get("skills") {
-            for (i, s) in skills.iter().enumerate() {
-                let p = format!("/skills/{i}");
-                for key in ["name", "description"] {
-                    w.string_at(s, key, &p, None, Field::CardText);
-                }
-                for key in ["tags", "examples"] {
-                    if let Some(Value::Array(items)) = s.get(key) {
-                        for (j, item) in items.iter().enumerate() {
-                            if let Some(text) = item.as_str() {
-                                w.push(format!("{p}/{key}/{j}"), None, Field::CardText, text);
-                            }
+        for (p, skill) in w.items(card, "skills") {
+            for key in ["name", "description"] {
+                w.string_at(skill, key, p, None, Field::CardText);
+            }
+            for key in ["tags", "examples"] {
+                if let Some(Value::Array(items)) = skill.get(key) {
+                    let group = w.key(p, key);
+                    for (j, item) in items.iter().enumerate() {
+                        if let Some(text) = item.as_str() {
+                            let q = w.index(group, j);
+                            w.push(q, None, Field::CardText, text);
                         }
                     }
                 }

@@ -60,6 +60,7 @@ pub struct Input {
     pub value: Value,
     /// Set when a document forced to be a server card is not JSON (SC1).
     pub invalid_json: Option<String>,
+    sha256: std::sync::OnceLock<String>,
 }
 
 const EXPECTED: &str = "expected a JSON-RPC tools/list response, its result (an object with \
@@ -93,16 +94,40 @@ fn looks_like_server_card(v: &Value) -> bool {
 }
 
 impl Input {
+    fn new(kind: InputKind, value: Value, invalid_json: Option<String>) -> Input {
+        Input {
+            kind,
+            value,
+            invalid_json,
+            sha256: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The tools of the document (a card's own `tools`, if it lists any).
+    pub fn tools(&self) -> &[Value] {
+        self.value
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The tool-list fingerprint (SPEC §5), computed once.
+    pub fn tools_sha256(&self) -> &str {
+        self.sha256
+            .get_or_init(|| crate::fingerprint::tools_sha256(self.tools()))
+    }
+
     /// Parses and recognises a document; the error names what was expected.
     pub fn parse(text: &str, forced: Option<InputKind>) -> Result<Input, String> {
         let value: Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) if forced == Some(InputKind::ServerCard) => {
-                return Ok(Input {
-                    kind: InputKind::ServerCard,
-                    value: Value::Null,
-                    invalid_json: Some(e.to_string()),
-                });
+                return Ok(Input::new(
+                    InputKind::ServerCard,
+                    Value::Null,
+                    Some(e.to_string()),
+                ));
             }
             Err(e) => return Err(format!("not valid JSON: {e}")),
         };
@@ -131,27 +156,17 @@ impl Input {
                 Value::Array(items) => {
                     let mut m = serde_json::Map::new();
                     m.insert("tools".into(), Value::Array(items));
-                    Ok(Input {
-                        kind: InputKind::Tools,
-                        value: Value::Object(m),
-                        invalid_json: None,
-                    })
+                    Ok(Input::new(InputKind::Tools, Value::Object(m), None))
                 }
-                v if v.get("tools").is_some_and(Value::is_array) => Ok(Input {
-                    kind: InputKind::Tools,
-                    value: v,
-                    invalid_json: None,
-                }),
+                v if v.get("tools").is_some_and(Value::is_array) => {
+                    Ok(Input::new(InputKind::Tools, v, None))
+                }
                 v => Err(format!("found {}; {EXPECTED}", keys(&v))),
             }
         };
         let card = |kind: InputKind, v: Value| -> Result<Input, String> {
             if v.is_object() {
-                Ok(Input {
-                    kind,
-                    value: v,
-                    invalid_json: None,
-                })
+                Ok(Input::new(kind, v, None))
             } else {
                 Err(format!(
                     "an {} must be a JSON object; found {}",

@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 use super::document::{Document, Field, Text};
-use super::text::{MatchView, excerpt, is_p1, is_tag, visible, whole_word, words};
+use super::text::{MatchView, Scan, excerpt, is_p1, is_tag, visible, whole_word, words};
 use crate::finding::Finding;
 
 const CHECK: &str = "META-02";
@@ -109,7 +109,13 @@ struct Lists {
 static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     let mut patterns = Vec::new();
     let mut rule = Vec::new();
-    for (code, list) in [("P2", LIST_A), ("P3", LIST_B), ("P4", LIST_C)] {
+    // "shadow" words ride along so one pass also tells whether the name part of P4 applies.
+    for (code, list) in [
+        ("P2", LIST_A),
+        ("P3", LIST_B),
+        ("P4", LIST_C),
+        ("shadow", SHADOW_WORDS),
+    ] {
         for p in list {
             patterns.push(*p);
             rule.push(code);
@@ -118,6 +124,7 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(AhoCorasickKind::DFA))
         .build(&patterns)
         .unwrap_or_else(|e| panic!("the phrase lists build: {e}"));
     Lists { ac, rule, patterns }
@@ -127,6 +134,7 @@ static SHADOW: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(AhoCorasickKind::DFA))
         .build(SHADOW_WORDS)
         .unwrap_or_else(|e| panic!("the shadow words build: {e}"))
 });
@@ -136,11 +144,11 @@ static SHADOW: LazyLock<AhoCorasick> = LazyLock::new(|| {
 static MARKUP: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?i)(?P<comment><!--)",
-        r"|(?P<hidden><[a-z][a-z0-9-]*\b[^<>]{0,300}?(?:\bhidden\b|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|rem|pt|%)?\s*[;\x22'>]|opacity\s*:\s*0(?:\.0+)?\s*[;\x22'>]))",
-        r"|(?P<data>\bdata:[a-z]+/[a-z0-9.+-]+[;,])",
+        r"|(?P<hidden><[a-z][a-z0-9-]*(?-u:\b)[^<>]{0,300}?(?:(?-u:\b)hidden(?-u:\b)|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|rem|pt|%)?\s*[;\x22'>]|opacity\s*:\s*0(?:\.0+)?\s*[;\x22'>]))",
+        r"|(?P<data>(?-u:\b)data:[a-z]+/[a-z0-9.+-]+[;,])",
         r"|(?P<uescape>\\u\{?[0-9a-f]{4,6}\}?|\\x[0-9a-f]{2})",
         r"|(?P<entity>&#(?:x[0-9a-f]{2,6}|[0-9]{2,7});)",
-        r"|(?P<hex>\b[0-9a-f]{32,}\b)",
+        r"|(?P<hex>(?-u:\b)[0-9a-f]{32,}(?-u:\b))",
         r"|(?P<b64>[A-Za-z0-9+/]{40,}={0,2})",
     ))
     .unwrap_or_else(|e| panic!("the P5 pattern compiles: {e}"))
@@ -191,7 +199,7 @@ fn p5_kind(caps: &regex::Captures<'_>) -> Option<(&'static str, String)> {
 }
 
 fn finding<'a>(doc: &Document<'a>, text: &Text<'a>, rule: &str) -> crate::finding::FindingBuilder {
-    let b = super::finding(CHECK, rule).pointer(text.pointer.clone());
+    let b = super::finding(CHECK, rule).pointer(doc.pointer(text.path));
     match text.tool.and_then(|i| doc.tools.get(i)) {
         Some(t) => b.tool(t.label()),
         None => b,
@@ -203,14 +211,25 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let names = ToolNames::new(doc);
     for text in &doc.texts {
-        p1(doc, text, &mut out);
+        let scan = Scan::of(text.text);
+        if scan.non_ascii {
+            p1(doc, text, &mut out);
+        }
         if text.field == Field::PropertyName {
             continue;
         }
-        phrases(doc, text, &mut out);
-        p4_names(doc, text, &names, &mut out);
-        p5(doc, text, &mut out);
-        let chars = text.text.chars().count();
+        if phrases(doc, text, &scan, &mut out) {
+            p4_names(doc, text, &names, &mut out);
+        }
+        if scan.p5_candidate {
+            p5(doc, text, &mut out);
+        }
+        // A text of at most LONG_TEXT bytes has at most LONG_TEXT characters.
+        let chars = if text.text.len() > LONG_TEXT {
+            text.text.chars().count()
+        } else {
+            0
+        };
         if chars > LONG_TEXT {
             out.push(
                 finding(doc, text, "P6")
@@ -224,10 +243,6 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
 }
 
 fn p1(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
-    // Fast path: every P1 character is outside ASCII.
-    if text.text.is_ascii() {
-        return;
-    }
     let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
     let mut first = None;
     let mut hidden_runs: Vec<String> = Vec::new();
@@ -296,7 +311,7 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
             ..text.clone()
         };
         let mut inner = Vec::new();
-        phrases(doc, &decoded, &mut inner);
+        let _ = phrases(doc, &decoded, &Scan::of(hidden), &mut inner);
         for mut f in inner {
             f.message = Some(format!(
                 "{} (in text hidden as Unicode tag characters)",
@@ -322,9 +337,11 @@ fn emoji_join(chars: &[(usize, char)], k: usize) -> bool {
     before && after
 }
 
-/// P2, P3 and the list-C part of P4.
-fn phrases(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
-    let view = MatchView::new(text.text);
+/// P2, P3 and the list-C part of P4. Returns whether the text holds a shadowing word (for
+/// the name part of P4).
+fn phrases(doc: &Document<'_>, text: &Text<'_>, scan: &Scan, out: &mut Vec<Finding>) -> bool {
+    let mut shadow = false;
+    let view = MatchView::with_scan(text.text, scan);
     let lists = &*LISTS;
     let mut by_rule: BTreeMap<&str, (Vec<&str>, usize, usize)> = BTreeMap::new();
     for m in lists.ac.find_iter(view.text.as_ref()) {
@@ -335,6 +352,10 @@ fn phrases(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
         let (Some(rule), Some(pattern)) = (lists.rule.get(idx), lists.patterns.get(idx)) else {
             continue;
         };
+        if *rule == "shadow" {
+            shadow = true;
+            continue;
+        }
         let (s, e) = view.original_range(m.start(), m.end(), text.text);
         let entry = by_rule.entry(rule).or_insert((Vec::new(), s, e));
         if !entry.0.contains(pattern) {
@@ -355,16 +376,15 @@ fn phrases(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
                 .build(),
         );
     }
+    shadow
 }
 
 fn p5(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
     let t = text.text;
-    // Cheap prefilter: every P5 form has one of these bytes or a long alphanumeric run.
-    if t.len() < 32 && !t.contains(['<', '\\', '&', ':']) {
-        return;
-    }
-    for caps in MARKUP.captures_iter(t) {
-        let Some(whole) = caps.get(0) else { continue };
+    for whole in MARKUP.find_iter(t) {
+        let Some(caps) = MARKUP.captures_at(&t[..whole.end()], whole.start()) else {
+            continue;
+        };
         if let Some((what, extra)) = p5_kind(&caps) {
             out.push(
                 finding(doc, text, "P5")
@@ -416,11 +436,11 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
     ) {
         return;
     }
+    let t = text.text;
     let own = text
         .tool
         .and_then(|i| doc.tools.get(i))
         .and_then(|t| t.name);
-    let t = text.text;
     for m in ac.find_iter(t) {
         let Some(name) = names.names.get(m.pattern().as_usize()) else {
             continue;

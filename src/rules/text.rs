@@ -26,14 +26,12 @@ pub struct MatchView<'a> {
 
 impl<'a> MatchView<'a> {
     pub fn new(original: &'a str) -> MatchView<'a> {
-        let needs_work = original.bytes().enumerate().any(|(i, b)| {
-            b >= 0x80
-                || b == b'\n'
-                || b == b'\r'
-                || b == b'\t'
-                || (b == b' ' && original.as_bytes().get(i + 1) == Some(&b' '))
-        });
-        if !needs_work {
+        MatchView::with_scan(original, &Scan::of(original))
+    }
+
+    /// [`MatchView::new`] when the text was already scanned.
+    pub fn with_scan(original: &'a str, scan: &Scan) -> MatchView<'a> {
+        if !scan.needs_normalizing {
             return MatchView {
                 text: original.into(),
                 map: None,
@@ -95,6 +93,75 @@ impl<'a> MatchView<'a> {
     }
 }
 
+/// What one pass over a text's bytes tells the rules.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scan {
+    /// Any byte outside ASCII (where every P1 character lives).
+    pub non_ascii: bool,
+    /// Non-ASCII, a line break or tab, or two spaces in a row: [`MatchView`] must rewrite it.
+    pub needs_normalizing: bool,
+    /// A byte that starts markup, an escape or a data: URI, or 32+ base64 characters in a row:
+    /// P5 must look.
+    pub p5_candidate: bool,
+}
+
+const NON_ASCII: u8 = 1;
+const BREAK: u8 = 2;
+const SPACE: u8 = 4;
+const SPECIAL: u8 = 8;
+const B64: u8 = 16;
+
+static BYTE_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = if b >= 0x80 {
+            NON_ASCII
+        } else if b == b'\n' || b == b'\r' || b == b'\t' {
+            BREAK
+        } else if b == b' ' {
+            SPACE
+        } else if b == b'<' || b == b'\\' || b == b'&' || b == b':' {
+            SPECIAL
+        } else if b.is_ascii_alphanumeric() || b == b'+' || b == b'/' {
+            B64
+        } else {
+            0
+        };
+        i += 1;
+    }
+    t
+};
+
+impl Scan {
+    pub fn of(text: &str) -> Scan {
+        let mut scan = Scan::default();
+        let (mut run, mut prev) = (0usize, 0u8);
+        for &b in text.as_bytes() {
+            let c = BYTE_CLASS[b as usize];
+            if c & NON_ASCII != 0 {
+                scan.non_ascii = true;
+                scan.needs_normalizing = true;
+            } else if c & BREAK != 0 || (c & SPACE != 0 && prev & SPACE != 0) {
+                scan.needs_normalizing = true;
+            } else if c & SPECIAL != 0 {
+                scan.p5_candidate = true;
+            }
+            if c & B64 != 0 {
+                run += 1;
+                if run >= 32 {
+                    scan.p5_candidate = true;
+                }
+            } else {
+                run = 0;
+            }
+            prev = c;
+        }
+        scan
+    }
+}
+
 pub fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
@@ -121,6 +188,9 @@ pub fn whole_word(hay: &str, start: usize, end: usize) -> bool {
 /// on lower→upper case changes (`sendEmail`), before the last capital of an acronym
 /// (`HTTPRequest` → http, request), and between letters and digits.
 pub fn words(s: &str) -> Vec<String> {
+    if s.is_ascii() {
+        return ascii_words(s.as_bytes());
+    }
     let mut out = Vec::new();
     let chars: Vec<char> = s.chars().collect();
     let mut cur = String::new();
@@ -144,6 +214,38 @@ pub fn words(s: &str) -> Vec<String> {
             }
         }
         cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// [`words`] for ASCII text, on bytes.
+fn ascii_words(b: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for (i, &c) in b.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if i > 0 {
+            let prev = b[i - 1];
+            let next = b.get(i + 1).copied();
+            let boundary = (prev.is_ascii_lowercase() && c.is_ascii_uppercase())
+                || (prev.is_ascii_uppercase()
+                    && c.is_ascii_uppercase()
+                    && next.is_some_and(|n| n.is_ascii_lowercase()))
+                || (prev.is_ascii_alphabetic() && c.is_ascii_digit())
+                || (prev.is_ascii_digit() && c.is_ascii_alphabetic());
+            if boundary && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        }
+        cur.push(char::from(c.to_ascii_lowercase()));
     }
     if !cur.is_empty() {
         out.push(cur);

@@ -33,8 +33,7 @@ impl Check for Info02 {
         if input.kind != InputKind::Tools {
             return Outcome::Skipped("the input is a card, not an inventory".into());
         }
-        let tools = input.value.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-        let sha = crate::fingerprint::tools_sha256(tools);
+        let sha = input.tools_sha256();
         let finding = Finding::of(self.meta(), None)
             .pointer("/tools")
             .message(format!("{}; tool-list sha256 {sha}", counts(&input.value)))

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Benchmarks of SPEC §10 (measured here, never asserted in tests):
+#   1. `mcpprobe check` throughput on a generated 10,000-tool tools/list (~20 MB), on one core;
+#   2. `mcpprobe check` end to end on a one-tool file.
+# Usage: scripts/bench.sh [RUNS=5]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-5}
+cargo build --release --quiet
+bin=target/release/mcpprobe
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 scripts/gen-bench-tools.py "$work/big.json" 10000
+cp fixtures/real/pypi-mcp-server-fetch-2026.10.24.json "$work/one.json"
+pin=()
+command -v taskset >/dev/null && pin=(taskset -c 0)
+python3 - "$work" "$runs" "$bin" "${pin[@]}" <<'PY'
+import os, statistics, subprocess, sys, time
+work, runs, binary, pin = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+def bench(path, args):
+    times = []
+    for _ in range(runs + 1):
+        t = time.perf_counter()
+        p = subprocess.run(pin + [binary, "check", path, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        times.append(time.perf_counter() - t)
+        if p.returncode not in (0, 1):
+            sys.exit(f"check failed ({p.returncode}): {p.stderr.decode()}")
+    return statistics.median(times[1:]), min(times[1:])
+big = os.path.join(work, "big.json")
+size = os.path.getsize(big)
+for fmt in ("json", "terminal"):
+    med, best = bench(big, ["--format", fmt])
+    print(f"check 10,000 tools ({size/1e6:.1f} MB), --format {fmt}, 1 core: median {med*1000:.0f} ms, "
+          f"best {best*1000:.0f} ms = {size/1e6/med:.0f} MB/s (budget: >= 50 MB/s)")
+med, best = bench(os.path.join(work, "one.json"), [])
+print(f"check one-tool file end to end: median {med*1000:.1f} ms, best {best*1000:.1f} ms (budget: < 20 ms)")
+PY
