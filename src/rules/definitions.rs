@@ -59,8 +59,7 @@ pub fn tool_problems(tool: &Tool<'_>) -> Vec<(&'static str, String, String)> {
                     schema.get("additionalProperties"),
                     schema.get("unevaluatedProperties"),
                 ]
-                .iter()
-                .any(|v| *v == Some(&Value::Bool(false)));
+                .contains(&Some(&Value::Bool(false)));
                 let effects = prof.named_effects();
                 if Class::has_effects(prof.bits)
                     && !closed
