@@ -218,11 +218,11 @@ impl Profile {
     pub fn has(&self, c: Class) -> bool {
         self.bits & c.bit() != 0
     }
-    fn add(&mut self, found: Vec<(Class, String)>, source: &str) {
+    fn add(&mut self, found: Vec<(Class, String)>, source: impl Fn() -> String) {
         for (c, word) in found {
             if self.bits & c.bit() == 0 {
                 self.bits |= c.bit();
-                self.reasons.push((c, word, source.to_string()));
+                self.reasons.push((c, word, source()));
             }
         }
     }
@@ -297,20 +297,19 @@ fn classify_name(text: &str) -> Vec<(Class, String)> {
 pub fn profile(tool: &Tool<'_>) -> Profile {
     let mut p = Profile::default();
     if let Some(name) = tool.name {
-        p.add(classify_name(name), "name");
+        p.add(classify_name(name), || "name".into());
     }
     if let Some(title) = tool.title() {
-        p.add(classify_name(title), "title");
+        p.add(classify_name(title), || "title".into());
     }
     if let Some(d) = tool.value.get("description").and_then(Value::as_str) {
-        p.add(classify_prose(d, READS), "description");
+        p.add(classify_prose(d, READS), || "description".into());
     }
     if let Some(props) = properties(tool) {
         for name in props.keys() {
-            p.add(
-                classify(name, PARAMS),
-                &format!("parameter `{}`", visible(name)),
-            );
+            p.add(classify(name, PARAMS), || {
+                format!("parameter `{}`", visible(name))
+            });
         }
     }
     p
