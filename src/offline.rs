@@ -14,7 +14,7 @@ use crate::rules::{Input, InputKind};
 pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reads a file, or stdin for `-`, up to [`MAX_INPUT_BYTES`].
-pub fn read_input(path: &str) -> Result<String, String> {
+pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     let limit = MAX_INPUT_BYTES + 1;
     let result = if path == "-" {
@@ -27,13 +27,13 @@ pub fn read_input(path: &str) -> Result<String, String> {
     if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(format!("{name} is larger than {MAX_INPUT_BYTES} bytes"));
     }
-    String::from_utf8(bytes).map_err(|e| format!("{name} is not UTF-8: {e}"))
+    Ok(bytes)
 }
 
 fn load(path: &str, kind: Option<InputKind>) -> Result<Input, String> {
     let text = read_input(path)?;
     let name = if path == "-" { "stdin" } else { path };
-    Input::parse(&text, kind).map_err(|e| format!("{name}: {e}"))
+    Input::parse(text.as_slice(), kind).map_err(|e| format!("{name}: {e}"))
 }
 
 /// The runs of `mcpprobe check`: every catalogue check, over one offline document.

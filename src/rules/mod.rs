@@ -119,8 +119,9 @@ impl Input {
     }
 
     /// Parses and recognises a document; the error names what was expected.
-    pub fn parse(text: &str, forced: Option<InputKind>) -> Result<Input, String> {
-        let value: Value = match serde_json::from_str(text) {
+    pub fn parse(text: impl AsRef<[u8]>, forced: Option<InputKind>) -> Result<Input, String> {
+        // serde_json validates UTF-8 as it parses: no separate pass over the bytes.
+        let value: Value = match serde_json::from_slice(text.as_ref()) {
             Ok(v) => v,
             Err(e) if forced == Some(InputKind::ServerCard) => {
                 return Ok(Input::new(
