@@ -301,9 +301,17 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
     // The evidence shows where the characters are, and what tag characters spell.
     let mut evidence = excerpt(text.text, first, first, CONTEXT);
     for hidden in &hidden_runs {
-        evidence.push_str(&format!(" ⟨tag characters decode to \"{}\"⟩", visible(hidden)));
+        evidence.push_str(&format!(
+            " ⟨tag characters decode to \"{}\"⟩",
+            visible(hidden)
+        ));
     }
-    out.push(finding(doc, text, "P1").message(message).text(evidence).build());
+    out.push(
+        finding(doc, text, "P1")
+            .message(message)
+            .text(evidence)
+            .build(),
+    );
     // What the tag characters hide is read by the model: run the phrase lists over it too.
     for hidden in &hidden_runs {
         let decoded = Text {

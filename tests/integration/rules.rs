@@ -22,6 +22,9 @@ fn fixtures() -> Vec<PathBuf> {
     let dir = root().join("fixtures/rules");
     for rule in std::fs::read_dir(&dir).expect("fixtures/rules exists") {
         let rule = rule.expect("dir entry").path();
+        if !rule.is_dir() {
+            continue;
+        }
         for f in std::fs::read_dir(&rule).expect("rule dir") {
             let f = f.expect("dir entry").path();
             if f.extension().is_some_and(|e| e == "json") {
