@@ -50,6 +50,9 @@ pub enum Command {
     Verify {
         #[command(subcommand)]
         action: VerifyAction,
+        /// DNS server to ask, IP:PORT (default: the system's).
+        #[arg(long, env = "MCPPROBE_RESOLVER", global = true)]
+        resolver: Option<String>,
     },
     /// List the check catalogue, or explain one check.
     Checks {
@@ -183,7 +186,7 @@ pub struct ScanArgs {
     #[command(flatten)]
     pub output: OutputArgs,
     /// Requests per second (at most 10).
-    #[arg(long, default_value_t = 5, help_heading = "Network")]
+    #[arg(long, default_value_t = crate::net::DEFAULT_RATE, help_heading = "Network")]
     pub rate: u32,
     /// DNS server to ask, IP:PORT (default: the system's).
     #[arg(long, env = "MCPPROBE_RESOLVER", help_heading = "Network")]
@@ -291,8 +294,8 @@ pub fn run(cli: Cli) -> i32 {
         Command::Check(args) => crate::offline::check(&args),
         Command::Fingerprint { file } => crate::offline::fingerprint(&file),
         Command::Diff { old, new, format } => crate::offline::diff(&old, &new, format),
-        Command::Scan(_) => not_yet("scan"),
-        Command::Verify { .. } => not_yet("verify"),
+        Command::Scan(args) => crate::scan::scan(&args),
+        Command::Verify { action, resolver } => crate::scan::verify(&action, resolver.as_deref()),
         Command::Badge { .. } => not_yet("badge"),
         Command::Daemon { .. } => not_yet("daemon"),
         Command::Demo => not_yet("demo"),

@@ -68,6 +68,16 @@ pub struct Fingerprint {
     pub extra: serde_json::Map<String, Value>,
 }
 
+/// What the gate checked before anything else (SPEC §1): each opt-out step, the addresses the
+/// scan was pinned to, the ownership proof, and the exchanges it sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GateRecord {
+    pub opt_out: Vec<String>,
+    pub addresses: Vec<String>,
+    pub ownership: Option<String>,
+    pub exchanges: Vec<crate::finding::Exchange>,
+}
+
 /// The thresholds a report was judged by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
@@ -100,6 +110,9 @@ pub struct Report {
     pub checks: Vec<CheckRecord>,
     pub findings: Vec<Finding>,
     pub requests_sent: u64,
+    /// What the gate checked (absent for offline checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateRecord>,
     pub policy: Policy,
     /// Findings left out because their confidence is below `--min-confidence`.
     pub below_min_confidence: usize,
@@ -131,8 +144,20 @@ impl Report {
             checks,
             findings: Vec::new(),
             requests_sent: 0,
+            gate: None,
             policy,
             below_min_confidence: 0,
+        }
+    }
+
+    /// Marks every check that has not run as skipped for `reason` (a run stopped early).
+    pub fn skip_rest(&mut self, reason: &str) {
+        for c in self
+            .checks
+            .iter_mut()
+            .filter(|c| c.reason.as_deref() == Some("not run"))
+        {
+            c.reason = Some(reason.to_string());
         }
     }
 

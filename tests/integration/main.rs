@@ -2,6 +2,8 @@
 
 mod catalogue;
 mod cli;
+mod gate;
+mod network;
 mod offline;
 mod real;
 mod report;

@@ -45,3 +45,21 @@ pub fn assert_valid(schema: &str, instance: &serde_json::Value) {
         errors.join("\n")
     );
 }
+
+pub mod dns;
+pub mod http;
+pub mod netns;
+
+/// A multi-threaded runtime for the test's servers, while the test itself runs the binary.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// A fresh state folder for one test.
+pub fn state_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary state folder")
+}

@@ -1,0 +1,419 @@
+//! The gate (SPEC §1.1–1.3): opt-out first, then the ownership proof, then — only for
+//! `--active` — the authorisation. The order is a type-level guarantee:
+//!
+//! `HttpTarget` → [`clear_opt_out`] → [`Cleared`] → [`prove_ownership`] → [`Owned`] →
+//! [`Owned::client`] → a [`Client`] that can send requests to the target.
+//!
+//! `Cleared` and `Owned` have private fields and no public constructor, and the network hands
+//! out a target client only for an `Owned`; before that, the only request the target can get
+//! is the opt-out GET.
+
+pub mod state;
+
+use std::net::IpAddr;
+
+use chrono::{DateTime, Utc};
+use url::Url;
+
+use crate::net::dns::{Dns, DnsFailure, is_loopback};
+use crate::net::{Client, NetError, Network};
+use crate::report::GateRecord;
+use state::{StateDir, StoredProof, normalise_host, record_name, record_text};
+
+/// The text of a TXT record that opts a host out of every scan.
+pub const OPT_OUT: &str = "mcpprobe-opt-out=all";
+
+/// An HTTP(S) target as the user gave it.
+#[derive(Debug, Clone)]
+pub struct HttpTarget {
+    pub url: Url,
+    /// The host name (lowercase, no trailing dot), or the IP literal as text.
+    pub host: String,
+    /// Set when the URL names an IP address (no DNS name: only the HTTP opt-out applies).
+    pub ip: Option<IpAddr>,
+}
+
+impl HttpTarget {
+    pub fn parse(raw: &str) -> Result<HttpTarget, String> {
+        let url = Url::parse(raw).map_err(|e| format!("{raw:?} is not a URL: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!(
+                "{raw:?}: only http:// and https:// targets can be scanned (or --stdio)"
+            ));
+        }
+        let (host, ip) = match url.host() {
+            Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
+            Some(url::Host::Ipv6(ip)) => (ip.to_string(), Some(IpAddr::V6(ip))),
+            Some(url::Host::Domain(d)) => (normalise_host(d)?, None),
+            None => return Err(format!("{raw:?} has no host")),
+        };
+        Ok(HttpTarget { url, host, ip })
+    }
+}
+
+/// Why the pipeline stopped before the scan.
+#[derive(Debug, Clone)]
+pub enum Stop {
+    /// Opted out, ownership not proven or expired, active mode not authorised: exit 2.
+    Refused(String),
+    /// The target cannot be reached at all (its name does not resolve): exit 3.
+    Unreachable(String),
+}
+
+/// Where and why the pipeline stopped, with what the gate recorded until then.
+#[derive(Debug)]
+pub struct Halted {
+    pub stop: Stop,
+    pub record: GateRecord,
+}
+
+fn halt(stop: Stop, record: GateRecord) -> Box<Halted> {
+    Box::new(Halted { stop, record })
+}
+
+/// A target whose opt-out was checked and which did not opt out.
+#[derive(Debug)]
+pub struct Cleared {
+    target: HttpTarget,
+    addrs: Vec<IpAddr>,
+    record: GateRecord,
+}
+
+/// How ownership was proven.
+#[derive(Debug, Clone)]
+pub enum Proof {
+    /// The target resolves only to loopback addresses, or is a stdio server mcpprobe starts.
+    Local(String),
+    DnsTxt(StoredProof),
+}
+
+/// A target that did not opt out and that the user has proven to own.
+#[derive(Debug)]
+pub struct Owned {
+    cleared: Cleared,
+    proof: Proof,
+}
+
+impl Owned {
+    pub fn target(&self) -> &HttpTarget {
+        &self.cleared.target
+    }
+    pub fn proof(&self) -> &Proof {
+        &self.proof
+    }
+    pub fn addresses(&self) -> &[IpAddr] {
+        &self.cleared.addrs
+    }
+    pub fn record(&self) -> &GateRecord {
+        &self.cleared.record
+    }
+    /// The only way to a client that can send requests to the target.
+    pub fn client(&self, net: &Network) -> Result<Client, NetError> {
+        net.client_for(self)
+    }
+}
+
+/// SPEC §1.1. DNS first (no HTTP request when it says opted out), then
+/// `GET <origin>/.well-known/mcpprobe-opt-out` (200 = opted out).
+pub async fn clear_opt_out(
+    target: HttpTarget,
+    dns: &Dns,
+    net: &Network,
+    record: GateRecord,
+) -> Result<Cleared, Box<Halted>> {
+    let mut record = record;
+    if target.ip.is_none() {
+        let name = record_name(&target.host);
+        match dns.txt(&name).await {
+            Ok(texts) if texts.iter().any(|t| t.contains(OPT_OUT)) => {
+                record
+                    .opt_out
+                    .push(format!("DNS: TXT {name} contains {OPT_OUT}: opted out"));
+                let why = format!(
+                    "{} opted out of mcpprobe scans (DNS TXT {name} says {OPT_OUT}); nothing was sent to it",
+                    target.host
+                );
+                return Err(halt(Stop::Refused(why), record));
+            }
+            Ok(texts) if texts.is_empty() => record
+                .opt_out
+                .push(format!("DNS: no TXT record at {name}: not opted out")),
+            Ok(_) => record
+                .opt_out
+                .push(format!("DNS: TXT {name} has no {OPT_OUT}: not opted out")),
+            Err(e) => record
+                .opt_out
+                .push(format!("DNS: TXT {name}: {e} (treated as not opted out)")),
+        }
+    } else {
+        record
+            .opt_out
+            .push("DNS: the target is an IP address; only the HTTP opt-out applies".into());
+    }
+
+    let addrs = match target.ip {
+        Some(ip) => vec![ip],
+        None => match dns.addresses(&target.host).await {
+            Ok(a) => a,
+            Err(DnsFailure::NoRecords) => {
+                let why = format!(
+                    "{} does not resolve ({}): nothing was sent",
+                    target.host, dns.source
+                );
+                return Err(halt(Stop::Unreachable(why), record));
+            }
+            Err(e) => {
+                let why = format!("cannot resolve {}: {e}", target.host);
+                return Err(halt(Stop::Unreachable(why), record));
+            }
+        },
+    };
+    let shown: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
+    record.addresses = shown.clone();
+
+    match net.opt_out_get(&target.url, &addrs).await {
+        Ok(resp) => {
+            record.exchanges.push(resp.exchange.clone());
+            if resp.status == 200 {
+                record
+                    .opt_out
+                    .push("HTTP: GET /.well-known/mcpprobe-opt-out answered 200: opted out".into());
+                let why = format!(
+                    "{} opted out of mcpprobe scans (GET /.well-known/mcpprobe-opt-out answered 200); that GET was the only request sent",
+                    target.host
+                );
+                return Err(halt(Stop::Refused(why), record));
+            }
+            record.opt_out.push(format!(
+                "HTTP: GET /.well-known/mcpprobe-opt-out answered {}: not opted out",
+                resp.status
+            ));
+        }
+        Err((e, exchange)) => {
+            record.exchanges.push(exchange);
+            record.opt_out.push(format!(
+                "HTTP: GET /.well-known/mcpprobe-opt-out: {e} (treated as not opted out)"
+            ));
+        }
+    }
+    Ok(Cleared {
+        target,
+        addrs,
+        record,
+    })
+}
+
+/// SPEC §1.2: a local proof when every address is loopback; otherwise a stored DNS-TXT proof
+/// that has not expired and whose record is still published.
+pub async fn prove_ownership(
+    cleared: Cleared,
+    dns: &Dns,
+    state: &StateDir,
+    now: DateTime<Utc>,
+) -> Result<Owned, Box<Halted>> {
+    let Cleared {
+        target,
+        addrs,
+        mut record,
+    } = cleared;
+    let refuse = |why: String, mut record: GateRecord| {
+        record.ownership = Some(format!("not proven: {why}"));
+        Err(halt(Stop::Refused(why), record))
+    };
+    if !addrs.is_empty() && addrs.iter().all(is_loopback) {
+        let why = format!(
+            "local: {} resolves only to loopback ({})",
+            target.host,
+            record.addresses.join(", ")
+        );
+        record.ownership = Some(why.clone());
+        return Ok(Owned {
+            cleared: Cleared {
+                target,
+                addrs,
+                record,
+            },
+            proof: Proof::Local(why),
+        });
+    }
+    if target.ip.is_some() {
+        return refuse(
+            format!(
+                "{} is an IP address that is not loopback; ownership is proven with a DNS TXT record on a host name (scan it by that name)",
+                target.host
+            ),
+            record,
+        );
+    }
+    let proof = match state.proof(&target.host) {
+        Err(e) => return refuse(e, record),
+        Ok(None) => {
+            return refuse(
+                format!(
+                    "no ownership proof for {h}: run `mcpprobe verify init {h}`, publish the TXT record it prints, then `mcpprobe verify check {h}`",
+                    h = target.host
+                ),
+                record,
+            );
+        }
+        Ok(Some(p)) => p,
+    };
+    if proof.expires_at <= now {
+        return refuse(
+            format!(
+                "the ownership proof for {h} expired at {}; run `mcpprobe verify check {h}` again",
+                proof.expires_at.to_rfc3339(),
+                h = target.host
+            ),
+            record,
+        );
+    }
+    let name = record_name(&target.host);
+    let expected = record_text(&proof.token);
+    match dns.txt(&name).await {
+        Ok(texts) if texts.iter().any(|t| t.trim() == expected) => {
+            record.ownership = Some(format!(
+                "dns-txt: {name} still holds the verification record; proof valid until {}",
+                proof.expires_at.to_rfc3339()
+            ));
+            Ok(Owned {
+                cleared: Cleared {
+                    target,
+                    addrs,
+                    record,
+                },
+                proof: Proof::DnsTxt(proof),
+            })
+        }
+        Ok(_) => refuse(
+            format!(
+                "the verification record is no longer published at {name} (expected TXT \"{expected}\"); publish it again and run `mcpprobe verify check {}`",
+                target.host
+            ),
+            record,
+        ),
+        Err(e) => refuse(
+            format!("cannot re-check the verification record at {name}: {e}"),
+            record,
+        ),
+    }
+}
+
+/// SPEC §1.3: `--active` needs `--authorised-by`, `--scope` and `--verify`. Checked before
+/// anything is sent.
+pub fn authorise_active(
+    authorised_by: Option<&str>,
+    scope: Option<&str>,
+    verify: bool,
+) -> Result<(), String> {
+    let mut missing = Vec::new();
+    if authorised_by.is_none_or(|s| s.trim().is_empty()) {
+        missing.push("--authorised-by <name>");
+    }
+    if scope.is_none_or(|s| s.trim().is_empty()) {
+        missing.push("--scope <what may be called>");
+    }
+    if !verify {
+        missing.push("--verify");
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--active is not authorised without {}; nothing was sent",
+            missing.join(", ")
+        ))
+    }
+}
+
+/// `verify init`: a new token and the record to publish.
+pub fn verify_init(host: &str, state: &StateDir, now: DateTime<Utc>) -> Result<String, String> {
+    let host = normalise_host(host)?;
+    let token = state::new_token()?;
+    let path = state.save_pending(&state::Pending {
+        host: host.clone(),
+        token: token.clone(),
+        created_at: now,
+    })?;
+    Ok(format!(
+        "Publish this DNS record, then run `mcpprobe verify check {host}`:\n\n  {}  TXT  \"{}\"\n\n(pending token stored in {})\n",
+        record_name(&host),
+        record_text(&token),
+        path.display()
+    ))
+}
+
+/// `verify check`: looks the record up; on a match stores a 90-day proof.
+pub async fn verify_check(
+    host: &str,
+    state: &StateDir,
+    dns: &Dns,
+    now: DateTime<Utc>,
+) -> Result<String, Stop> {
+    let host = normalise_host(host).map_err(Stop::Refused)?;
+    let pending = state.pending(&host).map_err(Stop::Refused)?;
+    // A proof being renewed keeps its token; a new one comes from `verify init`.
+    let token = match (pending, state.proof(&host).map_err(Stop::Refused)?) {
+        (Some(p), _) => p.token,
+        (None, Some(proof)) => proof.token,
+        (None, None) => {
+            return Err(Stop::Refused(format!(
+                "no pending token for {host}: run `mcpprobe verify init {host}` first"
+            )));
+        }
+    };
+    let name = record_name(&host);
+    let expected = record_text(&token);
+    let texts = dns
+        .txt(&name)
+        .await
+        .map_err(|e| Stop::Refused(format!("cannot look up {name} via {}: {e}", dns.source)))?;
+    if !texts.iter().any(|t| t.trim() == expected) {
+        let seen = if texts.is_empty() {
+            "no TXT record".to_string()
+        } else {
+            format!("{} other TXT record(s)", texts.len())
+        };
+        return Err(Stop::Refused(format!(
+            "{name} does not hold TXT \"{expected}\" yet ({seen} via {}); publish it and try again",
+            dns.source
+        )));
+    }
+    let proof = StoredProof::new(&host, &token, now);
+    let path = state.save_proof(&proof).map_err(Stop::Refused)?;
+    Ok(format!(
+        "verified: {host} (dns-txt), valid until {} — stored in {}\n",
+        proof.expires_at.to_rfc3339(),
+        path.display()
+    ))
+}
+
+/// `verify status`: every proof and its expiry.
+pub fn verify_status(state: &StateDir, now: DateTime<Utc>) -> (String, bool) {
+    let (proofs, errors) = state.proofs();
+    let mut out = String::new();
+    if proofs.is_empty() && errors.is_empty() {
+        out.push_str(&format!(
+            "no ownership proofs in {}\n",
+            state.root.display()
+        ));
+    }
+    for p in &proofs {
+        let status = if p.expires_at <= now {
+            "EXPIRED".to_string()
+        } else {
+            format!("valid, {} days left", (p.expires_at - now).num_days())
+        };
+        out.push_str(&format!(
+            "{}  {}  verified {}  expires {}  ({status})\n",
+            p.host,
+            p.method,
+            p.verified_at.to_rfc3339(),
+            p.expires_at.to_rfc3339()
+        ));
+    }
+    for e in &errors {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    (out, errors.is_empty())
+}

@@ -1,0 +1,691 @@
+//! The one outbound path. Every request mcpprobe sends goes through [`Network`] and the
+//! [`Client`] it hands out, which enforce the scope (the target's origin, plus at most one GET
+//! to an advertised authorization server), the rate limit, timeouts and size caps, count the
+//! requests, stamp `User-Agent` and `traceparent`, redact secrets, and write the trace file.
+//!
+//! A [`Client`] that can reach the target is only obtainable from a [`crate::gate::Owned`]:
+//! the opt-out check and the ownership proof come first by construction.
+
+pub mod dns;
+pub mod redact;
+
+use std::fs::File;
+use std::io::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt as _;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use serde_json::json;
+use url::Url;
+
+use crate::finding::{Exchange, Message};
+use redact::Secrets;
+
+/// The highest `--rate` accepted (SPEC §7).
+pub const MAX_RATE: u32 = 10;
+/// The default `--rate`.
+pub const DEFAULT_RATE: u32 = 5;
+/// Bytes of a body kept as evidence in a finding (the caller gets up to [`Limits::max_body`]).
+pub const EVIDENCE_BODY: usize = 4096;
+/// Same-origin redirects followed before giving up.
+pub const MAX_REDIRECTS: usize = 5;
+
+pub fn user_agent() -> String {
+    format!("mcpprobe/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Caps on time and size for everything a server sends.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub connect_timeout: Duration,
+    /// From sending a request to the end of its body (or of the time we read an open stream).
+    pub response_timeout: Duration,
+    pub max_body: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(10),
+            max_body: 8 * 1024 * 1024,
+        }
+    }
+}
+
+/// Settings of one scan's network.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub rate: u32,
+    pub limits: Limits,
+    /// `--token` / `MCPPROBE_TOKEN`: sent as `Authorization: Bearer …` by credentialed clients.
+    pub token: Option<String>,
+    /// `--header NAME: VALUE`, sent by credentialed clients.
+    pub headers: Vec<(String, String)>,
+    pub trace_file: Option<std::path::PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            rate: DEFAULT_RATE,
+            limits: Limits::default(),
+            token: None,
+            headers: Vec::new(),
+            trace_file: None,
+        }
+    }
+}
+
+/// Why a request was not answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetError {
+    #[error("refused by mcpprobe: {0} is outside this scan's scope")]
+    OutOfScope(String),
+    #[error("refused by mcpprobe: {0}")]
+    Refused(String),
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("could not connect: {0}")]
+    Connect(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A request to send.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: reqwest::Method,
+    pub url: Url,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+impl Request {
+    pub fn get(url: Url) -> Request {
+        Request {
+            method: reqwest::Method::GET,
+            url,
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+    pub fn post_json(url: Url, body: &serde_json::Value) -> Request {
+        Request {
+            method: reqwest::Method::POST,
+            url,
+            headers: vec![
+                ("Content-Type".into(), "application/json".into()),
+                (
+                    "Accept".into(),
+                    "application/json, text/event-stream".into(),
+                ),
+            ],
+            body: Some(body.to_string().into_bytes()),
+        }
+    }
+    pub fn header(mut self, name: &str, value: &str) -> Request {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+}
+
+/// What came back, with its evidence already redacted.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    /// The body, up to [`Limits::max_body`] (as the server sent it: callers parse it).
+    pub body: Vec<u8>,
+    /// The body was cut at the size cap or the time cap.
+    pub truncated: bool,
+    /// The request and response as they may be shown (redacted, capped).
+    pub exchange: Exchange,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// The scheme, host and port a scan may talk to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub scheme: String,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Origin {
+    pub fn of(url: &Url) -> Option<Origin> {
+        Some(Origin {
+            scheme: url.scheme().to_string(),
+            host: url.host_str()?.trim_end_matches('.').to_ascii_lowercase(),
+            port: url.port_or_known_default()?,
+        })
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}:{}", self.scheme, self.host, self.port)
+    }
+}
+
+/// What every client of one scan shares: the rate limiter, the request counter, the trace.
+struct Shared {
+    settings: Settings,
+    limiter: DefaultDirectRateLimiter,
+    sent: AtomicU64,
+    trace_id: String,
+    secrets: Secrets,
+    trace: Option<Mutex<File>>,
+    /// The one GET to an authorization server this scan may send.
+    as_permit: AtomicBool,
+}
+
+/// One scan's network: settings, limiter, counter, trace. Cheap to clone.
+#[derive(Clone)]
+pub struct Network {
+    shared: Arc<Shared>,
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    // getrandom failing means the OS has no entropy source; a trace id is not a secret, so a
+    // clock-derived fallback keeps the scan going.
+    if getrandom::fill(&mut buf).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (nanos >> ((i % 16) * 8)) as u8 ^ (i as u8);
+        }
+    }
+    hex::encode(buf)
+}
+
+impl Network {
+    /// Validates the settings (`rate` 1..=10) and opens the trace file.
+    pub fn new(settings: Settings) -> Result<Network, String> {
+        let rate = NonZeroU32::new(settings.rate)
+            .filter(|r| r.get() <= MAX_RATE)
+            .ok_or_else(|| {
+                format!("--rate must be between 1 and {MAX_RATE} requests per second")
+            })?;
+        // Burst of one: requests are spaced evenly, never bunched (SPEC §7).
+        let quota = Quota::per_second(rate).allow_burst(NonZeroU32::MIN);
+        let trace = match &settings.trace_file {
+            Some(path) => {
+                Some(Mutex::new(File::create(path).map_err(|e| {
+                    format!("cannot write {}: {e}", path.display())
+                })?))
+            }
+            None => None,
+        };
+        let mut secret_values: Vec<String> =
+            settings.headers.iter().map(|(_, v)| v.clone()).collect();
+        if let Some(t) = &settings.token {
+            secret_values.push(t.clone());
+        }
+        let secrets = Secrets::new(
+            secret_values,
+            settings.headers.iter().map(|(n, _)| n.clone()),
+        );
+        Ok(Network {
+            shared: Arc::new(Shared {
+                limiter: RateLimiter::direct(quota),
+                sent: AtomicU64::new(0),
+                trace_id: random_hex(16),
+                secrets,
+                trace,
+                as_permit: AtomicBool::new(true),
+                settings,
+            }),
+        })
+    }
+
+    pub fn requests_sent(&self) -> u64 {
+        self.shared.sent.load(Ordering::SeqCst)
+    }
+
+    pub fn trace_id(&self) -> &str {
+        &self.shared.trace_id
+    }
+
+    pub fn secrets(&self) -> &Secrets {
+        &self.shared.secrets
+    }
+
+    /// A W3C `traceparent`: this scan's trace id and a fresh span id.
+    pub fn traceparent(&self) -> String {
+        format!("00-{}-{}-01", self.shared.trace_id, random_hex(8))
+    }
+
+    /// A reqwest client that connects `host` only to `addrs`, never follows a redirect and
+    /// refuses to resolve any other name.
+    fn http(&self, host: &str, addrs: &[IpAddr]) -> Result<reqwest::Client, NetError> {
+        let limits = self.shared.settings.limits;
+        let pinned: Vec<SocketAddr> = addrs.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(limits.connect_timeout)
+            .user_agent(user_agent())
+            .dns_resolver(Arc::new(NoResolve))
+            .resolve_to_addrs(host, &pinned)
+            .pool_max_idle_per_host(4)
+            .build()
+            .map_err(|e| NetError::Other(format!("cannot build the HTTP client: {e}")))
+    }
+
+    /// The opt-out check's one GET (`<origin>/.well-known/mcpprobe-opt-out`), before ownership is
+    /// known. Only the gate calls this; it can send nothing else.
+    pub(crate) async fn opt_out_get(
+        &self,
+        origin_url: &Url,
+        addrs: &[IpAddr],
+    ) -> Result<Response, (NetError, Exchange)> {
+        let origin = Origin::of(origin_url).ok_or_else(|| {
+            (
+                NetError::Other("the target has no host".into()),
+                Exchange::default(),
+            )
+        })?;
+        let mut url = origin_url.clone();
+        url.set_path("/.well-known/mcpprobe-opt-out");
+        url.set_query(None);
+        url.set_fragment(None);
+        let http = self
+            .http(&origin.host, addrs)
+            .map_err(|e| (e, Exchange::default()))?;
+        self.execute(&http, Request::get(url), &[]).await
+    }
+
+    /// The scan's client for the target: only for a target that passed the gate.
+    pub(crate) fn client_for(&self, owned: &crate::gate::Owned) -> Result<Client, NetError> {
+        let (url, addrs) = (&owned.target().url, owned.addresses());
+        let origin =
+            Origin::of(url).ok_or_else(|| NetError::Other("the target URL has no host".into()))?;
+        let http = self.http(&origin.host, addrs)?;
+        let mut credentials = self.shared.settings.headers.clone();
+        if let Some(t) = &self.shared.settings.token {
+            credentials.push(("Authorization".into(), format!("Bearer {t}")));
+        }
+        Ok(Client {
+            net: self.clone(),
+            http,
+            origin,
+            addrs: addrs.to_vec(),
+            credentials: Arc::new(credentials),
+            guard: Arc::new(ToolGuard::default()),
+        })
+    }
+
+    /// Sends one request on `http`: waits for the rate limiter, counts it, reads the body within
+    /// the caps, records and traces the exchange (redacted).
+    async fn execute(
+        &self,
+        http: &reqwest::Client,
+        req: Request,
+        credentials: &[(String, String)],
+    ) -> Result<Response, (NetError, Exchange)> {
+        let s = &self.shared;
+        let limits = s.settings.limits;
+        s.limiter.until_ready().await;
+        s.sent.fetch_add(1, Ordering::SeqCst);
+
+        let mut headers = req.headers.clone();
+        headers.push(("traceparent".into(), self.traceparent()));
+        headers.extend(credentials.iter().cloned());
+        let mut builder = http.request(req.method.clone(), req.url.clone());
+        for (n, v) in &headers {
+            builder = builder.header(n.as_str(), v.as_str());
+        }
+        if let Some(body) = &req.body {
+            builder = builder.body(body.clone());
+        }
+        let shown_request = Message {
+            method: Some(req.method.to_string()),
+            url: Some(s.secrets.redact(req.url.as_str())),
+            status: None,
+            headers: headers
+                .iter()
+                .map(|(n, v)| s.secrets.header(n, v))
+                .collect(),
+            body: cap(&s.secrets.redact(&String::from_utf8_lossy(
+                req.body.as_deref().unwrap_or_default(),
+            )))
+            .0,
+            truncated: req.body.as_ref().is_some_and(|b| b.len() > EVIDENCE_BODY),
+        };
+        let started = Instant::now();
+        let deadline = started + limits.response_timeout;
+        let sent = tokio::time::timeout(limits.response_timeout, builder.send()).await;
+        let resp = match sent {
+            Err(_) => Err(NetError::Timeout(limits.response_timeout)),
+            Ok(Err(e)) if e.is_connect() => Err(NetError::Connect(root_cause(&e))),
+            Ok(Err(e)) if e.is_timeout() => Err(NetError::Timeout(limits.connect_timeout)),
+            Ok(Err(e)) => Err(NetError::Other(root_cause(&e))),
+            Ok(Ok(r)) => Ok(r),
+        };
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => {
+                let exchange = Exchange {
+                    request: shown_request,
+                    response: None,
+                    note: Some(e.to_string()),
+                };
+                self.trace(&exchange, started);
+                return Err((e, exchange));
+            }
+        };
+        let status = resp.status().as_u16();
+        let resp_headers: Vec<(String, String)> = resp
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let mut body = Vec::new();
+        let mut truncated = false;
+        let mut note = None;
+        let mut stream = resp.bytes_stream();
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(remaining, stream.next()).await {
+                Err(_) => {
+                    truncated = true;
+                    note = Some(format!(
+                        "body read stopped at the {:?} time cap",
+                        limits.response_timeout
+                    ));
+                    break;
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    note = Some(format!("body read failed: {}", root_cause(&e)));
+                    break;
+                }
+                Ok(Some(Ok(chunk))) => {
+                    let room = limits.max_body.saturating_sub(body.len());
+                    if chunk.len() > room {
+                        body.extend_from_slice(&chunk[..room]);
+                        truncated = true;
+                        note = Some(format!("body cut at the {} byte cap", limits.max_body));
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+            }
+        }
+        let (shown_body, cut) = cap(&s.secrets.redact(&String::from_utf8_lossy(&body)));
+        let exchange = Exchange {
+            request: shown_request,
+            response: Some(Message {
+                method: None,
+                url: None,
+                status: Some(status),
+                headers: resp_headers
+                    .iter()
+                    .map(|(n, v)| s.secrets.header(n, v))
+                    .collect(),
+                body: shown_body,
+                truncated: truncated || cut,
+            }),
+            note,
+        };
+        self.trace(&exchange, started);
+        Ok(Response {
+            status,
+            headers: resp_headers,
+            body,
+            truncated,
+            exchange,
+        })
+    }
+
+    fn trace(&self, exchange: &Exchange, started: Instant) {
+        if let Some(file) = &self.shared.trace {
+            let line = json!({
+                "trace_id": self.shared.trace_id,
+                "elapsed_ms": started.elapsed().as_millis() as u64,
+                "request": exchange.request,
+                "response": exchange.response,
+                "note": exchange.note,
+            });
+            if let Ok(mut f) = file.lock() {
+                let _ = writeln!(f, "{line}");
+            }
+        }
+    }
+
+    /// The one GET this scan may send outside the target's origin: to the authorization server
+    /// the target advertises (AUTH-03). A second call is refused.
+    pub async fn authorization_server_get(
+        &self,
+        dns: &dns::Dns,
+        url: &Url,
+    ) -> Result<Response, (NetError, Exchange)> {
+        if !self.shared.as_permit.swap(false, Ordering::SeqCst) {
+            return Err((
+                NetError::Refused(
+                    "the one authorization-server GET of this scan was already sent".into(),
+                ),
+                Exchange::default(),
+            ));
+        }
+        let host = url.host_str().unwrap_or_default().to_string();
+        let addrs = match url.host() {
+            Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
+            Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
+            _ => dns.addresses(&host).await.map_err(|e| {
+                (
+                    NetError::Connect(format!("cannot resolve {host}: {e}")),
+                    Exchange::default(),
+                )
+            })?,
+        };
+        let http = self
+            .http(&host, &addrs)
+            .map_err(|e| (e, Exchange::default()))?;
+        self.execute(&http, Request::get(url.clone()), &[]).await
+    }
+}
+
+fn cap(s: &str) -> (String, bool) {
+    if s.len() <= EVIDENCE_BODY {
+        return (s.to_string(), false);
+    }
+    let mut end = EVIDENCE_BODY;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    (s[..end].to_string(), true)
+}
+
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cur: &dyn std::error::Error = e;
+    let mut msg = e.to_string();
+    while let Some(next) = cur.source() {
+        msg = next.to_string();
+        cur = next;
+    }
+    msg
+}
+
+/// reqwest's resolver for anything not pinned: refuses. mcpprobe never lets the HTTP stack
+/// look up a name on its own (DNS rebinding of the scanner is not possible).
+struct NoResolve;
+
+impl reqwest::dns::Resolve for NoResolve {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let name = name.as_str().to_string();
+        Box::pin(async move {
+            Err(format!("mcpprobe resolves names itself; {name} is not pinned").into())
+        })
+    }
+}
+
+/// Tools that may never be called: `--exclude-tool`, and every tool annotated
+/// `destructiveHint: true`. Enforced here, for every check.
+#[derive(Debug, Default)]
+pub struct ToolGuard {
+    excluded: Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl ToolGuard {
+    pub fn exclude(&self, name: &str) {
+        if let Ok(mut set) = self.excluded.lock() {
+            set.insert(name.to_string());
+        }
+    }
+    pub fn allows(&self, name: &str) -> bool {
+        self.excluded
+            .lock()
+            .map(|set| !set.contains(name))
+            .unwrap_or(false)
+    }
+}
+
+/// The scan's client for the target origin. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    net: Network,
+    http: reqwest::Client,
+    origin: Origin,
+    addrs: Vec<IpAddr>,
+    credentials: Arc<Vec<(String, String)>>,
+    guard: Arc<ToolGuard>,
+}
+
+impl Client {
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    pub fn guard(&self) -> &ToolGuard {
+        &self.guard
+    }
+
+    /// The same client without the user's credentials (AUTH-01's anonymous view).
+    pub fn without_credentials(&self) -> Client {
+        Client {
+            credentials: Arc::new(Vec::new()),
+            ..self.clone()
+        }
+    }
+
+    /// Refuses what this scan may not send: another origin, or a `tools/call` of a guarded tool.
+    fn admit(&self, req: &Request) -> Result<(), NetError> {
+        if Origin::of(&req.url).as_ref() != Some(&self.origin) {
+            return Err(NetError::OutOfScope(req.url.to_string()));
+        }
+        if let Some(body) = &req.body
+            && let Ok(msg) = serde_json::from_slice::<serde_json::Value>(body)
+        {
+            let calls = match &msg {
+                serde_json::Value::Array(batch) => batch.iter().collect(),
+                one => vec![one],
+            };
+            for m in calls {
+                if m.get("method").and_then(|v| v.as_str()) == Some("tools/call") {
+                    let name = m
+                        .pointer("/params/name")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("");
+                    if !self.guard.allows(name) {
+                        return Err(NetError::Refused(format!(
+                            "tools/call of `{name}` (excluded, or annotated destructiveHint: true)"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a request to the target. Same-origin redirects are followed (at most
+    /// [`MAX_REDIRECTS`]); a redirect to another origin is never followed: the 3xx response is
+    /// returned with a note saying so.
+    pub async fn send(&self, req: Request) -> Result<Response, (NetError, Exchange)> {
+        self.admit(&req).map_err(|e| (e, Exchange::default()))?;
+        let mut req = req;
+        for _ in 0..=MAX_REDIRECTS {
+            let mut resp = self
+                .net
+                .execute(&self.http, req.clone(), &self.credentials)
+                .await?;
+            if !(300..400).contains(&resp.status) {
+                return Ok(resp);
+            }
+            let Some(location) = resp.header("location").and_then(|l| req.url.join(l).ok()) else {
+                return Ok(resp);
+            };
+            if Origin::of(&location).as_ref() != Some(&self.origin) {
+                resp.exchange.note = Some(format!(
+                    "redirect to another origin not followed: {}",
+                    self.net.secrets().redact(location.as_str())
+                ));
+                return Ok(resp);
+            }
+            // 303, and 301/302 after POST, become GET without a body (as browsers do).
+            if resp.status == 303
+                || (req.method == reqwest::Method::POST && matches!(resp.status, 301 | 302))
+            {
+                req.method = reqwest::Method::GET;
+                req.body = None;
+            }
+            req.url = location;
+        }
+        Err((
+            NetError::Other(format!("more than {MAX_REDIRECTS} redirects")),
+            Exchange::default(),
+        ))
+    }
+
+    /// The addresses this client is pinned to.
+    pub fn addresses(&self) -> &[IpAddr] {
+        &self.addrs
+    }
+}
+
+/// Writes `text` to `path` atomically: a temporary file beside it, synced, then renamed.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("state"),
+        std::process::id()
+    ));
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}

@@ -1,0 +1,366 @@
+//! The gate against real parts: an authoritative DNS server on 127.0.0.1, HTTP servers on
+//! loopback, and a non-loopback host in a network namespace. Every server counts what it
+//! receives, and the counts are the assertions (SPEC §1).
+
+use serde_json::{Value, json};
+
+use crate::support::dns::TestDns;
+use crate::support::http::{Answer, TestHttp};
+use crate::support::netns::{NS_IP, NetnsHost, PORT};
+use crate::support::{mcpprobe, runtime, state_dir};
+
+const TARGET: &str = "http://mcp.test:8080/mcp";
+const OPT_OUT_GET: &str = "GET /.well-known/mcpprobe-opt-out";
+
+fn a_record() -> String {
+    format!("mcp 60 IN A {NS_IP}")
+}
+
+/// Runs `mcpprobe scan` with the test resolver and state folder; returns (exit, JSON report).
+fn scan(dns: &TestDns, state: &tempfile::TempDir, url: &str, extra: &[&str]) -> (i32, Value) {
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args(["scan", url, "--resolver", &dns.arg(), "--format", "json"])
+        .args(extra)
+        .output()
+        .expect("mcpprobe runs");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), report)
+}
+
+fn write_proof(state: &tempfile::TempDir, host: &str, token: &str, verified: &str, expires: &str) {
+    let dir = state.path().join("proofs");
+    std::fs::create_dir_all(&dir).expect("proofs dir");
+    let proof = json!({"host": host, "method": "dns-txt", "token": token, "verified_at": verified, "expires_at": expires});
+    std::fs::write(dir.join(format!("{host}.json")), proof.to_string()).expect("write proof");
+}
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+#[test]
+fn dns_opt_out_means_no_http_request_at_all() {
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let dns = TestDns::start(
+        &rt,
+        &[
+            &a_record(),
+            "_mcpprobe.mcp 60 IN TXT \"contact=ops@example.test\" \"mcpprobe-opt-out=all\"",
+        ],
+    );
+    let state = state_dir();
+    let (code, report) = scan(&dns, &state, TARGET, &[]);
+    assert_eq!(code, 2);
+    assert_eq!(report["outcome"], "refused");
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("DNS TXT"),
+        "{report}"
+    );
+    assert_eq!(report["requests_sent"], 0);
+    assert_eq!(
+        host.finish(),
+        Vec::<String>::new(),
+        "the opted-out host received HTTP requests"
+    );
+}
+
+#[test]
+fn opt_out_split_across_txt_strings_is_joined() {
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let dns = TestDns::start(
+        &rt,
+        &[
+            &a_record(),
+            "_mcpprobe.mcp 60 IN TXT \"mcpprobe-opt\" \"-out=all\"",
+        ],
+    );
+    let (code, _) = scan(&dns, &state_dir(), TARGET, &[]);
+    assert_eq!(code, 2);
+    assert!(host.finish().is_empty());
+}
+
+#[test]
+fn http_opt_out_gets_exactly_the_one_well_known_get() {
+    let rt = runtime();
+    let server = TestHttp::start(&rt, vec![(OPT_OUT_GET, Answer::new(200, "opted out"))]);
+    let dns = TestDns::start(&rt, &[]);
+    let (code, report) = scan(&dns, &state_dir(), &server.url("/mcp"), &[]);
+    assert_eq!(code, 2);
+    assert_eq!(report["outcome"], "refused");
+    let seen: Vec<String> = server
+        .seen()
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.path))
+        .collect();
+    assert_eq!(seen, vec![OPT_OUT_GET.to_string()]);
+    assert_eq!(report["requests_sent"], 1);
+}
+
+#[test]
+fn unproven_remote_gets_nothing_beyond_the_opt_out_get() {
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let dns = TestDns::start(&rt, &[&a_record()]);
+    let (code, report) = scan(&dns, &state_dir(), TARGET, &[]);
+    assert_eq!(code, 2, "{report}");
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("verify init"),
+        "{report}"
+    );
+    assert_eq!(host.finish(), vec![OPT_OUT_GET.to_string()]);
+}
+
+#[test]
+fn expired_proof_is_refused() {
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let record = format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\"");
+    let dns = TestDns::start(&rt, &[&a_record(), &record]);
+    let state = state_dir();
+    write_proof(
+        &state,
+        "mcp.test",
+        TOKEN,
+        "2025-01-01T00:00:00Z",
+        "2025-04-01T00:00:00Z",
+    );
+    let (code, report) = scan(&dns, &state, TARGET, &[]);
+    assert_eq!(code, 2);
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("expired"),
+        "{report}"
+    );
+    assert_eq!(host.finish(), vec![OPT_OUT_GET.to_string()]);
+}
+
+#[test]
+fn corrupt_state_file_is_an_error_naming_it() {
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let dns = TestDns::start(&rt, &[&a_record()]);
+    let state = state_dir();
+    std::fs::create_dir_all(state.path().join("proofs")).expect("dir");
+    std::fs::write(
+        state.path().join("proofs/mcp.test.json"),
+        "{\"host\": \"mcp.te",
+    )
+    .expect("write");
+    let (code, report) = scan(&dns, &state, TARGET, &[]);
+    assert_eq!(code, 2);
+    let reason = report["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("proofs/mcp.test.json") && reason.contains("corrupt"),
+        "{reason}"
+    );
+    assert_eq!(host.finish(), vec![OPT_OUT_GET.to_string()]);
+}
+
+#[test]
+fn verify_then_scan_then_record_removed() {
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let state = state_dir();
+
+    // verify init: a 128-bit token and the record to publish.
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args(["verify", "init", "MCP.test."])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    let pending: Value = crate::support::json_file(&state.path().join("pending/mcp.test.json"));
+    let token = pending["token"].as_str().expect("token").to_string();
+    assert_eq!(token.len(), 32, "128 bits, hex");
+    assert!(
+        printed.contains(&format!(
+            "_mcpprobe.mcp.test  TXT  \"mcpprobe-verify={token}\""
+        )),
+        "{printed}"
+    );
+
+    // Not published yet: verify check fails with exit 2.
+    let bare = TestDns::start(&rt, &[&a_record()]);
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args(["verify", "check", "mcp.test", "--resolver", &bare.arg()])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+
+    // Published (split into two character-strings): verify check stores a 90-day proof.
+    let (a, b) = token.split_at(10);
+    let record = format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={a}\" \"{b}\"");
+    let published = TestDns::start(&rt, &[&a_record(), &record]);
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args([
+            "verify",
+            "check",
+            "mcp.test",
+            "--resolver",
+            &published.arg(),
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let proof: Value = crate::support::json_file(&state.path().join("proofs/mcp.test.json"));
+    assert_eq!(proof["method"], "dns-txt");
+    let verified =
+        chrono::DateTime::parse_from_rfc3339(proof["verified_at"].as_str().expect("verified_at"))
+            .expect("date");
+    let expires =
+        chrono::DateTime::parse_from_rfc3339(proof["expires_at"].as_str().expect("expires_at"))
+            .expect("date");
+    assert_eq!((expires - verified).num_days(), 90);
+    let status = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args(["verify", "status"])
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&status.stdout).contains("mcp.test  dns-txt"));
+
+    // With the record published, the gate passes.
+    let (code, report) = scan(&published, &state, TARGET, &[]);
+    assert_ne!(code, 2, "{report}");
+    assert!(
+        report["gate"]["ownership"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("dns-txt"),
+        "{report}"
+    );
+    assert_eq!(report["gate"]["addresses"], json!([NS_IP]));
+
+    // The record is removed: the next scan is refused, and the host gets only the opt-out GET.
+    let before = host.finish();
+    let host = NetnsHost::start(json!({}));
+    let (code, report) = scan(&bare, &state, TARGET, &[]);
+    assert_eq!(code, 2, "{report}");
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no longer published"),
+        "{report}"
+    );
+    assert_eq!(host.finish(), vec![OPT_OUT_GET.to_string()]);
+    assert!(
+        before.first().is_some_and(|p| p == OPT_OUT_GET),
+        "{before:?}"
+    );
+}
+
+#[test]
+fn ip_literal_that_is_not_loopback_cannot_be_proven() {
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let dns = TestDns::start(&rt, &[]);
+    let (code, report) = scan(
+        &dns,
+        &state_dir(),
+        &format!("http://{NS_IP}:{PORT}/mcp"),
+        &[],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("IP address"),
+        "{report}"
+    );
+    assert_eq!(
+        host.finish(),
+        vec![OPT_OUT_GET.to_string()],
+        "IP literals get the HTTP opt-out check only"
+    );
+}
+
+#[test]
+fn active_without_its_flags_sends_nothing() {
+    let rt = runtime();
+    let server = TestHttp::start(&rt, vec![("* /mcp", Answer::new(200, "{}"))]);
+    let dns = TestDns::start(&rt, &[]);
+    for extra in [
+        &["--active"][..],
+        &["--active", "--authorised-by", "me"],
+        &[
+            "--active",
+            "--authorised-by",
+            "me",
+            "--scope",
+            "read-only tools",
+        ],
+    ] {
+        let (code, report) = scan(&dns, &state_dir(), &server.url("/mcp"), extra);
+        assert_eq!(code, 2);
+        assert!(
+            report["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("--verify"),
+            "{report}"
+        );
+    }
+    assert_eq!(server.count(), 0, "no request at all, so no tools/call");
+}
+
+#[test]
+fn loopback_target_has_a_local_proof() {
+    let rt = runtime();
+    let server = TestHttp::start(&rt, vec![]);
+    let dns = TestDns::start(&rt, &[]);
+    let (code, report) = scan(&dns, &state_dir(), &server.url("/mcp"), &[]);
+    assert_ne!(code, 2, "{report}");
+    assert!(
+        report["gate"]["ownership"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("local"),
+        "{report}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    let dns_arg = "127.0.0.1:1";
+    for args in [
+        vec!["scan", "http://127.0.0.1:1/mcp", "--rate", "11"],
+        vec!["scan", "http://127.0.0.1:1/mcp", "--rate", "0"],
+        vec!["scan", "http://127.0.0.1:1/mcp", "--resolver", "nonsense"],
+        vec!["scan", "ftp://127.0.0.1:1/mcp", "--resolver", dns_arg],
+        vec![
+            "scan",
+            "http://127.0.0.1:1/mcp",
+            "--header",
+            "no colon here",
+        ],
+    ] {
+        mcpprobe()
+            .env("MCPPROBE_STATE_DIR", "/nonexistent-state")
+            .args(&args)
+            .assert()
+            .code(64);
+    }
+}

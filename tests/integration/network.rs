@@ -1,0 +1,245 @@
+//! The one outbound client, through the library: scope, redirects, the rate limit measured at
+//! the server, and redaction of the user's secrets in evidence and the trace file.
+
+use std::time::Duration;
+
+use mcpprobe::gate::state::StateDir;
+use mcpprobe::gate::{self, HttpTarget};
+use mcpprobe::net::dns::Dns;
+use mcpprobe::net::{Client, NetError, Network, Request, Settings};
+use mcpprobe::report::GateRecord;
+use url::Url;
+
+use crate::support::http::{Answer, TestHttp};
+use crate::support::runtime;
+
+/// Passes the gate for a loopback server (local proof) and returns its client.
+async fn client_for(url: &str, settings: Settings) -> (Network, Client) {
+    let net = Network::new(settings).expect("network");
+    let dns = Dns::new(Some("127.0.0.1:9".parse().expect("addr"))).expect("dns");
+    let target = HttpTarget::parse(url).expect("target");
+    let cleared = gate::clear_opt_out(target, &dns, &net, GateRecord::default())
+        .await
+        .map_err(|h| h.stop)
+        .expect("not opted out");
+    let state = StateDir {
+        root: std::env::temp_dir().join("mcpprobe-unused-state"),
+    };
+    let owned = gate::prove_ownership(cleared, &dns, &state, chrono::Utc::now())
+        .await
+        .map_err(|h| h.stop)
+        .expect("local proof");
+    let client = owned.client(&net).expect("client");
+    (net, client)
+}
+
+#[test]
+fn a_redirect_to_another_origin_is_not_followed() {
+    let rt = runtime();
+    let other = TestHttp::start(
+        &rt,
+        vec![("* /landing", Answer::new(200, "you followed me"))],
+    );
+    let target = TestHttp::start(
+        &rt,
+        vec![
+            (
+                "GET /mcp",
+                Answer::new(302, "").header("Location", &other.url("/landing")),
+            ),
+            (
+                "GET /hop",
+                Answer::new(307, "").header("Location", "/final"),
+            ),
+            ("GET /final", Answer::new(200, "same origin")),
+        ],
+    );
+    rt.block_on(async {
+        let (_, client) = client_for(
+            &target.url("/mcp"),
+            Settings {
+                rate: 10,
+                ..Settings::default()
+            },
+        )
+        .await;
+        let resp = client
+            .send(Request::get(Url::parse(&target.url("/mcp")).expect("url")))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("answer");
+        assert_eq!(resp.status, 302);
+        let note = resp.exchange.note.clone().unwrap_or_default();
+        assert!(
+            note.contains("not followed") && note.contains("/landing"),
+            "{note}"
+        );
+        // Same-origin redirects are followed.
+        let resp = client
+            .send(Request::get(Url::parse(&target.url("/hop")).expect("url")))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("answer");
+        assert_eq!((resp.status, resp.text().as_str()), (200, "same origin"));
+        // Another origin is out of scope outright.
+        let err = client
+            .send(Request::get(
+                Url::parse(&other.url("/landing")).expect("url"),
+            ))
+            .await
+            .map_err(|(e, _)| e)
+            .err();
+        assert!(matches!(err, Some(NetError::OutOfScope(_))), "{err:?}");
+    });
+    assert_eq!(other.count(), 0, "the other origin was contacted");
+}
+
+#[test]
+fn the_rate_is_never_exceeded_at_the_server() {
+    let rt = runtime();
+    let server = TestHttp::start(&rt, vec![("* /mcp", Answer::new(200, "ok"))]);
+    let sent = rt.block_on(async {
+        let (net, client) = client_for(&server.url("/mcp"), Settings::default()).await;
+        for _ in 0..39 {
+            client
+                .send(Request::get(Url::parse(&server.url("/mcp")).expect("url")))
+                .await
+                .map_err(|(e, _)| e)
+                .expect("answer");
+        }
+        net.requests_sent()
+    });
+    let at: Vec<_> = server.seen().iter().map(|s| s.at).collect();
+    assert_eq!(
+        (at.len(), sent),
+        (40, 40),
+        "the opt-out GET and 39 requests"
+    );
+    // SPEC §7: at 5/s with a burst of one, no one-second window holds more than the rate plus
+    // the request at its edge.
+    for (i, start) in at.iter().enumerate() {
+        let in_window = at[i..]
+            .iter()
+            .take_while(|t| t.duration_since(*start) < Duration::from_secs(1))
+            .count();
+        assert!(
+            in_window <= 6,
+            "{in_window} requests within one second starting at request {i}"
+        );
+    }
+    let span = at.last().expect("last").duration_since(at[0]);
+    assert!(
+        span >= Duration::from_millis(39 * 190),
+        "40 requests in {span:?}: faster than 5/s"
+    );
+}
+
+#[test]
+fn secrets_never_reach_evidence_or_the_trace_file() {
+    let rt = runtime();
+    let token = "tok-7f3a9c1e-SECRET";
+    let server = TestHttp::start(
+        &rt,
+        vec![(
+            "* /mcp",
+            Answer {
+                status: 200,
+                echo: true,
+                ..Answer::default()
+            }
+            .header("Set-Cookie", &format!("session={token}")),
+        )],
+    );
+    let trace = tempfile::NamedTempFile::new().expect("trace file");
+    let settings = Settings {
+        token: Some(token.into()),
+        headers: vec![("X-Tenant-Key".into(), "tenant-secret-42".into())],
+        trace_file: Some(trace.path().to_path_buf()),
+        ..Settings::default()
+    };
+    let exchange = rt.block_on(async {
+        let (_, client) = client_for(&server.url("/mcp"), settings).await;
+        let url = Url::parse(&server.url(&format!("/mcp?token={token}"))).expect("url");
+        let resp = client
+            .send(Request::get(url))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("answer");
+        assert!(
+            resp.text().contains(token),
+            "the echo server saw the token (the client sent it)"
+        );
+        // The anonymous client never carries credentials.
+        let anon = client.without_credentials();
+        let resp = anon
+            .send(Request::get(Url::parse(&server.url("/mcp")).expect("url")))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("answer");
+        assert!(
+            !resp.text().to_lowercase().contains("authorization"),
+            "{}",
+            resp.text()
+        );
+        resp.exchange
+    });
+    let seen = server.seen();
+    let auth = seen[1]
+        .headers
+        .iter()
+        .find(|(n, _)| n == "authorization")
+        .map(|(_, v)| v.clone());
+    assert_eq!(auth.as_deref(), Some(format!("Bearer {token}").as_str()));
+    assert!(seen.iter().all(|s| {
+        s.headers
+            .iter()
+            .any(|(n, v)| n == "user-agent" && v.starts_with("mcpprobe/"))
+    }));
+    let traceparents: Vec<String> = seen
+        .iter()
+        .filter_map(|s| {
+            s.headers
+                .iter()
+                .find(|(n, _)| n == "traceparent")
+                .map(|(_, v)| v.clone())
+        })
+        .collect();
+    assert_eq!(traceparents.len(), 3);
+    let trace_ids: std::collections::BTreeSet<&str> =
+        traceparents.iter().map(|t| &t[3..35]).collect();
+    assert_eq!(
+        trace_ids.len(),
+        1,
+        "one trace id per scan: {traceparents:?}"
+    );
+
+    let trace_text = std::fs::read_to_string(trace.path()).expect("trace");
+    assert_eq!(trace_text.lines().count(), 3, "every exchange is traced");
+    for text in [
+        trace_text.as_str(),
+        &serde_json::to_string(&exchange).expect("json"),
+    ] {
+        assert!(!text.contains(token), "token leaked: {text}");
+        assert!(
+            !text.contains("tenant-secret-42"),
+            "header value leaked: {text}"
+        );
+    }
+    assert!(trace_text.contains("[REDACTED]"));
+}
+
+#[test]
+fn tools_call_of_a_guarded_tool_is_refused_by_the_client() {
+    let rt = runtime();
+    let server = TestHttp::start(&rt, vec![("* /mcp", Answer::new(200, "{}"))]);
+    rt.block_on(async {
+        let (_, client) = client_for(&server.url("/mcp"), Settings { rate: 10, ..Settings::default() }).await;
+        client.guard().exclude("delete_everything");
+        let call = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_everything","arguments":{}}});
+        let url = Url::parse(&server.url("/mcp")).expect("url");
+        let err = client.send(Request::post_json(url, &call)).await.map_err(|(e, _)| e).err();
+        assert!(matches!(err, Some(NetError::Refused(_))), "{err:?}");
+    });
+    assert_eq!(server.count(), 1, "only the opt-out GET reached the server");
+    assert!(server.seen().iter().all(|s| !s.body.contains("tools/call")));
+}
