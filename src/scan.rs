@@ -147,6 +147,11 @@ pub fn scan(args: &ScanArgs) -> i32 {
         }
         Ok((owned, _dns)) => {
             report.gate = Some(owned.record().clone());
+            if args.active
+                && let Err(e) = record_authorisation(args, &owned, &state, None)
+            {
+                return usage_error(e);
+            }
             // The protocol fingerprint and the passive checks come next (not in this build).
             let why = "the target passed the gate; protocol fingerprinting is not yet available in this build, so no check ran";
             report.outcome = RunOutcome::Incomplete;
@@ -158,6 +163,37 @@ pub fn scan(args: &ScanArgs) -> i32 {
     report.finish();
     let target = report.target.clone();
     emit(&report, &args.output, &target)
+}
+
+/// SPEC §1.3: every active run leaves an authorisation record in the state folder.
+fn record_authorisation(
+    args: &ScanArgs,
+    owned: &gate::Owned,
+    state: &StateDir,
+    tool_list_sha256: Option<&str>,
+) -> Result<std::path::PathBuf, String> {
+    let now = Utc::now();
+    let planned: Vec<&str> = crate::catalogue::catalogue()
+        .metas()
+        .filter(|m| m.kind == crate::catalogue::Kind::Active)
+        .map(|m| m.id.as_str())
+        .collect();
+    let proof = match owned.proof() {
+        gate::Proof::Local(why) => why.clone(),
+        gate::Proof::DnsTxt(p) => format!("dns-txt, valid until {}", p.expires_at.to_rfc3339()),
+    };
+    let record = serde_json::json!({
+        "authorised_by": args.authorised_by,
+        "scope": args.scope,
+        "target": owned.target().url.as_str(),
+        "time": now.to_rfc3339(),
+        "proof": proof,
+        "tool_list_sha256": tool_list_sha256,
+        "checks_planned": planned,
+        "excluded_tools": args.exclude_tool,
+        "note": crate::checks::ACTIVE_NOT_IMPLEMENTED,
+    });
+    state.save_authorisation(&record, &owned.target().host, now)
 }
 
 pub fn verify(action: &crate::cli::VerifyAction, resolver: Option<&str>) -> i32 {

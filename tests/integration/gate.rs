@@ -364,3 +364,65 @@ fn usage_errors_exit_64() {
             .code(64);
     }
 }
+
+#[test]
+fn authorised_active_run_leaves_a_record_and_calls_nothing() {
+    let rt = runtime();
+    let server = TestHttp::start(&rt, vec![]);
+    let dns = TestDns::start(&rt, &[]);
+    let state = state_dir();
+    let (code, report) = scan(
+        &dns,
+        &state,
+        &server.url("/mcp"),
+        &[
+            "--active",
+            "--authorised-by",
+            "Ada Lovelace",
+            "--scope",
+            "read-only tools",
+            "--verify",
+            "--exclude-tool",
+            "wipe",
+        ],
+    );
+    assert_ne!(code, 2, "{report}");
+    let records: Vec<_> = std::fs::read_dir(state.path().join("authorisations"))
+        .expect("records")
+        .collect();
+    assert_eq!(records.len(), 1);
+    let record = crate::support::json_file(&records[0].as_ref().expect("entry").path());
+    assert_eq!(record["authorised_by"], "Ada Lovelace");
+    assert_eq!(record["scope"], "read-only tools");
+    assert_eq!(record["excluded_tools"], json!(["wipe"]));
+    assert_eq!(record["checks_planned"].as_array().map(Vec::len), Some(8));
+    for check in report["checks"].as_array().expect("checks") {
+        if check["kind"] == "active" {
+            assert_eq!(check["status"], "not_implemented", "{check}");
+        }
+    }
+    assert!(server.seen().iter().all(|s| !s.body.contains("tools/call")));
+}
+
+#[test]
+fn every_report_lists_the_active_stubs_as_not_implemented() {
+    let rt = runtime();
+    let server = TestHttp::start(&rt, vec![(OPT_OUT_GET, Answer::new(200, ""))]);
+    let dns = TestDns::start(&rt, &[]);
+    let (code, report) = scan(&dns, &state_dir(), &server.url("/mcp"), &[]);
+    assert_eq!(code, 2, "refused, and still:");
+    let stubs: Vec<&Value> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["kind"] == "active")
+        .collect();
+    assert_eq!(stubs.len(), 8);
+    assert!(stubs.iter().all(|c| {
+        c["status"] == "not_implemented"
+            && c["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not implemented")
+    }));
+}
