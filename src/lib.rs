@@ -12,6 +12,7 @@ pub mod fingerprint;
 pub mod gate;
 pub mod net;
 pub mod offline;
+pub mod protocol;
 pub mod report;
 pub mod rules;
 pub mod scan;

@@ -2,11 +2,15 @@
 
 use chrono::Utc;
 
+use crate::catalogue::catalogue;
+use crate::checks::{Live, Outcome};
 use crate::cli::{ScanArgs, emit, usage_error};
 use crate::gate::state::StateDir;
 use crate::gate::{self, HttpTarget, Stop};
 use crate::net::dns::Dns;
 use crate::net::{Network, Settings};
+use crate::protocol::inventory::{self, Inventory};
+use crate::protocol::ladder::{self, Fingerprint};
 use crate::report::{GateRecord, Report, RunOutcome};
 
 /// `--header "Name: value"`.
@@ -37,9 +41,6 @@ struct Plan {
 }
 
 fn plan(args: &ScanArgs) -> Result<Plan, String> {
-    if args.stdio {
-        return Err("`scan --stdio` is not yet available in this build of mcpprobe".into());
-    }
     let url = args
         .url
         .as_deref()
@@ -97,6 +98,9 @@ pub fn scan(args: &ScanArgs) -> i32 {
         report.finish();
         return emit(&report, &args.output, &report.target.clone());
     }
+    if args.stdio {
+        return scan_stdio(args, report);
+    }
     let plan = match plan(args) {
         Ok(p) => p,
         Err(e) => return usage_error(e),
@@ -116,19 +120,100 @@ pub fn scan(args: &ScanArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
     };
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            r = run_http(args, &plan, &net, &state, &mut report) => r,
+            _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C): the scan stopped; sessions may not have been closed".to_string()),
+        }
+    });
+    if let Err(e) = outcome {
+        if e.starts_with("interrupted") {
+            report.outcome = RunOutcome::Incomplete;
+            report.reason = Some(e);
+            report.skip_rest("the scan was interrupted");
+        } else {
+            return usage_error(e);
+        }
+    }
+    report.requests_sent = net.requests_sent();
+    report.finish();
+    let target = report.target.clone();
+    emit(&report, &args.output, &target)
+}
+
+/// `scan --stdio -- COMMAND…`: the opt-out does not apply and the proof is local (mcpprobe
+/// starts the server itself); the server is always stopped at the end.
+fn scan_stdio(args: &ScanArgs, mut report: Report) -> i32 {
+    report.gate = Some(GateRecord {
+        opt_out: vec![
+            "skipped: a stdio server that mcpprobe starts itself has nothing to opt out from"
+                .into(),
+        ],
+        ownership: Some("local: a stdio server started by mcpprobe".into()),
+        ..GateRecord::default()
+    });
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+    };
     let result = runtime.block_on(async {
-        let dns = Dns::new(plan.resolver).map_err(|e| {
-            Box::new(gate::Halted {
-                stop: Stop::Unreachable(e),
-                record: GateRecord::default(),
-            })
-        })?;
-        let cleared =
-            gate::clear_opt_out(plan.target.clone(), &dns, &net, GateRecord::default()).await?;
-        let owned = gate::prove_ownership(cleared, &dns, &state, Utc::now()).await?;
-        Ok::<_, Box<gate::Halted>>((owned, dns))
+        let process = crate::protocol::stdio::StdioProcess::spawn(&args.command)?;
+        let run = async {
+            let (fp, session) = ladder::stdio(process).await;
+            let inventory = if fp.eras.is_empty() { None } else { Some(inventory::read(&session, &fp).await) };
+            let live = LiveParts { fp: &fp, inventory: inventory.as_ref(), client: None, url: None, dns: None };
+            assess(args, &mut report, live).await;
+            let stats = session.stdio_stats().await;
+            session.close().await;
+            stats
+        };
+        tokio::select! {
+            stats = run => Ok(stats),
+            _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C): the server was stopped".to_string()),
+        }
     });
     match result {
+        Ok(Some((sent, stderr))) => {
+            report.requests_sent = sent;
+            if let Some(path) = &args.trace_file {
+                let line = serde_json::json!({"stdio_stderr": stderr});
+                if let Err(e) = std::fs::write(path, format!("{line}\n")) {
+                    return usage_error(format!("cannot write {}: {e}", path.display()));
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(e) => {
+            report.outcome = RunOutcome::Incomplete;
+            report.reason = Some(e);
+            report.skip_rest("the stdio server could not be scanned");
+        }
+    }
+    report.finish();
+    let target = report.target.clone();
+    emit(&report, &args.output, &target)
+}
+
+/// The HTTP pipeline after argument checks: gate, ladder, inventory, checks, session close.
+/// `Err` is a configuration error (exit 64) or an interruption.
+async fn run_http(
+    args: &ScanArgs,
+    plan: &Plan,
+    net: &Network,
+    state: &StateDir,
+    report: &mut Report,
+) -> Result<(), String> {
+    let dns = Dns::new(plan.resolver).map_err(|e| e.to_string())?;
+    let gated = async {
+        let cleared =
+            gate::clear_opt_out(plan.target.clone(), &dns, net, GateRecord::default()).await?;
+        gate::prove_ownership(cleared, &dns, state, Utc::now()).await
+    };
+    let owned = match gated.await {
+        Ok(o) => o,
         Err(halted) => {
             let gate::Halted { stop, record } = *halted;
             report.gate = Some(record);
@@ -144,25 +229,138 @@ pub fn scan(args: &ScanArgs) -> i32 {
             report.outcome = outcome;
             report.reason = Some(why);
             report.skip_rest(skip);
+            return Ok(());
         }
-        Ok((owned, _dns)) => {
-            report.gate = Some(owned.record().clone());
-            if args.active
-                && let Err(e) = record_authorisation(args, &owned, &state, None)
-            {
-                return usage_error(e);
-            }
-            // The protocol fingerprint and the passive checks come next (not in this build).
-            let why = "the target passed the gate; protocol fingerprinting is not yet available in this build, so no check ran";
-            report.outcome = RunOutcome::Incomplete;
-            report.reason = Some(why.into());
-            report.skip_rest("not yet available in this build");
+    };
+    report.gate = Some(owned.record().clone());
+    if args.active {
+        record_authorisation(args, &owned, state, None)?;
+    }
+    let client = owned.client(net).map_err(|e| e.to_string())?;
+    for tool in &args.exclude_tool {
+        client.guard().exclude(tool);
+    }
+    progress(&format!("fingerprinting {}", owned.target().url));
+    let url = owned.target().url.clone();
+    let (fp, sessions) = ladder::http(&client, &url).await;
+    let inventory = match sessions.first() {
+        Some(main) => {
+            progress("reading the inventory");
+            Some(inventory::read(main, &fp).await)
+        }
+        None => None,
+    };
+    if let Some(inv) = &inventory {
+        guard_destructive(&client, inv);
+    }
+    let live = LiveParts {
+        fp: &fp,
+        inventory: inventory.as_ref(),
+        client: Some(&client),
+        url: Some(&url),
+        dns: Some(&dns),
+    };
+    assess(args, report, live).await;
+    for s in sessions {
+        let _ = s.close().await;
+    }
+    Ok(())
+}
+
+/// Tools annotated `destructiveHint: true` can never be called (SPEC §1.3).
+fn guard_destructive(client: &crate::net::Client, inv: &Inventory) {
+    for t in inv.tools() {
+        if t.pointer("/annotations/destructiveHint") == Some(&serde_json::Value::Bool(true))
+            && let Some(name) = t.get("name").and_then(serde_json::Value::as_str)
+        {
+            client.guard().exclude(name);
         }
     }
-    report.requests_sent = net.requests_sent();
-    report.finish();
-    let target = report.target.clone();
-    emit(&report, &args.output, &target)
+}
+
+/// A progress line on stderr, only when stderr is a terminal.
+fn progress(what: &str) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprintln!("mcpprobe: {}", crate::report::escape::escape(what));
+    }
+}
+
+struct LiveParts<'a> {
+    fp: &'a Fingerprint,
+    inventory: Option<&'a Inventory>,
+    client: Option<&'a crate::net::Client>,
+    url: Option<&'a url::Url>,
+    dns: Option<&'a Dns>,
+}
+
+/// Whether `--checks` / `--skip-checks` let check `id` run (INFO-01 and INFO-02 always run).
+fn selected(args: &ScanArgs, id: &str) -> bool {
+    let has = |list: &[String]| list.iter().any(|c| c.trim().eq_ignore_ascii_case(id));
+    id.starts_with("INFO-")
+        || ((args.checks.is_empty() || has(&args.checks)) && !has(&args.skip_checks))
+}
+
+/// Runs every check against what the ladder and the inventory found, and fills the report.
+async fn assess(args: &ScanArgs, report: &mut Report, parts: LiveParts<'_>) {
+    let fp = parts.fp;
+    let input = parts.inventory.and_then(|inv| {
+        crate::rules::Input::from_value(inv.value.clone(), Some(crate::rules::InputKind::Tools))
+            .ok()
+    });
+    let doc = input.as_ref().map(|i| i.document());
+    let cx = Live {
+        fingerprint: fp,
+        inventory: parts.inventory,
+        input: input.as_ref(),
+        doc: doc.as_ref(),
+        client: parts.client,
+        url: parts.url,
+        dns: parts.dns,
+        no_follow_as: args.no_follow_as,
+    };
+    let mut fingerprint = crate::report::Fingerprint {
+        eras: fp.eras.clone(),
+        transport: fp.transport.clone(),
+        ..Default::default()
+    };
+    if let Ok(serde_json::Value::Object(mut m)) = serde_json::to_value(fp) {
+        m.remove("eras");
+        m.remove("transport");
+        fingerprint.extra = m;
+    }
+    report.fingerprint = Some(fingerprint);
+    report.tool_list_sha256 = input.as_ref().map(|i| i.tools_sha256().to_string());
+
+    let stop = if let Some(u) = &fp.unreachable {
+        Some(format!("the target could not be reached: {u}"))
+    } else if let Some(n) = &fp.not_mcp {
+        Some(format!("not an MCP endpoint: {n}"))
+    } else if fp.eras.is_empty() && fp.auth_required {
+        Some("every rung answered 401/403: the server needs credentials (--token or --header); era unknown, inventory not read".into())
+    } else if parts.inventory.is_none() {
+        Some("no session could be opened to read the inventory".into())
+    } else {
+        None
+    };
+    for entry in &catalogue().entries {
+        let id = entry.meta.id.as_str();
+        if entry.meta.kind == crate::catalogue::Kind::Active {
+            continue; // registered stubs: not implemented in every report
+        }
+        if !selected(args, id) {
+            report.record(
+                id,
+                Outcome::Skipped("not selected (--checks / --skip-checks)".into()),
+            );
+            continue;
+        }
+        report.record(id, entry.check.live(&cx).await);
+    }
+    if let Some(why) = stop {
+        report.outcome = RunOutcome::Incomplete;
+        report.reason = Some(why);
+    }
 }
 
 /// SPEC §1.3: every active run leaves an authorisation record in the state folder.

@@ -31,6 +31,38 @@ pub trait Check: Sync + Send {
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::Skipped("needs a live target; `mcpprobe check` reads metadata only".into())
     }
+
+    /// Runs against a live target that passed the gate and was fingerprinted.
+    fn live<'a>(&'a self, _cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async { Outcome::Skipped("not yet available in this build".into()) })
+    }
+}
+
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
+
+/// What a live check may use: the fingerprint, the inventory (also as a rules document), and
+/// the scan's client (never a way around the gate: it exists only for a target that passed).
+pub struct Live<'a> {
+    pub fingerprint: &'a crate::protocol::ladder::Fingerprint,
+    pub inventory: Option<&'a crate::protocol::inventory::Inventory>,
+    /// The inventory as the rules engine reads it.
+    pub input: Option<&'a Input>,
+    pub doc: Option<&'a Document<'a>>,
+    /// The HTTP client for the target (none for stdio).
+    pub client: Option<&'a crate::net::Client>,
+    pub url: Option<&'a url::Url>,
+    pub dns: Option<&'a crate::net::dns::Dns>,
+    pub no_follow_as: bool,
+}
+
+impl Live<'_> {
+    /// The rules document and input, or why a metadata check cannot run.
+    pub fn metadata(&self) -> Result<(&Input, &Document<'_>), Outcome> {
+        match (self.input, self.doc) {
+            (Some(i), Some(d)) => Ok((i, d)),
+            _ => Err(Outcome::Skipped("no inventory could be read".into())),
+        }
+    }
 }
 
 /// Reason every active stub gives in every report (SPEC §1.3: registered stubs in v0.1).

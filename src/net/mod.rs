@@ -82,6 +82,9 @@ impl Default for Settings {
     }
 }
 
+/// An early stop for a streamed body: `until(content_type, body_so_far)`.
+pub type Until = dyn Fn(Option<&str>, &[u8]) -> bool + Sync;
+
 /// Why a request was not answered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NetError {
@@ -313,7 +316,7 @@ impl Network {
         let http = self
             .http(&origin.host, addrs)
             .map_err(|e| (e, Exchange::default()))?;
-        self.execute(&http, Request::get(url), &[]).await
+        self.execute(&http, Request::get(url), &[], None).await
     }
 
     /// The scan's client for the target: only for a target that passed the gate.
@@ -337,18 +340,81 @@ impl Network {
     }
 
     /// Sends one request on `http`: waits for the rate limiter, counts it, reads the body within
-    /// the caps, records and traces the exchange (redacted).
+    /// the caps (stopping early once `until` says the body holds what the caller waits for),
+    /// records and traces the exchange (redacted).
     async fn execute(
         &self,
         http: &reqwest::Client,
         req: Request,
         credentials: &[(String, String)],
+        until: Option<&Until>,
     ) -> Result<Response, (NetError, Exchange)> {
+        let (resp, shown_request, started) = self.start(http, req, credentials).await?;
+        let deadline = started + self.shared.settings.limits.response_timeout;
+        let status = resp.status().as_u16();
+        let resp_headers = headers_of(&resp);
+        let content_type = resp_headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.clone());
+        let mut body = Vec::new();
+        let mut truncated = false;
+        let mut note = None;
+        let mut stream = BodyStream {
+            inner: Box::pin(resp.bytes_stream()),
+            deadline,
+            limit: self.shared.settings.limits.max_body,
+            read: 0,
+        };
+        loop {
+            match stream.next_chunk().await {
+                Chunk::Data(chunk) => {
+                    body.extend_from_slice(&chunk);
+                    if until.is_some_and(|u| u(content_type.as_deref(), &body)) {
+                        break;
+                    }
+                }
+                Chunk::End => break,
+                Chunk::Stopped(why) => {
+                    truncated = true;
+                    note = Some(why);
+                    break;
+                }
+                Chunk::Failed(why) => {
+                    note = Some(why);
+                    break;
+                }
+            }
+        }
+        let exchange = self.record(
+            shown_request,
+            status,
+            &resp_headers,
+            &body,
+            truncated,
+            note,
+            started,
+        );
+        Ok(Response {
+            status,
+            headers: resp_headers,
+            body,
+            truncated,
+            exchange,
+        })
+    }
+
+    /// Waits for the limiter, counts and sends the request; returns the response head.
+    async fn start(
+        &self,
+        http: &reqwest::Client,
+        req: Request,
+        credentials: &[(String, String)],
+    ) -> Result<(reqwest::Response, Message, Instant), (NetError, Exchange)> {
         let s = &self.shared;
         let limits = s.settings.limits;
         s.limiter.until_ready().await;
         s.sent.fetch_add(1, Ordering::SeqCst);
-
         let mut headers = req.headers.clone();
         headers.push(("traceparent".into(), self.traceparent()));
         headers.extend(credentials.iter().cloned());
@@ -374,78 +440,44 @@ impl Network {
             truncated: req.body.as_ref().is_some_and(|b| b.len() > EVIDENCE_BODY),
         };
         let started = Instant::now();
-        let deadline = started + limits.response_timeout;
         let sent = tokio::time::timeout(limits.response_timeout, builder.send()).await;
-        let resp = match sent {
-            Err(_) => Err(NetError::Timeout(limits.response_timeout)),
-            Ok(Err(e)) if e.is_connect() => Err(NetError::Connect(root_cause(&e))),
-            Ok(Err(e)) if e.is_timeout() => Err(NetError::Timeout(limits.connect_timeout)),
-            Ok(Err(e)) => Err(NetError::Other(root_cause(&e))),
-            Ok(Ok(r)) => Ok(r),
+        let err = match sent {
+            Ok(Ok(r)) => return Ok((r, shown_request, started)),
+            Err(_) => NetError::Timeout(limits.response_timeout),
+            Ok(Err(e)) if e.is_connect() => NetError::Connect(root_cause(&e)),
+            Ok(Err(e)) if e.is_timeout() => NetError::Timeout(limits.connect_timeout),
+            Ok(Err(e)) => NetError::Other(root_cause(&e)),
         };
-        let resp = match resp {
-            Ok(r) => r,
-            Err(e) => {
-                let exchange = Exchange {
-                    request: shown_request,
-                    response: None,
-                    note: Some(e.to_string()),
-                };
-                self.trace(&exchange, started);
-                return Err((e, exchange));
-            }
-        };
-        let status = resp.status().as_u16();
-        let resp_headers: Vec<(String, String)> = resp
-            .headers()
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        let mut body = Vec::new();
-        let mut truncated = false;
-        let mut note = None;
-        let mut stream = resp.bytes_stream();
-        loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(remaining, stream.next()).await {
-                Err(_) => {
-                    truncated = true;
-                    note = Some(format!(
-                        "body read stopped at the {:?} time cap",
-                        limits.response_timeout
-                    ));
-                    break;
-                }
-                Ok(None) => break,
-                Ok(Some(Err(e))) => {
-                    note = Some(format!("body read failed: {}", root_cause(&e)));
-                    break;
-                }
-                Ok(Some(Ok(chunk))) => {
-                    let room = limits.max_body.saturating_sub(body.len());
-                    if chunk.len() > room {
-                        body.extend_from_slice(&chunk[..room]);
-                        truncated = true;
-                        note = Some(format!("body cut at the {} byte cap", limits.max_body));
-                        break;
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-            }
-        }
-        let (shown_body, cut) = cap(&s.secrets.redact(&String::from_utf8_lossy(&body)));
         let exchange = Exchange {
             request: shown_request,
+            response: None,
+            note: Some(err.to_string()),
+        };
+        self.trace(&exchange, started);
+        Err((err, exchange))
+    }
+
+    /// The shown (redacted, capped) exchange of a response, also written to the trace.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        request: Message,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+        truncated: bool,
+        note: Option<String>,
+        started: Instant,
+    ) -> Exchange {
+        let s = &self.shared;
+        let (shown_body, cut) = cap(&s.secrets.redact(&String::from_utf8_lossy(body)));
+        let exchange = Exchange {
+            request,
             response: Some(Message {
                 method: None,
                 url: None,
                 status: Some(status),
-                headers: resp_headers
+                headers: headers
                     .iter()
                     .map(|(n, v)| s.secrets.header(n, v))
                     .collect(),
@@ -455,13 +487,7 @@ impl Network {
             note,
         };
         self.trace(&exchange, started);
-        Ok(Response {
-            status,
-            headers: resp_headers,
-            body,
-            truncated,
-            exchange,
-        })
+        exchange
     }
 
     fn trace(&self, exchange: &Exchange, started: Instant) {
@@ -508,8 +534,71 @@ impl Network {
         let http = self
             .http(&host, &addrs)
             .map_err(|e| (e, Exchange::default()))?;
-        self.execute(&http, Request::get(url.clone()), &[]).await
+        self.execute(&http, Request::get(url.clone()), &[], None)
+            .await
     }
+}
+
+fn headers_of(resp: &reqwest::Response) -> Vec<(String, String)> {
+    resp.headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// One step of reading a body.
+pub enum Chunk {
+    Data(bytes::Bytes),
+    End,
+    /// Stopped at a cap (time or bytes); the reason.
+    Stopped(String),
+    Failed(String),
+}
+
+/// A response body read within a deadline and a byte budget.
+pub struct BodyStream {
+    inner:
+        std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    deadline: Instant,
+    limit: usize,
+    read: usize,
+}
+
+impl BodyStream {
+    pub async fn next_chunk(&mut self) -> Chunk {
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(remaining, self.inner.next()).await {
+            Err(_) => Chunk::Stopped("stopped reading at the time cap".into()),
+            Ok(None) => Chunk::End,
+            Ok(Some(Err(e))) => Chunk::Failed(format!("body read failed: {}", root_cause(&e))),
+            Ok(Some(Ok(chunk))) => {
+                let room = self.limit.saturating_sub(self.read);
+                if chunk.len() > room {
+                    self.read = self.limit;
+                    if room == 0 {
+                        return Chunk::Stopped(format!("body cut at the {} byte cap", self.limit));
+                    }
+                    return Chunk::Data(chunk.slice(..room));
+                }
+                self.read += chunk.len();
+                Chunk::Data(chunk)
+            }
+        }
+    }
+}
+
+/// An open event stream (the legacy HTTP+SSE transport's GET): its head, its evidence, and the
+/// body to read on, bounded by `duration` and the body cap.
+pub struct OpenStream {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub exchange: Exchange,
+    pub body: BodyStream,
 }
 
 fn cap(s: &str) -> (String, bool) {
@@ -632,12 +721,22 @@ impl Client {
     /// [`MAX_REDIRECTS`]); a redirect to another origin is never followed: the 3xx response is
     /// returned with a note saying so.
     pub async fn send(&self, req: Request) -> Result<Response, (NetError, Exchange)> {
+        self.send_until(req, None).await
+    }
+
+    /// [`Client::send`], reading the body only until `until(content_type, body_so_far)` holds
+    /// (an SSE response whose stream stays open after the reply).
+    pub async fn send_until(
+        &self,
+        req: Request,
+        until: Option<&Until>,
+    ) -> Result<Response, (NetError, Exchange)> {
         self.admit(&req).map_err(|e| (e, Exchange::default()))?;
         let mut req = req;
         for _ in 0..=MAX_REDIRECTS {
             let mut resp = self
                 .net
-                .execute(&self.http, req.clone(), &self.credentials)
+                .execute(&self.http, req.clone(), &self.credentials, until)
                 .await?;
             if !(300..400).contains(&resp.status) {
                 return Ok(resp);
@@ -665,6 +764,40 @@ impl Client {
             NetError::Other(format!("more than {MAX_REDIRECTS} redirects")),
             Exchange::default(),
         ))
+    }
+
+    /// Opens a long-lived GET (an SSE stream) and returns its head; the body is read by the
+    /// caller within `duration`. No redirect is followed.
+    pub async fn open_stream(
+        &self,
+        req: Request,
+        duration: Duration,
+    ) -> Result<OpenStream, (NetError, Exchange)> {
+        self.admit(&req).map_err(|e| (e, Exchange::default()))?;
+        let (resp, shown, started) = self.net.start(&self.http, req, &self.credentials).await?;
+        let status = resp.status().as_u16();
+        let headers = headers_of(&resp);
+        let exchange = self.net.record(
+            shown,
+            status,
+            &headers,
+            b"",
+            false,
+            Some("event stream: body read separately".into()),
+            started,
+        );
+        let body = BodyStream {
+            inner: Box::pin(resp.bytes_stream()),
+            deadline: Instant::now() + duration,
+            limit: self.net.shared.settings.limits.max_body,
+            read: 0,
+        };
+        Ok(OpenStream {
+            status,
+            headers,
+            exchange,
+            body,
+        })
     }
 
     /// The addresses this client is pinned to.

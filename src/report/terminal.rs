@@ -201,18 +201,21 @@ fn render_finding(out: &mut String, p: &Paint, f: &Finding) {
     }
     for x in f.evidence.exchanges.iter().take(3) {
         let req = &x.request;
-        let status = x
-            .response
-            .as_ref()
-            .and_then(|r| r.status)
-            .map(|s| s.to_string())
-            .or_else(|| x.note.clone())
-            .unwrap_or_else(|| "no response".into());
+        let status = match &x.response {
+            Some(r) => r
+                .status
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "reply".into()),
+            None => x.note.clone().unwrap_or_else(|| "no response".into()),
+        };
         let _ = writeln!(
             out,
-            "   | {} {} → {}",
+            "   | {} {}→ {}",
             escape(req.method.as_deref().unwrap_or("?")),
-            escape_trimmed(req.url.as_deref().unwrap_or("?"), 120),
+            req.url
+                .as_deref()
+                .map(|u| format!("{} ", escape_trimmed(u, 120)))
+                .unwrap_or_default(),
             escape_trimmed(&status, 80)
         );
     }

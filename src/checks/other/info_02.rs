@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::checks::{Check, Outcome};
+use crate::checks::{BoxFuture, Check, Live, Outcome};
 use crate::finding::Finding;
 use crate::rules::{Document, Input, InputKind};
 
@@ -39,5 +39,20 @@ impl Check for Info02 {
             .message(format!("{}; tool-list sha256 {sha}", counts(&input.value)))
             .build();
         Outcome::Ran(vec![finding])
+    }
+
+    fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let (Some(inv), Some(input)) = (cx.inventory, cx.input) else {
+                return Outcome::Skipped("no inventory could be read".into());
+            };
+            let mut b = Finding::of(self.meta(), None)
+                .pointer("/tools")
+                .message(format!("{}; tool-list sha256 {}", counts(&inv.value), input.tools_sha256()));
+            if let Some(call) = &inv.first_tools_call {
+                b = b.exchange(call.exchange.clone());
+            }
+            Outcome::Ran(vec![b.build()])
+        })
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Metadata: `checks/passive/META-02.toml`. Rules: `src/rules/poisoning.rs`.
 
-use crate::checks::{Check, Outcome};
+use crate::checks::{BoxFuture, Check, Live, Outcome};
 use crate::rules::{Document, Input, poisoning};
 
 pub struct Meta02;
@@ -16,5 +16,14 @@ impl Check for Meta02 {
 
     fn offline(&self, _input: &Input, doc: &Document<'_>) -> Outcome {
         Outcome::Ran(poisoning::run(doc))
+    }
+
+    fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            match cx.metadata() {
+                Ok((input, doc)) => self.offline(input, doc),
+                Err(o) => o,
+            }
+        })
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Metadata: `checks/passive/META-03.toml`. Rules: `src/rules/capabilities.rs`.
 
-use crate::checks::{Check, Outcome};
+use crate::checks::{BoxFuture, Check, Live, Outcome};
 use crate::rules::{Document, Input, InputKind, capabilities};
 
 pub struct Meta03;
@@ -19,5 +19,14 @@ impl Check for Meta03 {
             InputKind::AgentCard => Outcome::Skipped("an agent card lists skills, not tools".into()),
             InputKind::Tools | InputKind::ServerCard => Outcome::Ran(capabilities::run(doc)),
         }
+    }
+
+    fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            match cx.metadata() {
+                Ok((input, doc)) => self.offline(input, doc),
+                Err(o) => o,
+            }
+        })
     }
 }

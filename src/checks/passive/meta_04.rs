@@ -2,7 +2,7 @@
 //!
 //! Metadata: `checks/passive/META-04.toml`. Rules: `src/rules/definitions.rs`.
 
-use crate::checks::{Check, Outcome};
+use crate::checks::{BoxFuture, Check, Live, Outcome};
 use crate::rules::{Document, Input, InputKind, definitions};
 
 pub struct Meta04;
@@ -22,5 +22,22 @@ impl Check for Meta04 {
             }
             InputKind::AgentCard => Outcome::Skipped("an agent card lists skills, not tools".into()),
         }
+    }
+
+    fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let (input, doc) = match cx.metadata() {
+                Ok(x) => x,
+                Err(o) => return o,
+            };
+            let Outcome::Ran(mut findings) = self.offline(input, doc) else {
+                return self.offline(input, doc);
+            };
+            // N1: the pages of the live lists that could not be read.
+            for note in cx.inventory.map(|i| i.notes.as_slice()).unwrap_or_default() {
+                findings.push(crate::checks::finding(self, Some("N1")).pointer("/tools").message(note.clone()).build());
+            }
+            Outcome::Ran(findings)
+        })
     }
 }

@@ -49,6 +49,8 @@ pub fn assert_valid(schema: &str, instance: &serde_json::Value) {
 pub mod dns;
 pub mod http;
 pub mod netns;
+pub mod peers;
+pub mod rmcp_peer;
 
 /// A multi-threaded runtime for the test's servers, while the test itself runs the binary.
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -62,4 +64,23 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// A fresh state folder for one test.
 pub fn state_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary state folder")
+}
+
+/// Tool names in a tools/list response body (JSON or SSE).
+pub fn tool_names_in(body: &str) -> Vec<String> {
+    let json_text = body
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("data:")
+                .map(str::trim)
+                .filter(|d| d.starts_with('{'))
+        })
+        .unwrap_or(body);
+    let v: serde_json::Value = serde_json::from_str(json_text).unwrap_or_default();
+    v["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
 }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the real MCP SDK servers the tests scan, from the package registries, into .peers/
+# (git-ignored). Idempotent: a marker per pinned version skips what is already installed.
+#   npm:  @modelcontextprotocol/server-everything, sdk (v1), server + node (v2), zod
+#   PyPI: mcp 2.3.0 (venv py2), mcp 1.30.0 (venv py1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .peers
+peers=$(pwd)/.peers
+
+node_pkgs=(@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/sdk@1.32.2
+  @modelcontextprotocol/server@2.4.0 @modelcontextprotocol/node@2.1.2 zod@4)
+node_marker="$peers/.node-$(printf '%s\n' "${node_pkgs[@]}" | sha256sum | cut -c1-12)"
+if [ ! -f "$node_marker" ]; then
+  command -v npm >/dev/null || { echo "setup-peers: npm is needed" >&2; exit 1; }
+  (cd "$peers" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$peers" && npm install --no-audit --no-fund --silent "${node_pkgs[@]}")
+  touch "$node_marker"
+fi
+
+venv() { # name, requirement
+  local dir="$peers/$1" marker="$peers/.$1-$2"
+  if [ ! -f "$marker" ]; then
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$2"
+    touch "$marker"
+  fi
+}
+venv py2 mcp==2.3.0
+venv py1 mcp==1.30.0
+# ES modules resolve packages from their own folder: the server scripts run from .peers/.
+cp tests/peers/*.mjs "$peers/"
+echo "setup-peers: ready in $peers"

@@ -1,0 +1,254 @@
+//! Fingerprint and inventory against real SDK servers written by others (SPEC §2): each report
+//! names the eras the server really answers and lists its real tools with a stable fingerprint,
+//! within the request budget of SPEC §10.
+
+use serde_json::Value;
+
+use crate::support::peers::{Peer, everything_stdio};
+use crate::support::{mcpprobe, rmcp_peer, runtime, state_dir};
+
+/// The request budget of a passive scan of a local server (SPEC §10).
+const BUDGET: u64 = 40;
+
+fn scan(url: &str) -> Value {
+    let state = state_dir();
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args([
+            "scan",
+            url,
+            "--format",
+            "json",
+            "--rate",
+            "10",
+            "--fail-on",
+            "none",
+        ])
+        .output()
+        .expect("mcpprobe runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+fn eras(r: &Value) -> Vec<String> {
+    r["fingerprint"]["eras"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+fn tool_names(r: &Value) -> Vec<String> {
+    let msg = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["check"] == "INFO-02")
+        .map(|f| f["message"].clone());
+    assert!(msg.is_some(), "no INFO-02 in {r}");
+    // The names come from the INFO-02 evidence: the first tools/list response body.
+    let body = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["check"] == "INFO-02")
+        .and_then(|f| {
+            f["evidence"]["exchanges"][0]["response"]["body"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    let mut names: Vec<String> = crate::support::tool_names_in(&body);
+    names.sort();
+    names
+}
+
+/// Scans twice; asserts the eras, the transport, the tools, a stable fingerprint and the budget.
+fn assert_peer(
+    url: &str,
+    want_eras: &[&str],
+    transport: &str,
+    want_tools: Option<&[&str]>,
+) -> String {
+    let first = scan(url);
+    let second = scan(url);
+    assert_eq!(first["outcome"], "complete", "{first}");
+    assert_eq!(
+        eras(&first),
+        want_eras,
+        "eras of {url}: {}",
+        first["fingerprint"]
+    );
+    assert_eq!(first["fingerprint"]["transport"], transport);
+    let sha = first["tool_list_sha256"]
+        .as_str()
+        .expect("a tool-list fingerprint")
+        .to_string();
+    assert_eq!(
+        second["tool_list_sha256"],
+        sha.as_str(),
+        "the fingerprint changed between two scans"
+    );
+    assert_eq!(eras(&second), want_eras);
+    if let Some(tools) = want_tools {
+        assert_eq!(tool_names(&first), tools, "tools of {url}");
+    }
+    for r in [&first, &second] {
+        let sent = r["requests_sent"].as_u64().expect("requests_sent");
+        assert!(sent <= BUDGET, "{sent} requests to {url}, budget {BUDGET}");
+        for c in r["checks"].as_array().expect("checks") {
+            if c["id"] == "INFO-01" || c["id"] == "INFO-02" {
+                assert_eq!(c["status"], "ran", "{c}");
+            }
+        }
+    }
+    sha
+}
+
+const EVERYTHING_TOOLS: usize = 13;
+
+#[test]
+fn server_everything_over_streamable_http_sse_and_stdio() {
+    let http = Peer::EverythingHttp.start();
+    let http_sha = assert_peer(
+        &http.url,
+        &["2025-11-25", "2025-06-18"],
+        "streamable-http",
+        None,
+    );
+    let report = scan(&http.url);
+    assert!(
+        report["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .any(|f| f["check"] == "INFO-02"
+                && f["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with(&format!("{EVERYTHING_TOOLS} tools")))
+    );
+
+    let sse = Peer::EverythingSse.start();
+    let sse_sha = assert_peer(&sse.url, &["2024-11-05"], "http+sse", None);
+    // Given the streamable path, the ladder still finds the legacy transport at /sse.
+    let fallback = scan(&sse.url.replace("/sse", "/mcp"));
+    assert_eq!(eras(&fallback), ["2024-11-05"]);
+
+    let state = state_dir();
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args([
+            "scan",
+            "--format",
+            "json",
+            "--fail-on",
+            "none",
+            "--stdio",
+            "--",
+        ])
+        .args(everything_stdio())
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdio: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(eras(&stdio), ["2025-11-25"]);
+    assert_eq!(stdio["fingerprint"]["transport"], "stdio");
+    assert_eq!(
+        stdio["gate"]["ownership"]
+            .as_str()
+            .map(|s| s.starts_with("local")),
+        Some(true)
+    );
+
+    // One server, three transports, one tool list.
+    assert_eq!(http_sha, sse_sha);
+    assert_eq!(stdio["tool_list_sha256"], http_sha.as_str());
+}
+
+#[test]
+fn typescript_sdk_v1_speaks_2025_only() {
+    let p = Peer::TsV1.start();
+    assert_peer(
+        &p.url,
+        &["2025-11-25", "2025-06-18"],
+        "streamable-http",
+        Some(&["echo"]),
+    );
+}
+
+#[test]
+fn typescript_sdk_v2_speaks_2026_and_2025_unless_told_to_reject() {
+    let p = Peer::TsV2.start();
+    let a = assert_peer(
+        &p.url,
+        &["2026-07-28", "2025-11-25", "2025-06-18"],
+        "streamable-http",
+        Some(&["echo"]),
+    );
+    let r = Peer::TsV2Reject.start();
+    let b = assert_peer(&r.url, &["2026-07-28"], "streamable-http", Some(&["echo"]));
+    assert_eq!(a, b, "the same tools whatever the legacy mode");
+}
+
+#[test]
+fn python_sdk_2_speaks_both_eras_stateful_and_stateless() {
+    let p = Peer::Py2.start();
+    let a = assert_peer(
+        &p.url,
+        &["2026-07-28", "2025-11-25", "2025-06-18"],
+        "streamable-http",
+        Some(&["echo"]),
+    );
+    let s = Peer::Py2Stateless.start();
+    let b = assert_peer(
+        &s.url,
+        &["2026-07-28", "2025-11-25", "2025-06-18"],
+        "streamable-http",
+        Some(&["echo"]),
+    );
+    assert_eq!(a, b);
+}
+
+#[test]
+fn python_sdk_1_speaks_2025_only() {
+    let p = Peer::Py1.start();
+    assert_peer(
+        &p.url,
+        &["2025-11-25", "2025-06-18"],
+        "streamable-http",
+        Some(&["echo"]),
+    );
+}
+
+#[test]
+fn rmcp_stateful_and_stateless() {
+    let rt = runtime();
+    let stateful = rmcp_peer::start(&rt, false);
+    let a = assert_peer(
+        &stateful,
+        &["2026-07-28", "2025-11-25", "2025-06-18"],
+        "streamable-http",
+        Some(&["echo"]),
+    );
+    let stateless = rmcp_peer::start(&rt, true);
+    let b = assert_peer(
+        &stateless,
+        &["2026-07-28", "2025-11-25", "2025-06-18"],
+        "streamable-http",
+        Some(&["echo"]),
+    );
+    assert_eq!(a, b);
+}
