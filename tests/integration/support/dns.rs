@@ -35,13 +35,17 @@ impl TestDns {
             .expect("a zone handler");
             let mut catalog = Catalog::new();
             catalog.upsert(LowerName::from(&origin), vec![Arc::new(handler)]);
-            let udp = tokio::net::UdpSocket::bind("127.0.0.1:0")
-                .await
-                .expect("udp bind");
-            let addr = udp.local_addr().expect("udp addr");
-            let tcp = tokio::net::TcpListener::bind(addr)
-                .await
-                .expect("tcp bind on the same port");
+            // UDP and TCP on one port: a free UDP port may be taken for TCP, so try a few.
+            let mut pair = None;
+            for _ in 0..50 {
+                let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.expect("udp bind");
+                let addr = udp.local_addr().expect("udp addr");
+                if let Ok(tcp) = tokio::net::TcpListener::bind(addr).await {
+                    pair = Some((udp, tcp, addr));
+                    break;
+                }
+            }
+            let (udp, tcp, addr) = pair.expect("a port free for both UDP and TCP");
             let mut server = Server::new(catalog);
             server.register_socket(udp);
             server.register_listener(tcp, Duration::from_secs(5), 16);
