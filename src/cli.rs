@@ -73,7 +73,11 @@ pub enum Command {
         config: PathBuf,
     },
     /// Start the bundled vulnerable reference server on 127.0.0.1, scan it, and stop it.
-    Demo,
+    Demo {
+        /// Further `scan` options, e.g. `--format json`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        scan_args: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -298,7 +302,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Verify { action, resolver } => crate::scan::verify(&action, resolver.as_deref()),
         Command::Badge { .. } => not_yet("badge"),
         Command::Daemon { .. } => not_yet("daemon"),
-        Command::Demo => not_yet("demo"),
+        Command::Demo { scan_args } => crate::demo::run(&scan_args),
     }
 }
 

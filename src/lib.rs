@@ -5,6 +5,7 @@
 pub mod catalogue;
 pub mod checks;
 pub mod cli;
+pub mod demo;
 pub mod docs;
 pub mod exit;
 pub mod finding;

@@ -164,7 +164,17 @@ fn scan_stdio(args: &ScanArgs, mut report: Report) -> i32 {
         let run = async {
             let (fp, session) = ladder::stdio(process).await;
             let inventory = if fp.eras.is_empty() { None } else { Some(inventory::read(&session, &fp).await) };
-            let live = LiveParts { fp: &fp, inventory: inventory.as_ref(), client: None, url: None, dns: None };
+            let sessions = std::slice::from_ref(&session);
+            let live = LiveParts {
+                fp: &fp,
+                inventory: inventory.as_ref(),
+                client: None,
+                url: None,
+                dns: None,
+                sessions,
+                credentialed: false,
+                loopback: true,
+            };
             assess(args, &mut report, live).await;
             let stats = session.stdio_stats().await;
             session.close().await;
@@ -259,6 +269,9 @@ async fn run_http(
         client: Some(&client),
         url: Some(&url),
         dns: Some(&dns),
+        sessions: &sessions,
+        credentialed: plan.settings.token.is_some() || !plan.settings.headers.is_empty(),
+        loopback: matches!(owned.proof(), gate::Proof::Local(_)),
     };
     assess(args, report, live).await;
     for s in sessions {
@@ -292,6 +305,9 @@ struct LiveParts<'a> {
     client: Option<&'a crate::net::Client>,
     url: Option<&'a url::Url>,
     dns: Option<&'a Dns>,
+    sessions: &'a [crate::protocol::session::Session],
+    credentialed: bool,
+    loopback: bool,
 }
 
 /// Whether `--checks` / `--skip-checks` let check `id` run (INFO-01 and INFO-02 always run).
@@ -318,6 +334,10 @@ async fn assess(args: &ScanArgs, report: &mut Report, parts: LiveParts<'_>) {
         url: parts.url,
         dns: parts.dns,
         no_follow_as: args.no_follow_as,
+        sessions: parts.sessions,
+        credentialed: parts.credentialed,
+        loopback: parts.loopback,
+        memo: Default::default(),
     };
     let mut fingerprint = crate::report::Fingerprint {
         eras: fp.eras.clone(),
@@ -346,7 +366,23 @@ async fn assess(args: &ScanArgs, report: &mut Report, parts: LiveParts<'_>) {
     for entry in &catalogue().entries {
         let id = entry.meta.id.as_str();
         if entry.meta.kind == crate::catalogue::Kind::Active {
-            continue; // registered stubs: not implemented in every report
+            // Registered stubs: not implemented in every report, with what they would do.
+            if let Some(plan) = parts
+                .inventory
+                .and_then(|inv| entry.check.plan(inv.tools()))
+            {
+                let gate = if args.active {
+                    ""
+                } else {
+                    " (and not authorised: --active was not given)"
+                };
+                let reason = format!(
+                    "{}{gate}; plan: {plan}",
+                    crate::checks::ACTIVE_NOT_IMPLEMENTED
+                );
+                report.record(id, Outcome::NotImplemented(reason));
+            }
+            continue;
         }
         if !selected(args, id) {
             report.record(

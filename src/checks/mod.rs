@@ -32,6 +32,12 @@ pub trait Check: Sync + Send {
         Outcome::Skipped("needs a live target; `mcpprobe check` reads metadata only".into())
     }
 
+    /// For an active check: what it would send, to which tools, with which canary. Active checks
+    /// are stubs in v0.1: the plan is reported, and nothing is sent.
+    fn plan(&self, _tools: &[serde_json::Value]) -> Option<String> {
+        None
+    }
+
     /// Runs against a live target that passed the gate and was fingerprinted.
     fn live<'a>(&'a self, _cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async { Outcome::Skipped("not yet available in this build".into()) })
@@ -53,6 +59,21 @@ pub struct Live<'a> {
     pub url: Option<&'a url::Url>,
     pub dns: Option<&'a crate::net::dns::Dns>,
     pub no_follow_as: bool,
+    /// The sessions the ladder opened, the inventory's first.
+    pub sessions: &'a [crate::protocol::session::Session],
+    /// The user passed credentials (`--token`, `--header`).
+    pub credentialed: bool,
+    /// The target resolves only to loopback (or is stdio).
+    pub loopback: bool,
+    /// What one check learns for a later one (AUTH-02 → AUTH-03).
+    pub memo: std::cell::RefCell<Memo>,
+}
+
+/// Facts passed between checks of one scan.
+#[derive(Debug, Default)]
+pub struct Memo {
+    /// The authorization server the protected-resource metadata names (AUTH-02 → AUTH-03).
+    pub authorization_server: Option<url::Url>,
 }
 
 impl Live<'_> {
@@ -64,6 +85,8 @@ impl Live<'_> {
         }
     }
 }
+
+pub mod probe;
 
 /// Reason every active stub gives in every report (SPEC §1.3: registered stubs in v0.1).
 pub const ACTIVE_NOT_IMPLEMENTED: &str =

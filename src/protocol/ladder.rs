@@ -26,6 +26,11 @@ pub struct Rung {
     pub step: String,
     pub status: Option<u16>,
     pub verdict: String,
+    #[serde(skip)]
+    pub exchange: Option<Exchange>,
+    /// The response headers (for checks that read them: CORS, WWW-Authenticate, session ids).
+    #[serde(skip)]
+    pub headers: Vec<(String, String)>,
 }
 
 /// What the ladder learned.
@@ -88,10 +93,18 @@ fn auth(call: &Call) -> bool {
 
 impl Fingerprint {
     fn rung(&mut self, step: &str, call: &Call, verdict: String) {
+        let exchange = call
+            .exchange
+            .request
+            .method
+            .is_some()
+            .then(|| call.exchange.clone());
         self.rungs.push(Rung {
             step: step.to_string(),
             status: call.status,
             verdict,
+            exchange,
+            headers: call.headers.clone(),
         });
         if call.exchange.request.method.is_some() {
             self.exchanges.push(call.exchange.clone());

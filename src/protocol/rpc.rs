@@ -32,11 +32,13 @@ pub fn request(id: u64, method: &str, params: Value, meta: Value) -> Value {
         Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
-    let mut merged = match params.remove("_meta") {
-        Some(Value::Object(m)) => m,
+    // The era's `_meta` first; what the caller put in `params._meta` wins (PROTO-04 sends
+    // another clientInfo).
+    let mut merged = match meta {
+        Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
-    if let Value::Object(m) = meta {
+    if let Some(Value::Object(m)) = params.remove("_meta") {
         merged.extend(m);
     }
     if !merged.is_empty() {

@@ -222,6 +222,96 @@ impl Session {
         }
     }
 
+    /// The HTTP headers this session sends with every request (era, session id).
+    pub fn headers<'h>(&self, method: &str) -> Vec<(&'h str, String)> {
+        match &self.dialect {
+            Dialect::Modern => vec![
+                ("MCP-Protocol-Version", MODERN.to_string()),
+                ("Mcp-Method", method.to_string()),
+            ],
+            Dialect::Streamable {
+                version,
+                session_id,
+            } => {
+                let mut h = vec![("MCP-Protocol-Version", version.clone())];
+                if let Some(sid) = session_id {
+                    h.push(("Mcp-Session-Id", sid.clone()));
+                }
+                h
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn client(&self) -> Option<&Client> {
+        self.client.as_ref()
+    }
+
+    pub fn is_http_streamable(&self) -> bool {
+        matches!(self.dialect, Dialect::Modern | Dialect::Streamable { .. })
+    }
+
+    /// POSTs raw bytes (a malformed request) with this session's headers; HTTP sessions only.
+    pub async fn post_raw(
+        &self,
+        body: Vec<u8>,
+        method_header: &str,
+        extra: &[(&str, &str)],
+    ) -> Option<Call> {
+        let (client, url) = (self.client.as_ref()?, self.url.as_ref()?);
+        if !self.is_http_streamable() {
+            return None;
+        }
+        let mut req = Request::post_json(url.clone(), &Value::Null);
+        req.body = Some(body);
+        for (n, v) in self.headers(method_header) {
+            req = req.header(n, &v);
+        }
+        for (n, v) in extra {
+            req = req.header(n, v);
+        }
+        Some(match client.send(req).await {
+            Ok(r) => {
+                let content_type = r.header("content-type").map(str::to_string);
+                let msgs = rpc::messages(content_type.as_deref(), &r.body);
+                Call {
+                    reply: msgs.first().and_then(Reply::from_message),
+                    status: Some(r.status),
+                    headers: r.headers,
+                    content_type,
+                    body: r.body,
+                    exchange: r.exchange,
+                    error: None,
+                }
+            }
+            Err((e, ex)) => Call::failed(ex, e.to_string()),
+        })
+    }
+
+    /// A request with extra HTTP headers (a forged `Origin` or `Host`), in this session's
+    /// dialect; Streamable HTTP sessions only.
+    pub async fn call_with_headers(
+        &self,
+        method: &str,
+        params: Value,
+        extra: &[(&str, String)],
+    ) -> Option<Call> {
+        if !self.is_http_streamable() {
+            return None;
+        }
+        let id = self.id();
+        let modern = matches!(self.dialect, Dialect::Modern);
+        let meta = if modern {
+            rpc::modern_meta(&self.traceparent())
+        } else {
+            json!({"traceparent": self.traceparent()})
+        };
+        let msg = rpc::request(id, method, params, meta);
+        let mut headers = self.headers(method);
+        headers.extend(extra.iter().map(|(n, v)| (*n, v.clone())));
+        Some(self.post(&msg, id, &headers).await)
+    }
+
     /// Sends a notification (no reply expected).
     pub async fn notify(&self, method: &str) -> Call {
         let msg = rpc::notification(method);

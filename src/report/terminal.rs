@@ -120,6 +120,29 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     }
 
+    let plans: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::NotImplemented)
+        .filter_map(|c| {
+            c.reason
+                .as_deref()
+                .and_then(|r| r.split_once("; plan: "))
+                .map(|(_, p)| (c, p))
+        })
+        .collect();
+    if !plans.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{}",
+            p.bold("active checks (not implemented in v0.1; nothing was sent), their plans:")
+        );
+        for (c, plan) in plans {
+            let _ = writeln!(out, "  {}: {}", c.id, escape_trimmed(plan, 300));
+        }
+    }
+
     let _ = writeln!(out);
     let count = |s: CheckStatus| report.checks.iter().filter(|c| c.status == s).count();
     let _ = writeln!(

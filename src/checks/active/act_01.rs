@@ -17,4 +17,8 @@ impl Check for Act01 {
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
+
+    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+        Some(crate::checks::probe::plan_for(tools, &["command", "cmd", "shell", "script", "exec", "args", "argv"], "an echo canary (`$(echo mcpprobe-canary)`), reading the result for the echoed marker"))
+    }
 }

@@ -17,4 +17,8 @@ impl Check for Act02 {
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
+
+    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+        Some(crate::checks::probe::plan_for(tools, &["path", "file", "filename", "filepath", "dir", "directory", "folder"], "a traversal canary (`../../mcpprobe-canary-does-not-exist`) that names nothing real"))
+    }
 }

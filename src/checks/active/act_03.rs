@@ -17,4 +17,8 @@ impl Check for Act03 {
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
+
+    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+        Some(crate::checks::probe::plan_for(tools, &["url", "uri", "link", "href", "endpoint", "webhook", "host"], "a canary URL on a listener mcpprobe controls"))
+    }
 }

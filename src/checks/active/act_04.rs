@@ -17,4 +17,8 @@ impl Check for Act04 {
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
+
+    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+        Some(crate::checks::probe::plan_for(tools, &["query", "sql", "filter", "where", "search"], "a timing canary (`' AND SLEEP(0)--`) that reads and changes nothing"))
+    }
 }

@@ -17,4 +17,8 @@ impl Check for Act05 {
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
+
+    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+        Some(match crate::checks::probe::read_only(tools).as_slice() { [] => "no read-only tool to call".to_string(), t => format!("would call the read-only tools {} once each and apply the P rules to their results", t.join(", ")) })
+    }
 }

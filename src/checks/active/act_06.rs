@@ -17,4 +17,8 @@ impl Check for Act06 {
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
+
+    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+        Some(match crate::checks::probe::read_only(tools).first() { None => "no read-only tool to call".to_string(), Some(t) => format!("would call {t} once without credentials and expect 401") })
+    }
 }

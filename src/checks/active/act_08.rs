@@ -17,4 +17,8 @@ impl Check for Act08 {
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
         Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
     }
+
+    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+        let _ = tools; Some("would read one canary URI outside each resource template's root (`…/../mcpprobe-canary`)".to_string())
+    }
 }

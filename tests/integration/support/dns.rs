@@ -38,7 +38,9 @@ impl TestDns {
             // UDP and TCP on one port: a free UDP port may be taken for TCP, so try a few.
             let mut pair = None;
             for _ in 0..50 {
-                let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.expect("udp bind");
+                let udp = tokio::net::UdpSocket::bind("127.0.0.1:0")
+                    .await
+                    .expect("udp bind");
                 let addr = udp.local_addr().expect("udp addr");
                 if let Ok(tcp) = tokio::net::TcpListener::bind(addr).await {
                     pair = Some((udp, tcp, addr));

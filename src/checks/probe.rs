@@ -1,0 +1,173 @@
+//! Helpers the live checks share: the era's handshake with extra headers, a fresh 2025
+//! session, the tools of a reply.
+
+use serde_json::{Value, json};
+
+use super::Live;
+use crate::protocol::rpc::{self, MODERN, V2025_06, V2025_11};
+use crate::protocol::session::{Call, Session, post_message};
+
+/// The newest 2025 era the server answered.
+pub fn era_2025(cx: &Live<'_>) -> Option<&'static str> {
+    [V2025_11, V2025_06]
+        .into_iter()
+        .find(|v| cx.fingerprint.eras.iter().any(|e| e == v))
+}
+
+/// Sends the handshake of the newest era answered (`server/discover`, else `initialize`) with
+/// extra headers, ends a session it opened, and returns the call. `None` without HTTP or era.
+pub async fn handshake(cx: &Live<'_>, extra: &[(&str, &str)], anonymous: bool) -> Option<Call> {
+    let (client, url) = (cx.client?, cx.url?);
+    let client = if anonymous {
+        client.without_credentials()
+    } else {
+        client.clone()
+    };
+    let modern = cx.fingerprint.eras.iter().any(|e| e == MODERN);
+    let tp = client.network().traceparent();
+    let (msg, mut headers) = if modern {
+        (
+            rpc::request(9001, "server/discover", json!({}), rpc::modern_meta(&tp)),
+            vec![
+                ("MCP-Protocol-Version", MODERN.to_string()),
+                ("Mcp-Method", "server/discover".to_string()),
+            ],
+        )
+    } else {
+        let v = era_2025(cx)?;
+        let params =
+            json!({"protocolVersion": v, "capabilities": {}, "clientInfo": rpc::client_info()});
+        (
+            rpc::request(9001, "initialize", params, json!({"traceparent": tp})),
+            Vec::new(),
+        )
+    };
+    for (n, v) in extra {
+        headers.push((n, v.to_string()));
+    }
+    let call = post_message(&client, url, &msg, 9001, &headers).await;
+    if let (Some(sid), false) = (call.header("mcp-session-id"), modern) {
+        let v = era_2025(cx).unwrap_or(V2025_11);
+        let _ = Session::streamable(client.clone(), url.clone(), v, Some(sid.to_string()))
+            .close()
+            .await;
+    }
+    Some(call)
+}
+
+/// A new 2025 session with the given clientInfo name (`initialize`, and
+/// `notifications/initialized` unless `bare`).
+pub async fn session_2025(
+    cx: &Live<'_>,
+    client_name: &str,
+    anonymous: bool,
+) -> Option<(Session, Call)> {
+    open_2025(cx, client_name, anonymous, false).await
+}
+
+/// [`session_2025`] without the `notifications/initialized` (a session only opened to be ended).
+pub async fn bare_session_2025(cx: &Live<'_>, client_name: &str) -> Option<(Session, Call)> {
+    open_2025(cx, client_name, false, true).await
+}
+
+async fn open_2025(
+    cx: &Live<'_>,
+    client_name: &str,
+    anonymous: bool,
+    bare: bool,
+) -> Option<(Session, Call)> {
+    let (client, url) = (cx.client?, cx.url?);
+    let client = if anonymous {
+        client.without_credentials()
+    } else {
+        client.clone()
+    };
+    let v = era_2025(cx)?;
+    let params = json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": client_name, "version": "1.0.0"}});
+    let msg = rpc::request(
+        9002,
+        "initialize",
+        params,
+        json!({"traceparent": client.network().traceparent()}),
+    );
+    let call = post_message(&client, url, &msg, 9002, &[]).await;
+    call.result()?;
+    let sid = call.header("mcp-session-id").map(str::to_string);
+    let session = Session::streamable(client, url.clone(), v, sid);
+    if !bare {
+        let _ = session.notify("notifications/initialized").await;
+    }
+    Some((session, call))
+}
+
+/// The tools of a `tools/list` reply.
+pub fn tools(call: &Call) -> Vec<Value> {
+    call.result()
+        .and_then(|r| r.get("tools"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The first page of tools the inventory read.
+pub fn inventory_first_page(cx: &Live<'_>) -> Vec<Value> {
+    cx.inventory
+        .and_then(|i| i.first_tools_call.as_ref())
+        .map(tools)
+        .unwrap_or_default()
+}
+
+/// Tool names, sorted, for messages.
+pub fn names(tools: &[Value]) -> String {
+    let mut n: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    n.sort();
+    n.join(", ")
+}
+
+/// The foreign origin TRANS-01 and TRANS-03 present.
+pub const FORGED_ORIGIN: &str = "https://evil.example";
+
+/// An active check's plan: the tools (not annotated `destructiveHint: true`) with a parameter
+/// whose name holds one of `words`, and the canary that would go into it.
+pub fn plan_for(tools: &[Value], words: &[&str], canary: &str) -> String {
+    let mut targets = Vec::new();
+    for t in tools {
+        if t.pointer("/annotations/destructiveHint") == Some(&Value::Bool(true)) {
+            continue;
+        }
+        let name = t.get("name").and_then(Value::as_str).unwrap_or("?");
+        let params = t
+            .pointer("/inputSchema/properties")
+            .and_then(Value::as_object);
+        for p in params.into_iter().flat_map(|m| m.keys()) {
+            if crate::rules::text::words(p)
+                .iter()
+                .any(|w| words.contains(&w.as_str()))
+            {
+                targets.push(format!("`{name}`.{p}"));
+            }
+        }
+    }
+    if targets.is_empty() {
+        "no tool has a parameter it would test".to_string()
+    } else {
+        format!("would send {canary} in {}", targets.join(", "))
+    }
+}
+
+/// Read-only tools (`readOnlyHint: true`, not destructive), for the plans that call one.
+pub fn read_only(tools: &[Value]) -> Vec<String> {
+    tools
+        .iter()
+        .filter(|t| t.pointer("/annotations/readOnlyHint") == Some(&Value::Bool(true)))
+        .filter(|t| t.pointer("/annotations/destructiveHint") != Some(&Value::Bool(true)))
+        .filter_map(|t| {
+            t.get("name")
+                .and_then(Value::as_str)
+                .map(|n| format!("`{n}`"))
+        })
+        .collect()
+}
