@@ -40,6 +40,12 @@ pub struct Behaviour {
     pub require_token: Option<String>,
     /// The authorization server advertised in the protected-resource metadata.
     pub authorization_server: Option<String>,
+    /// The 401 names the metadata (`WWW-Authenticate: Bearer resource_metadata=…`).
+    pub prm_challenge: bool,
+    /// The protected-resource metadata document is served.
+    pub prm_document: bool,
+    /// A `resource` other than this server's URL in the metadata.
+    pub prm_resource: Option<String>,
     /// Serves a tool list with poisoned tools to anyone but mcpprobe (clientInfo).
     pub bait_and_switch: bool,
     /// An A2A agent card at /.well-known/agent-card.json.
@@ -65,6 +71,9 @@ impl Default for Behaviour {
             legacy_sse: false,
             require_token: None,
             authorization_server: None,
+            prm_challenge: true,
+            prm_document: true,
+            prm_resource: None,
             bait_and_switch: false,
             agent_card: None,
             server_card: None,
@@ -88,6 +97,9 @@ impl Behaviour {
             legacy_sse: false,
             require_token: Some(token.to_string()),
             authorization_server: None,
+            prm_challenge: true,
+            prm_document: true,
+            prm_resource: None,
             bait_and_switch: false,
             agent_card: None,
             server_card: None,
@@ -210,7 +222,11 @@ impl Shared {
                 rpc_error(Value::Null, -32001, "Unauthorized"),
                 vec![(
                     "www-authenticate",
-                    format!("Bearer resource_metadata=\"{meta}\""),
+                    if self.b.prm_challenge {
+                        format!("Bearer resource_metadata=\"{meta}\"")
+                    } else {
+                        "Bearer".to_string()
+                    },
                 )],
             ));
         }
@@ -493,10 +509,14 @@ async fn legacy_message(
 }
 
 async fn protected_resource(State(s): State<S>) -> Response {
-    if s.b.require_token.is_none() {
+    if s.b.require_token.is_none() || !s.b.prm_document {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let mut doc = json!({"resource": format!("http://127.0.0.1:{}/mcp", s.port), "bearer_methods_supported": ["header"]});
+    let resource =
+        s.b.prm_resource
+            .clone()
+            .unwrap_or_else(|| format!("http://127.0.0.1:{}/mcp", s.port));
+    let mut doc = json!({"resource": resource, "bearer_methods_supported": ["header"]});
     if let Some(a) = &s.b.authorization_server {
         doc["authorization_servers"] = json!([a]);
     }

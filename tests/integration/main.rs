@@ -5,6 +5,7 @@ mod cli;
 mod gate;
 mod network;
 mod offline;
+mod passive;
 mod peers;
 mod real;
 mod report;

@@ -70,6 +70,42 @@ fn tool_names(r: &Value) -> Vec<String> {
     names
 }
 
+/// The checks with a finding above info, and which forged header TRANS-01 saw accepted.
+fn serious(r: &Value) -> Vec<String> {
+    let mut out: Vec<String> = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["severity"] != "info")
+        .map(|f| {
+            let check = f["check"].as_str().unwrap_or_default().to_string();
+            let m = f["message"].as_str().unwrap_or_default();
+            match check.as_str() {
+                "TRANS-01" if m.contains("tested header: Host") => "TRANS-01(Host)".to_string(),
+                "TRANS-01" => "TRANS-01(Origin)".to_string(),
+                _ => check,
+            }
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// [`assert_peer`], then what fires on a third scan (the README's table of real servers).
+fn assert_peer_findings(
+    url: &str,
+    want_eras: &[&str],
+    transport: &str,
+    want_tools: Option<&[&str]>,
+    fired: &[&str],
+) -> String {
+    let sha = assert_peer(url, want_eras, transport, want_tools);
+    let r = scan(url);
+    assert_eq!(serious(&r), fired, "what fires on {url}");
+    sha
+}
+
 /// Scans twice; asserts the eras, the transport, the tools, a stable fingerprint and the budget.
 fn assert_peer(
     url: &str,
@@ -137,7 +173,19 @@ fn server_everything_over_streamable_http_sse_and_stdio() {
     );
 
     let sse = Peer::EverythingSse.start();
-    let sse_sha = assert_peer(&sse.url, &["2024-11-05"], "http+sse", None);
+    let sse_sha = assert_peer_findings(
+        &sse.url,
+        &["2024-11-05"],
+        "http+sse",
+        None,
+        &[
+            "AUTH-01",
+            "PROTO-01",
+            "TRANS-01(Host)",
+            "TRANS-01(Origin)",
+            "TRANS-03",
+        ],
+    );
     // Given the streamable path, the ladder still finds the legacy transport at /sse.
     let fallback = scan(&sse.url.replace("/sse", "/mcp"));
     assert_eq!(eras(&fallback), ["2024-11-05"]);

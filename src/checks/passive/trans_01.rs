@@ -10,6 +10,8 @@ use serde_json::json;
 use crate::checks::probe::handshake;
 use crate::checks::{BoxFuture, Check, Live, Outcome, finding};
 use crate::finding::{Confidence, Finding, Severity};
+use crate::net::Request;
+use crate::protocol::rpc::LEGACY_SSE;
 use crate::protocol::session::Call;
 
 pub struct Trans01;
@@ -46,6 +48,16 @@ fn judge(check: &Trans01, header: &str, value: &str, call: Call) -> Option<Findi
     }
 }
 
+/// Opens the legacy SSE stream with a forged header; only its status matters.
+async fn legacy_open(cx: &Live<'_>, url: &url::Url, header: &str, value: &str) -> Option<Call> {
+    let client = cx.client?;
+    let req = Request::get(url.clone()).header("Accept", "text/event-stream").header(header, value);
+    Some(match client.open_stream(req, std::time::Duration::from_millis(1)).await {
+        Ok(open) => Call { status: Some(open.status), headers: open.headers, exchange: open.exchange, ..Call::default() },
+        Err((e, x)) => Call { exchange: x, error: Some(e.to_string()), ..Call::default() },
+    })
+}
+
 impl Check for Trans01 {
     fn id(&self) -> &'static str {
         "TRANS-01"
@@ -60,6 +72,8 @@ impl Check for Trans01 {
             let send = |header: &'static str, value: String| async move {
                 match cx.sessions.first() {
                     Some(s) if s.is_http_streamable() => s.call_with_headers("tools/list", json!({}), &[(header, value)]).await,
+                    // The legacy transport: open its event stream with the forged header.
+                    Some(s) if s.era() == LEGACY_SSE => legacy_open(cx, s.url.as_ref()?, header, &value).await,
                     _ => handshake(cx, &[(header, &value)], false).await,
                 }
             };

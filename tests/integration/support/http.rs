@@ -110,6 +110,21 @@ async fn handle(State(s): State<Shared>, req: Request) -> Response {
 impl TestHttp {
     /// Routes are keyed `"METHOD /path"` or `"* /path"`; anything else is a 404.
     pub fn start(rt: &tokio::runtime::Runtime, routes: Vec<(&str, Answer)>) -> TestHttp {
+        Self::bind(rt, "127.0.0.1:0", routes)
+    }
+
+    /// [`TestHttp::start`] on a given origin's port (`http://127.0.0.1:PORT`), for a server
+    /// whose own address must appear in what it serves.
+    pub fn start_on(
+        rt: &tokio::runtime::Runtime,
+        origin: &str,
+        routes: Vec<(&str, Answer)>,
+    ) -> TestHttp {
+        let addr = origin.trim_start_matches("http://");
+        Self::bind(rt, addr, routes)
+    }
+
+    fn bind(rt: &tokio::runtime::Runtime, bind: &str, routes: Vec<(&str, Answer)>) -> TestHttp {
         let shared = Shared {
             routes: Arc::new(
                 routes
@@ -120,10 +135,9 @@ impl TestHttp {
             seen: Arc::default(),
         };
         let seen = shared.seen.clone();
+        let bind = bind.to_string();
         let addr = rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
+            let listener = tokio::net::TcpListener::bind(bind).await.expect("bind");
             let addr = listener.local_addr().expect("addr");
             let app = axum::Router::new().fallback(handle).with_state(shared);
             tokio::spawn(async move {

@@ -1,0 +1,618 @@
+//! Every passive check against the bundled reference server, with each weakness switched on
+//! (it must fire, with its evidence) and off (it must stay quiet); the safe twin; the demo.
+
+use serde_json::{Value, json};
+
+use mcpprobe::demo::server::{self, Behaviour, Running, safe_tools};
+
+use crate::support::http::{Answer, TestHttp};
+use crate::support::{mcpprobe, runtime, state_dir};
+
+const TOKEN: &str = "reference-token-1f2e3d";
+
+/// An authorization server (a counting test server) whose metadata names its own origin.
+fn authorization_server(rt: &tokio::runtime::Runtime, good: bool) -> (TestHttp, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let issuer = format!("http://127.0.0.1:{port}");
+    let meta = if good {
+        json!({"issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+               "token_endpoint": format!("{issuer}/token"), "code_challenge_methods_supported": ["S256"]})
+    } else {
+        json!({"issuer": "https://someone-else.example", "authorization_endpoint": "https://as.example.com/authorize",
+               "token_endpoint": "http://as.example.com/token", "code_challenge_methods_supported": ["plain"]})
+    };
+    let server = TestHttp::start_on(
+        rt,
+        &issuer,
+        vec![(
+            "GET /.well-known/oauth-authorization-server",
+            Answer::new(200, &meta.to_string()),
+        )],
+    );
+    (server, issuer)
+}
+
+fn start(rt: &tokio::runtime::Runtime, b: Behaviour) -> Running {
+    rt.block_on(server::start(b, 0))
+        .expect("the reference server starts")
+}
+
+/// Scans `url`; returns the exit code and the JSON report, and checks the request budget.
+fn scan(url: &str, extra: &[&str]) -> (i32, Value) {
+    let state = state_dir();
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args(["scan", url, "--format", "json", "--rate", "10"])
+        .args(extra)
+        .output()
+        .expect("mcpprobe runs");
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let sent = r["requests_sent"].as_u64().expect("requests_sent");
+    assert!(sent <= 40, "{sent} requests: over the SPEC §10 budget");
+    (out.status.code().unwrap_or(-1), r)
+}
+
+fn findings<'r>(r: &'r Value, check: &str) -> Vec<&'r Value> {
+    r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == check)
+        .collect()
+}
+
+fn status<'r>(r: &'r Value, check: &str) -> &'r Value {
+    r["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["id"] == check)
+        .map(|c| &c["status"])
+        .expect("check listed")
+}
+
+fn message(f: &Value) -> String {
+    f["message"].as_str().unwrap_or_default().to_string()
+}
+
+/// The vulnerable server with all of its weaknesses but the ones a test turns off.
+fn quiet() -> Behaviour {
+    Behaviour {
+        poisoned_tools: false,
+        accept_forged_origin: false,
+        cors_wildcard: false,
+        sequential_sessions: false,
+        accept_unknown_sessions: false,
+        stack_trace: false,
+        ..Behaviour::default()
+    }
+}
+
+#[test]
+fn proto_01_legacy_sse() {
+    let rt = runtime();
+    let on = start(
+        &rt,
+        Behaviour {
+            legacy_sse: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&on.url(), &[]);
+    let f = findings(&r, "PROTO-01");
+    assert_eq!(f.len(), 1, "{r}");
+    assert!(message(f[0]).contains("beside Streamable HTTP"));
+    assert_eq!(
+        f[0]["evidence"]["exchanges"][0]["request"]["url"]
+            .as_str()
+            .map(|u| u.ends_with("/sse")),
+        Some(true)
+    );
+    let off = start(&rt, quiet());
+    let (_, r) = scan(&off.url(), &[]);
+    assert!(findings(&r, "PROTO-01").is_empty());
+    assert_eq!(status(&r, "PROTO-01"), "ran");
+}
+
+#[test]
+fn proto_02_unknown_method() {
+    let rt = runtime();
+    let on = start(
+        &rt,
+        Behaviour {
+            answer_unknown_methods: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&on.url(), &[]);
+    let f = findings(&r, "PROTO-02");
+    assert_eq!(f.len(), 1);
+    assert!(
+        f[0]["evidence"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"result\"")
+    );
+    let off = start(&rt, quiet());
+    let (_, r) = scan(&off.url(), &[]);
+    assert!(findings(&r, "PROTO-02").is_empty());
+    assert_eq!(status(&r, "PROTO-02"), "ran");
+}
+
+#[test]
+fn proto_03_malformed_requests() {
+    let rt = runtime();
+    let on = start(
+        &rt,
+        Behaviour {
+            stack_trace: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&on.url(), &[]);
+    let f = findings(&r, "PROTO-03");
+    assert_eq!(f.len(), 1, "{:?}", f);
+    assert_eq!(f[0]["severity"], "medium");
+    assert!(message(f[0]).contains("stack trace"));
+    assert!(
+        f[0]["evidence"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("node_modules")
+    );
+    let off = start(&rt, quiet());
+    let (_, r) = scan(&off.url(), &[]);
+    assert!(
+        findings(&r, "PROTO-03").is_empty(),
+        "{:?}",
+        findings(&r, "PROTO-03")
+    );
+}
+
+#[test]
+fn proto_04_bait_and_switch() {
+    let rt = runtime();
+    let on = start(
+        &rt,
+        Behaviour {
+            bait_and_switch: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&on.url(), &[]);
+    let f = findings(&r, "PROTO-04");
+    assert!(!f.is_empty(), "{r}");
+    assert!(
+        message(f[0]).contains("as client `claude-code`") && message(f[0]).contains("run_command"),
+        "{}",
+        message(f[0])
+    );
+    let off = start(&rt, quiet());
+    let (_, r) = scan(&off.url(), &[]);
+    assert!(findings(&r, "PROTO-04").is_empty());
+    assert_eq!(status(&r, "PROTO-04"), "ran");
+}
+
+#[test]
+fn auth_01_by_what_the_tools_can_do() {
+    let rt = runtime();
+    let dangerous = start(&rt, Behaviour::default());
+    let (_, r) = scan(&dangerous.url(), &[]);
+    let f = findings(&r, "AUTH-01");
+    assert_eq!((f.len(), f[0]["severity"].as_str()), (1, Some("high")));
+    assert!(message(f[0]).contains("send_email"));
+    let harmless = start(&rt, quiet());
+    let (_, r) = scan(&harmless.url(), &[]);
+    assert_eq!(findings(&r, "AUTH-01")[0]["severity"], "medium");
+    let guarded = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&guarded.url(), &["--token", TOKEN]);
+    assert!(
+        findings(&r, "AUTH-01").is_empty(),
+        "{:?}",
+        findings(&r, "AUTH-01")
+    );
+    assert_eq!(status(&r, "AUTH-01"), "ran");
+    assert!(
+        !r.to_string().contains(TOKEN),
+        "the token leaked into the report"
+    );
+}
+
+#[test]
+fn auth_02_and_03_protected_resource_and_authorization_server() {
+    let rt = runtime();
+    // A weak authorization server: no S256, another issuer, a plain-http token endpoint.
+    let (weak, weak_issuer) = authorization_server(&rt, false);
+    let target = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            authorization_server: Some(weak_issuer),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&target.url(), &["--token", TOKEN]);
+    assert!(
+        findings(&r, "AUTH-02").is_empty(),
+        "{:?}",
+        findings(&r, "AUTH-02")
+    );
+    let f: Vec<String> = findings(&r, "AUTH-03").iter().map(|f| message(f)).collect();
+    assert!(f.iter().any(|m| m.contains("no S256")), "{f:?}");
+    assert!(f.iter().any(|m| m.contains("issuer")), "{f:?}");
+    assert!(
+        f.iter()
+            .any(|m| m.contains("token_endpoint = http://as.example.com/token")),
+        "{f:?}"
+    );
+    assert_eq!(
+        weak.count(),
+        1,
+        "exactly one GET to the authorization server"
+    );
+
+    // --no-follow-as: not even that one.
+    let (_, r) = scan(&target.url(), &["--token", TOKEN, "--no-follow-as"]);
+    assert_eq!(status(&r, "AUTH-03"), "skipped");
+    assert_eq!(weak.count(), 1);
+
+    // AUTH-02 fires: no metadata document, then a wrong resource, then no challenge.
+    let no_doc = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            prm_document: false,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&no_doc.url(), &["--token", TOKEN]);
+    assert!(
+        findings(&r, "AUTH-02")
+            .iter()
+            .any(|f| message(f).contains("no protected-resource metadata")),
+        "{r}"
+    );
+    let wrong = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            prm_resource: Some("https://elsewhere.example/mcp".into()),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&wrong.url(), &["--token", TOKEN]);
+    let m: Vec<String> = findings(&r, "AUTH-02").iter().map(|f| message(f)).collect();
+    assert!(
+        m.iter().any(|m| m.contains("elsewhere.example"))
+            && m.iter().any(|m| m.contains("authorization_servers")),
+        "{m:?}"
+    );
+    let bare = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            prm_challenge: false,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&bare.url(), &["--token", TOKEN]);
+    assert!(
+        findings(&r, "AUTH-02")
+            .iter()
+            .any(|f| message(f).contains("no `Bearer resource_metadata")),
+        "{r}"
+    );
+
+    // A server that asks for nothing: AUTH-02 has nothing to judge.
+    let open = start(&rt, quiet());
+    let (_, r) = scan(&open.url(), &[]);
+    assert_eq!(status(&r, "AUTH-02"), "skipped");
+}
+
+#[test]
+fn auth_03_good_authorization_server_is_quiet() {
+    let rt = runtime();
+    let (good, issuer) = authorization_server(&rt, true);
+    let target = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            authorization_server: Some(issuer.clone()),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&target.url(), &["--token", TOKEN]);
+    assert!(
+        findings(&r, "AUTH-03").is_empty(),
+        "{:?}",
+        findings(&r, "AUTH-03")
+    );
+    assert_eq!(status(&r, "AUTH-03"), "ran");
+    assert_eq!(good.count(), 1);
+}
+
+#[test]
+fn trans_01_forged_origin_and_host() {
+    let rt = runtime();
+    let on = start(
+        &rt,
+        Behaviour {
+            accept_forged_origin: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&on.url(), &[]);
+    let m: Vec<String> = findings(&r, "TRANS-01")
+        .iter()
+        .map(|f| message(f))
+        .collect();
+    assert!(
+        m.iter()
+            .any(|m| m.contains("tested header: Origin: https://evil.example")),
+        "{m:?}"
+    );
+    assert!(
+        m.iter()
+            .any(|m| m.contains("tested header: Host: evil.example")),
+        "{m:?}"
+    );
+    let off = start(&rt, quiet());
+    let (_, r) = scan(&off.url(), &[]);
+    assert!(
+        findings(&r, "TRANS-01").is_empty(),
+        "{:?}",
+        findings(&r, "TRANS-01")
+    );
+    assert_eq!(status(&r, "TRANS-01"), "ran");
+    // 401 before the Origin test: indeterminate, never a pass or a fail.
+    let auth = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            accept_forged_origin: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&auth.url(), &[]);
+    let f = findings(&r, "TRANS-01");
+    assert!(
+        !f.is_empty()
+            && f.iter()
+                .all(|f| f["severity"] == "info" && message(f).starts_with("indeterminate")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn trans_03_cors() {
+    let rt = runtime();
+    let on = start(
+        &rt,
+        Behaviour {
+            cors_wildcard: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&on.url(), &[]);
+    let f = findings(&r, "TRANS-03");
+    assert_eq!(f.len(), 1);
+    assert!(message(f[0]).contains("Access-Control-Allow-Origin: *"));
+    let off = start(&rt, quiet());
+    let (_, r) = scan(&off.url(), &[]);
+    assert!(findings(&r, "TRANS-03").is_empty());
+}
+
+#[test]
+fn sess_01_session_ids() {
+    let rt = runtime();
+    let on = start(
+        &rt,
+        Behaviour {
+            sequential_sessions: true,
+            accept_unknown_sessions: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&on.url(), &[]);
+    let m: Vec<String> = findings(&r, "SESS-01").iter().map(|f| message(f)).collect();
+    assert!(
+        m.iter().any(|m| m.contains("sequential or related")),
+        "{m:?}"
+    );
+    assert!(m.iter().any(|m| m.contains("bits of randomness")), "{m:?}");
+    assert!(
+        m.iter()
+            .any(|m| m.contains("forged session id was accepted")),
+        "{m:?}"
+    );
+    assert!(m.iter().any(|m| m.contains("ended session id")), "{m:?}");
+    let off = start(&rt, quiet());
+    let (_, r) = scan(&off.url(), &[]);
+    assert!(
+        findings(&r, "SESS-01").is_empty(),
+        "{:?}",
+        findings(&r, "SESS-01")
+    );
+    assert_eq!(status(&r, "SESS-01"), "ran");
+}
+
+#[test]
+fn card_01_server_card() {
+    let rt = runtime();
+    let card = json!({"$schema": "https://static.modelcontextprotocol.io/schemas/mcp-server-card/v1.json",
+        "serverInfo": {"name": "weather", "version": "1"},
+        "transport": {"type": "streamable-http", "endpoint": "http://mcp.example.com/mcp"},
+        "authentication": {"required": true, "apiKey": "sk-live-abcdefghijklmnopqrstuvwxyz"},
+        "tools": [{"name": "get_forecast", "description": "d", "inputSchema": {"type": "object"}}, {"name": "secret_tool", "description": "d", "inputSchema": {"type": "object"}}]});
+    let on = start(
+        &rt,
+        Behaviour {
+            server_card: Some(card),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&on.url(), &[]);
+    let rules: Vec<&str> = findings(&r, "CARD-01")
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    for want in ["SC5", "SC6", "SC11"] {
+        assert!(rules.contains(&want), "{want} missing from {rules:?}");
+    }
+    let good = json!({"$schema": "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json", "name": "com.example/weather",
+        "version": "1.0.0", "description": "Weather.", "remotes": [{"type": "streamable-http", "url": on.url()}]});
+    let ok = start(
+        &rt,
+        Behaviour {
+            server_card: Some(good),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&ok.url(), &[]);
+    let fired: Vec<&Value> = findings(&r, "CARD-01");
+    assert!(
+        fired.iter().all(|f| f["rule"] == "SC7"),
+        "only the loopback address note may fire: {fired:?}"
+    );
+    let none = start(&rt, quiet());
+    let (_, r) = scan(&none.url(), &[]);
+    assert_eq!(status(&r, "CARD-01"), "skipped");
+}
+
+#[test]
+fn card_02_agent_card() {
+    let rt = runtime();
+    let on = start(&rt, mcpprobe::demo::vulnerable());
+    let (_, r) = scan(&on.url(), &[]);
+    let rules: Vec<&str> = findings(&r, "CARD-02")
+        .iter()
+        .filter_map(|f| f["rule"].as_str())
+        .collect();
+    for want in ["A2", "A4", "A6", "A8", "A10"] {
+        assert!(rules.contains(&want), "{want} missing from {rules:?}");
+    }
+    let off = start(&rt, quiet());
+    let (_, r) = scan(&off.url(), &[]);
+    assert_eq!(status(&r, "CARD-02"), "skipped");
+}
+
+#[test]
+fn metadata_checks_on_the_live_inventory() {
+    let rt = runtime();
+    let on = start(&rt, Behaviour::default());
+    let (_, r) = scan(&on.url(), &[]);
+    let rules: Vec<String> = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            f["rule"]
+                .as_str()
+                .map(|x| format!("{}/{x}", f["check"].as_str().unwrap_or("")))
+        })
+        .collect();
+    for want in [
+        "META-02/P2",
+        "META-02/P3",
+        "META-03/C1",
+        "META-03/C2",
+        "META-03/C3",
+        "META-04/S4",
+    ] {
+        assert!(
+            rules.contains(&want.to_string()),
+            "{want} missing from {rules:?}"
+        );
+    }
+    let off = start(
+        &rt,
+        Behaviour {
+            tools: Some(safe_tools()),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&off.url(), &[]);
+    for c in ["META-02", "META-03", "META-04"] {
+        assert!(
+            findings(&r, c).iter().all(|f| f["severity"] == "info"),
+            "{c}: {:?}",
+            findings(&r, c)
+        );
+    }
+}
+
+#[test]
+fn the_safe_twin_has_no_finding_at_medium_or_above() {
+    let rt = runtime();
+    let (_as, issuer) = authorization_server(&rt, true);
+    let twin = start(
+        &rt,
+        Behaviour {
+            authorization_server: Some(issuer),
+            ..Behaviour::safe(TOKEN)
+        },
+    );
+    let (code, r) = scan(&twin.url(), &["--token", TOKEN, "--fail-on", "medium"]);
+    let serious: Vec<String> = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| !matches!(f["severity"].as_str(), Some("info" | "low")))
+        .map(|f| format!("{} {:?}: {}", f["check"], f["rule"], message(f)))
+        .collect();
+    assert!(serious.is_empty(), "{serious:#?}");
+    assert_eq!(code, 0);
+    assert_eq!(r["outcome"], "complete");
+    assert_eq!(
+        r["fingerprint"]["eras"],
+        json!(["2026-07-28", "2025-11-25", "2025-06-18"])
+    );
+}
+
+#[test]
+fn demo_reports_at_least_six_checks_and_exits_1() {
+    let out = mcpprobe()
+        .args(["demo", "--format", "json"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let checks: std::collections::BTreeSet<&str> = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["severity"] != "info")
+        .filter_map(|f| f["check"].as_str())
+        .collect();
+    assert!(checks.len() >= 6, "{checks:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reference server was stopped"));
+}
+
+#[test]
+fn checks_and_skip_checks_select() {
+    let rt = runtime();
+    let on = start(&rt, Behaviour::default());
+    let (_, r) = scan(&on.url(), &["--checks", "META-02,TRANS-03"]);
+    assert_eq!(status(&r, "META-02"), "ran");
+    assert_eq!(status(&r, "TRANS-03"), "ran");
+    assert_eq!(status(&r, "SESS-01"), "skipped");
+    assert_eq!(status(&r, "INFO-01"), "ran", "INFO checks always run");
+    let (_, r) = scan(&on.url(), &["--skip-checks", "SESS-01"]);
+    assert_eq!(status(&r, "SESS-01"), "skipped");
+    assert_eq!(status(&r, "TRANS-03"), "ran");
+}
