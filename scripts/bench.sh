@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks of SPEC §10 (measured here, never asserted in tests):
 #   1. `mcpprobe check` throughput on a generated 10,000-tool tools/list (~20 MB), on one core;
-#   2. `mcpprobe check` end to end on a one-tool file.
+#   2. `mcpprobe check` end to end on a one-tool file;
+#   3. a full passive `mcpprobe demo` scan of the bundled reference server on loopback: requests
+#      sent, and wall time against 1.3 × requests ÷ rate.
 # Usage: scripts/bench.sh [RUNS=5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,3 +37,17 @@ for fmt in ("json", "terminal"):
 med, best = bench(os.path.join(work, "one.json"), [])
 print(f"check one-tool file end to end: median {med*1000:.1f} ms, best {best*1000:.1f} ms (budget: < 20 ms)")
 PY
+state=$(mktemp -d)
+for rate in 5 10; do
+  start=$(date +%s.%N)
+  MCPPROBE_STATE_DIR=$state "$bin" demo --format json --rate "$rate" > "$work/demo.json" 2>/dev/null || true
+  end=$(date +%s.%N)
+  python3 - "$work/demo.json" "$start" "$end" "$rate" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); wall = float(sys.argv[3]) - float(sys.argv[2]); rate = int(sys.argv[4])
+n = r["requests_sent"]; budget = 1.3 * n / rate
+print(f"demo scan at --rate {rate}: {n} requests (budget <= 40), wall {wall:.2f} s "
+      f"(budget 1.3 x {n} / {rate} = {budget:.2f} s) {'ok' if wall <= budget and n <= 40 else 'OVER'}")
+PY
+done
+rm -rf "$state"

@@ -60,13 +60,11 @@ pub fn run(extra: &[String]) -> i32 {
     eprintln!(
         "mcpprobe demo: started the deliberately vulnerable reference server at {url}; scanning it"
     );
-    let mut argv = vec![
-        "mcpprobe".to_string(),
-        "scan".into(),
-        url,
-        "--rate".into(),
-        "10".into(),
-    ];
+    // The demo scans at the highest polite rate unless told otherwise.
+    let mut argv = vec!["mcpprobe".to_string(), "scan".into(), url];
+    if !extra.iter().any(|a| a == "--rate" || a.starts_with("--rate=")) {
+        argv.extend(["--rate".to_string(), "10".to_string()]);
+    }
     argv.extend(extra.iter().cloned());
     let code = match Cli::try_parse_from(&argv) {
         Ok(Cli {

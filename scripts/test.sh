@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: installs the real MCP SDK servers the tests scan (npm and PyPI, into .peers/,
+# skipped when already there), then runs the whole suite. Needs root (the tests create a network
+# namespace), iproute2, python3 and node, as CI has.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-peers.sh
+cargo test --locked "$@"
