@@ -40,6 +40,19 @@ struct Plan {
     resolver: Option<std::net::SocketAddr>,
 }
 
+/// Flags of features this build does not have yet: refused, never silently ignored.
+fn unavailable(args: &ScanArgs) -> Option<String> {
+    [
+        (args.baseline.is_some(), "--baseline"),
+        (args.update_baseline, "--update-baseline"),
+        (args.fail_on_new.is_some(), "--fail-on-new"),
+        (args.config.is_some(), "--config"),
+    ]
+    .into_iter()
+    .find(|(given, _)| *given)
+    .map(|(_, flag)| format!("`{flag}` is not yet available in this build of mcpprobe"))
+}
+
 fn plan(args: &ScanArgs) -> Result<Plan, String> {
     let url = args
         .url
@@ -97,6 +110,9 @@ pub fn scan(args: &ScanArgs) -> i32 {
         report.skip_rest("stopped by the gate: active mode not authorised");
         report.finish();
         return emit(&report, &args.output, &report.target.clone());
+    }
+    if let Some(e) = unavailable(args) {
+        return usage_error(e);
     }
     if args.stdio {
         return scan_stdio(args, report);

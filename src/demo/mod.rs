@@ -62,7 +62,10 @@ pub fn run(extra: &[String]) -> i32 {
     );
     // The demo scans at the highest polite rate unless told otherwise.
     let mut argv = vec!["mcpprobe".to_string(), "scan".into(), url];
-    if !extra.iter().any(|a| a == "--rate" || a.starts_with("--rate=")) {
+    if !extra
+        .iter()
+        .any(|a| a == "--rate" || a.starts_with("--rate="))
+    {
         argv.extend(["--rate".to_string(), "10".to_string()]);
     }
     argv.extend(extra.iter().cloned());

@@ -54,6 +54,8 @@ pub struct Behaviour {
     pub server_card: Option<Value>,
     /// Replaces the tool list.
     pub tools: Option<Vec<Value>>,
+    /// tools/list always answers with a `nextCursor` it already gave (a pagination cycle).
+    pub cyclic_cursor: bool,
 }
 
 impl Default for Behaviour {
@@ -78,6 +80,7 @@ impl Default for Behaviour {
             agent_card: None,
             server_card: None,
             tools: None,
+            cyclic_cursor: false,
         }
     }
 }
@@ -104,6 +107,7 @@ impl Behaviour {
             agent_card: None,
             server_card: None,
             tools: None,
+            cyclic_cursor: false,
         }
     }
 }
@@ -303,6 +307,9 @@ impl Shared {
                     json!({"protocolVersion": v, "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
                           "serverInfo": {"name": "mcpprobe-reference", "version": "1.0.0"}, "instructions": instructions}),
                 )
+            }
+            "tools/list" if self.b.cyclic_cursor => {
+                ok(json!({"tools": self.tools_for(client), "nextCursor": "page-2"}))
             }
             "tools/list" => ok(json!({"tools": self.tools_for(client)})),
             "prompts/list" => ok(json!({"prompts": []})),

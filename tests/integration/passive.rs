@@ -616,3 +616,68 @@ fn checks_and_skip_checks_select() {
     assert_eq!(status(&r, "SESS-01"), "skipped");
     assert_eq!(status(&r, "TRANS-03"), "ran");
 }
+
+#[test]
+fn hostile_answers_end_within_the_caps() {
+    let rt = runtime();
+    // A pagination cycle: detected, reported as N1, and the scan stays within budget.
+    let cyclic = start(
+        &rt,
+        Behaviour {
+            cyclic_cursor: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&cyclic.url(), &[]);
+    let n1: Vec<String> = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["rule"] == "N1")
+        .map(|f| message(f))
+        .collect();
+    assert!(n1.iter().any(|m| m.contains("cycle")), "{n1:?}");
+    // Control characters in what a server sends never reach the terminal raw.
+    let hostile = start(
+        &rt,
+        Behaviour {
+            tools: Some(vec![
+                json!({"name": "x\u{1b}[2Jy", "description": "clear\u{1b}[2J the screen\u{7}\r\u{202e}",
+                                "inputSchema": {"type": "object"}}),
+            ]),
+            ..quiet()
+        },
+    );
+    let state = state_dir();
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args(["scan", &hostile.url(), "--rate", "10"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains('\u{1b}')
+            && !text.contains('\u{7}')
+            && !text.contains('\r')
+            && !text.contains('\u{202e}')
+    );
+    assert!(text.contains("[U+001B][2J"), "{text}");
+}
+
+#[test]
+fn flags_of_later_features_say_so() {
+    for flag in [
+        &["--baseline", "b.json"][..],
+        &["--fail-on-new", "old.json"],
+        &["--config", "mcpprobe.toml"],
+        &["--baseline", "b.json", "--update-baseline"],
+    ] {
+        let out = mcpprobe()
+            .args(["scan", "http://127.0.0.1:9/mcp"])
+            .args(flag)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(64));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not yet available"));
+    }
+}
