@@ -634,7 +634,7 @@ fn hostile_answers_end_within_the_caps() {
         .into_iter()
         .flatten()
         .filter(|f| f["rule"] == "N1")
-        .map(|f| message(f))
+        .map(message)
         .collect();
     assert!(n1.iter().any(|m| m.contains("cycle")), "{n1:?}");
     // Control characters in what a server sends never reach the terminal raw.
