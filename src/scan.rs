@@ -153,6 +153,9 @@ pub fn scan(args: &ScanArgs) -> i32 {
     }
     report.requests_sent = net.requests_sent();
     report.finish();
+    // Whatever a server echoed back, the user's secrets never reach a report.
+    let secrets = net.secrets().clone();
+    report.redact(|s| secrets.redact(s));
     let target = report.target.clone();
     emit(&report, &args.output, &target)
 }

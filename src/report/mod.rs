@@ -238,6 +238,26 @@ impl Report {
         }
     }
 
+    /// Applies `redact` to every string of the report (evidence, messages, the ladder's verdicts):
+    /// the last safety net that keeps the user's secrets out of anything written.
+    pub fn redact(&mut self, redact: impl Fn(&str) -> String) {
+        fn walk(v: &mut Value, redact: &dyn Fn(&str) -> String) {
+            match v {
+                Value::String(s) => *s = redact(s),
+                Value::Array(items) => items.iter_mut().for_each(|i| walk(i, redact)),
+                Value::Object(m) => m.values_mut().for_each(|i| walk(i, redact)),
+                _ => {}
+            }
+        }
+        let Ok(mut v) = serde_json::to_value(&*self) else {
+            return;
+        };
+        walk(&mut v, &redact);
+        if let Ok(r) = serde_json::from_value(v) {
+            *self = r;
+        }
+    }
+
     pub fn counting(&self) -> impl Iterator<Item = &Finding> {
         self.findings.iter().filter(|f| f.counts())
     }

@@ -681,3 +681,57 @@ fn flags_of_later_features_say_so() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("not yet available"));
     }
 }
+
+#[test]
+fn secrets_echoed_by_a_server_never_reach_the_report_or_the_trace() {
+    let rt = runtime();
+    let echo = TestHttp::start(
+        &rt,
+        vec![(
+            "* /mcp",
+            Answer {
+                status: 400,
+                echo_header: Some("authorization".into()),
+                ..Answer::default()
+            },
+        )],
+    );
+    let dir = state_dir();
+    let trace = dir.path().join("trace.jsonl");
+    let json_out = dir.path().join("r.json");
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", dir.path())
+        .env("MCPPROBE_TOKEN", TOKEN)
+        .args([
+            "scan",
+            &echo.url("/mcp"),
+            "--rate",
+            "10",
+            "--header",
+            "X-Api-Tenant: tenant-secret-99",
+            "--trace-file",
+        ])
+        .arg(&trace)
+        .arg("--json")
+        .arg(&json_out)
+        .output()
+        .expect("runs");
+    assert!(
+        echo.seen().iter().any(|s| s
+            .headers
+            .iter()
+            .any(|(n, v)| n == "authorization" && v.contains(TOKEN))),
+        "the token was sent"
+    );
+    for text in [
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+        std::fs::read_to_string(&trace).expect("trace"),
+        std::fs::read_to_string(&json_out).expect("json"),
+    ] {
+        assert!(
+            !text.contains(TOKEN) && !text.contains("tenant-secret-99"),
+            "a secret leaked: {text}"
+        );
+    }
+}

@@ -27,6 +27,8 @@ pub struct Answer {
     pub headers: Vec<(String, String)>,
     pub body: String,
     pub echo: bool,
+    /// Answers with the value of this request header (a server that reflects credentials).
+    pub echo_header: Option<String>,
 }
 
 impl Answer {
@@ -91,7 +93,14 @@ async fn handle(State(s): State<Shared>, req: Request) -> Response {
             map.insert(n, v);
         }
     }
-    let body = if a.echo {
+    let reflected = a
+        .echo_header
+        .as_ref()
+        .and_then(|h| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(h)))
+        .map(|(_, v)| format!("unauthorized: {v}"));
+    let body = if let Some(r) = reflected {
+        r
+    } else if a.echo {
         headers
             .iter()
             .map(|(n, v)| format!("{n}: {v}\n"))
