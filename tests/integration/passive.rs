@@ -735,3 +735,28 @@ fn secrets_echoed_by_a_server_never_reach_the_report_or_the_trace() {
         );
     }
 }
+
+#[test]
+fn live_reports_validate_against_the_schemas() {
+    let dir = state_dir();
+    let (json_out, sarif_out) = (dir.path().join("demo.json"), dir.path().join("demo.sarif"));
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", dir.path())
+        .arg("demo")
+        .arg("--json")
+        .arg(&json_out)
+        .arg("--sarif")
+        .arg(&sarif_out)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let report = crate::support::json_file(&json_out);
+    crate::support::assert_valid("schema/report-v1.schema.json", &report);
+    let sarif = crate::support::json_file(&sarif_out);
+    crate::support::assert_valid("tests/sarif-2.1.0.schema.json", &sarif);
+    assert!(
+        sarif["runs"][0]["results"]
+            .as_array()
+            .is_some_and(|r| r.len() > 10)
+    );
+}
