@@ -426,3 +426,51 @@ fn every_report_lists_the_active_stubs_as_not_implemented() {
                 .contains("not implemented")
     }));
 }
+
+#[test]
+fn trans_02_plain_http_on_a_host_that_is_not_loopback() {
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let record = format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\"");
+    let dns = TestDns::start(&rt, &[&a_record(), &record]);
+    let state = state_dir();
+    let now = chrono::Utc::now();
+    write_proof(
+        &state,
+        "mcp.test",
+        TOKEN,
+        &now.to_rfc3339(),
+        &(now + chrono::Duration::days(90)).to_rfc3339(),
+    );
+    let (code, report) = scan(&dns, &state, TARGET, &[]);
+    assert_eq!(
+        code, 3,
+        "the host is not MCP: incomplete, but the checks that need no MCP still ran"
+    );
+    let trans02: Vec<&Value> = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "TRANS-02")
+        .collect();
+    assert_eq!(trans02.len(), 1, "{report}");
+    assert!(
+        trans02[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("plain http://")
+    );
+    let seen = host.finish();
+    assert!(seen.len() <= 40, "{} requests", seen.len());
+
+    // Loopback over plain http is fine.
+    let local = TestHttp::start(&rt, vec![]);
+    let (_, report) = scan(&dns, &state_dir(), &local.url("/mcp"), &[]);
+    assert!(
+        report["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|f| f["check"] != "TRANS-02")
+    );
+}
