@@ -168,7 +168,7 @@ fn redact(s: &str) -> String {
     )
 }
 
-/// The static rules, plus SC1 for a document that is not JSON (`not_json` holds the parse error).
+/// The static rules over a parsed card (SC2, SC5, SC6, SC7, SC9, SC10); SC1 is [`not_json`].
 pub fn run(card: &Value) -> Vec<Finding> {
     let mut out = Vec::new();
     for ep in endpoints(card) {
