@@ -32,8 +32,8 @@ pub const MAX_RATE: u32 = 10;
 pub const DEFAULT_RATE: u32 = 5;
 /// Bytes of a body kept as evidence in a finding (the caller gets up to [`Limits::max_body`]).
 pub const EVIDENCE_BODY: usize = 4096;
-/// Same-origin redirects followed before giving up.
-pub const MAX_REDIRECTS: usize = 5;
+/// Same-origin redirects followed before giving up (loops are never followed).
+pub const MAX_REDIRECTS: usize = 3;
 
 pub fn user_agent() -> String {
     format!("mcpprobe/{}", env!("CARGO_PKG_VERSION"))
@@ -733,6 +733,7 @@ impl Client {
     ) -> Result<Response, (NetError, Exchange)> {
         self.admit(&req).map_err(|e| (e, Exchange::default()))?;
         let mut req = req;
+        let mut visited = vec![req.url.clone()];
         for _ in 0..=MAX_REDIRECTS {
             let mut resp = self
                 .net
@@ -751,6 +752,15 @@ impl Client {
                 ));
                 return Ok(resp);
             }
+            // A loop (a URL already visited) is not followed either: each hop is a request.
+            if visited.contains(&location) {
+                resp.exchange.note = Some(format!(
+                    "redirect loop not followed: {}",
+                    self.net.secrets().redact(location.as_str())
+                ));
+                return Ok(resp);
+            }
+            visited.push(location.clone());
             // 303, and 301/302 after POST, become GET without a body (as browsers do).
             if resp.status == 303
                 || (req.method == reqwest::Method::POST && matches!(resp.status, 301 | 302))

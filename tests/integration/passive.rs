@@ -760,3 +760,36 @@ fn live_reports_validate_against_the_schemas() {
             .is_some_and(|r| r.len() > 10)
     );
 }
+
+#[test]
+fn redirect_loops_and_huge_bodies_are_bounded() {
+    let rt = runtime();
+    let looping = TestHttp::start(
+        &rt,
+        vec![("* /mcp", Answer::new(307, "").header("Location", "/mcp"))],
+    );
+    let (code, r) = scan(&looping.url("/mcp"), &[]);
+    assert_eq!(
+        (code, r["outcome"].as_str()),
+        (3, Some("incomplete")),
+        "{}",
+        r["reason"]
+    );
+    let huge = "A".repeat(9 * 1024 * 1024);
+    let big = TestHttp::start(&rt, vec![("* /mcp", Answer::new(200, &huge))]);
+    let (code, r) = scan(&big.url("/mcp"), &[]);
+    assert_eq!(code, 3);
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not an MCP endpoint"),
+        "{}",
+        r["reason"]
+    );
+    let cut = r["fingerprint"]["rungs"][0]["verdict"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(cut.len() < 1000, "evidence is capped: {} bytes", cut.len());
+}
