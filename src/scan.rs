@@ -13,6 +13,10 @@ use crate::protocol::inventory::{self, Inventory};
 use crate::protocol::ladder::{self, Fingerprint};
 use crate::report::{GateRecord, Report, RunOutcome};
 
+/// The longest a whole scan may take: every request has its own caps, and this bounds a server
+/// that drips each answer just under them.
+pub const SCAN_CAP: std::time::Duration = std::time::Duration::from_secs(180);
+
 /// `--header "Name: value"`.
 fn parse_header(raw: &str) -> Result<(String, String), String> {
     let (name, value) = raw
@@ -140,6 +144,7 @@ pub fn scan(args: &ScanArgs) -> i32 {
         tokio::select! {
             r = run_http(args, &plan, &net, &state, &mut report) => r,
             _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C): the scan stopped; sessions may not have been closed".to_string()),
+            _ = tokio::time::sleep(SCAN_CAP) => Err(format!("interrupted: the scan hit its {}-second cap (a slow server?)", SCAN_CAP.as_secs())),
         }
     });
     if let Err(e) = outcome {
@@ -202,6 +207,7 @@ fn scan_stdio(args: &ScanArgs, mut report: Report) -> i32 {
         tokio::select! {
             stats = run => Ok(stats),
             _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C): the server was stopped".to_string()),
+            _ = tokio::time::sleep(SCAN_CAP) => Err(format!("interrupted: the scan hit its {}-second cap; the server was stopped", SCAN_CAP.as_secs())),
         }
     });
     match result {
