@@ -62,12 +62,12 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ListFormat::Terminal)]
         format: ListFormat,
     },
-    /// Render a status badge (SVG) from a JSON report.
+    /// Render a status badge (SVG) from a JSON report (not yet available).
     Badge {
         /// A JSON report written by `scan --json`.
         report: PathBuf,
     },
-    /// Re-scan targets on a schedule and serve their status.
+    /// Re-scan targets on a schedule and serve their status (not yet available).
     Daemon {
         #[arg(long, default_value = "mcpprobe.toml")]
         config: PathBuf,
@@ -218,16 +218,16 @@ pub struct ScanArgs {
     /// Skip these checks (comma-separated ids).
     #[arg(long, value_delimiter = ',', help_heading = "Checks")]
     pub skip_checks: Vec<String>,
-    /// Pin the server's state to FILE, or compare with it when it exists.
+    /// Pin the server's state to FILE, or compare with it when it exists (not yet available).
     #[arg(long, value_name = "FILE", help_heading = "Checks")]
     pub baseline: Option<PathBuf>,
-    /// Accept the current state into the baseline.
+    /// Accept the current state into the baseline (not yet available).
     #[arg(long, requires = "baseline", help_heading = "Checks")]
     pub update_baseline: bool,
-    /// Count only findings absent from a previous JSON report.
+    /// Count only findings absent from a previous JSON report (not yet available).
     #[arg(long, value_name = "PREVIOUS.json", help_heading = "Checks")]
     pub fail_on_new: Option<PathBuf>,
-    /// Configuration file (default: ./mcpprobe.toml when present).
+    /// Configuration file, mcpprobe.toml (not yet available).
     #[arg(long, value_name = "FILE", help_heading = "Checks")]
     pub config: Option<PathBuf>,
     /// Run active checks (needs --authorised-by, --scope and --verify).
