@@ -133,9 +133,47 @@ pub fn reply_to(msgs: &[Value], id: u64) -> Option<Reply> {
         .and_then(Reply::from_message)
 }
 
+/// The end (exclusive) of the last complete SSE event in `bytes`: just after its blank line.
+pub fn last_event_end(bytes: &[u8]) -> Option<usize> {
+    let n = bytes.len();
+    (1..n).rev().find_map(|i| {
+        let pair = (bytes[i - 1], bytes[i]);
+        matches!(pair, (b'\n', b'\n') | (b'\r', b'\r'))
+            .then_some(i + 1)
+            .or_else(|| (i >= 3 && &bytes[i - 3..=i] == b"\r\n\r\n").then_some(i + 1))
+    })
+}
+
 /// An early-stop test for a streamed body: true once the reply to `id` is complete.
 pub fn has_reply(content_type: Option<&str>, body: &[u8], id: u64) -> bool {
     let is_sse =
         content_type.is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
     is_sse && reply_to(&messages(content_type, body), id).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_end_of_the_last_complete_event() {
+        assert_eq!(last_event_end(b"data: 1\n\ndata: 2"), Some(9));
+        assert_eq!(last_event_end(b"data: 1\r\n\r\ndata: 2\r\n\r\n"), Some(22));
+        assert_eq!(last_event_end(b"data: 1\n"), None);
+    }
+
+    #[test]
+    fn reads_replies_from_json_and_sse() {
+        let sse =
+            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}\n\n";
+        assert!(has_reply(Some("text/event-stream"), sse, 3));
+        let msgs = messages(
+            Some("application/json"),
+            br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"nope"}}"#,
+        );
+        assert_eq!(
+            reply_to(&msgs, 4).and_then(|r| r.error_code()),
+            Some(-32601)
+        );
+    }
 }

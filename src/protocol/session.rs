@@ -474,7 +474,23 @@ pub async fn post_message(
     for (n, v) in headers {
         req = req.header(n, v);
     }
-    let until = move |ct: Option<&str>, body: &[u8]| rpc::has_reply(ct, body, id);
+    // Parse each SSE event once: only what arrived since the last complete event is read again.
+    let parsed = std::sync::atomic::AtomicUsize::new(0);
+    let looked = std::sync::atomic::AtomicUsize::new(0);
+    let until = move |ct: Option<&str>, body: &[u8]| {
+        let from = parsed.load(Ordering::Relaxed).min(body.len());
+        // Only the bytes that arrived since the last look (and the 3 before) can end an event.
+        let start = looked
+            .swap(body.len(), Ordering::Relaxed)
+            .saturating_sub(3)
+            .max(from)
+            .min(body.len());
+        let Some(end) = rpc::last_event_end(&body[start..]).map(|e| start + e) else {
+            return false;
+        };
+        parsed.store(end, Ordering::Relaxed);
+        rpc::has_reply(ct, &body[from..end], id)
+    };
     let resp = match client.send_until(req, Some(&until)).await {
         Ok(r) => r,
         Err((e, ex)) => return Call::failed(ex, e.to_string()),
