@@ -412,6 +412,19 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
             vec![],
         );
     }
+    // The careful server refuses a message without its JSON-RPC version; the vulnerable one
+    // lets it through.
+    if !s.b.stack_trace && msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            rpc_error(
+                msg.get("id").cloned().unwrap_or(Value::Null),
+                -32600,
+                "Invalid Request",
+            ),
+            vec![],
+        );
+    }
     if !msg.get("params").is_none_or(Value::is_object) {
         return json_response(
             StatusCode::BAD_REQUEST,

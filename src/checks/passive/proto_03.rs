@@ -1,7 +1,7 @@
 //! PROTO-03: Malformed request not answered with a clean JSON-RPC error.
 //!
-//! Metadata: `checks/passive/PROTO-03.toml`. Two requests: bad JSON, and `params` of the wrong
-//! type. Each answer must be a JSON-RPC error, with nothing that leaks a stack trace, a path or
+//! Metadata: `checks/passive/PROTO-03.toml`. Three requests: bad JSON, `params` of the wrong
+//! type, and a request without its `jsonrpc` version (and without the 2026 `_meta`). Each answer must be a JSON-RPC error, with nothing that leaks a stack trace, a path or
 //! a version.
 
 use std::sync::LazyLock;
@@ -59,9 +59,10 @@ impl Check for Proto03 {
             let Some(session) = cx.sessions.first().filter(|s| s.is_http_streamable()) else {
                 return Outcome::Skipped("malformed requests are sent to a Streamable HTTP endpoint only".into());
             };
-            let probes: [(&str, &[u8]); 2] = [
+            let probes: [(&str, &[u8]); 3] = [
                 ("bad JSON", br#"{"jsonrpc": "2.0", "id": 7001, "method": "tools/list", "params": {"#),
                 ("params of the wrong type", br#"{"jsonrpc": "2.0", "id": 7002, "method": "tools/list", "params": "not-an-object"}"#),
+                ("no `jsonrpc` version and no `_meta`", br#"{"id": 7003, "method": "tools/list", "params": {}}"#),
             ];
             let mut findings = Vec::new();
             for (what, body) in probes {
