@@ -17,6 +17,14 @@ use crate::report::{GateRecord, Report, RunOutcome};
 /// that drips each answer just under them.
 pub const SCAN_CAP: std::time::Duration = std::time::Duration::from_secs(180);
 
+/// The single-threaded runtime a command runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
 /// `--header "Name: value"`.
 fn parse_header(raw: &str) -> Result<(String, String), String> {
     let (name, value) = raw
@@ -133,12 +141,9 @@ pub fn scan(args: &ScanArgs) -> i32 {
         Ok(n) => n,
         Err(e) => return usage_error(e),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
-        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+        Err(e) => return usage_error(e),
     };
     let outcome = runtime.block_on(async {
         tokio::select! {
@@ -176,12 +181,9 @@ fn scan_stdio(args: &ScanArgs, mut report: Report) -> i32 {
         ownership: Some("local: a stdio server started by mcpprobe".into()),
         ..GateRecord::default()
     });
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
-        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+        Err(e) => return usage_error(e),
     };
     let result = runtime.block_on(async {
         let process = crate::protocol::stdio::StdioProcess::spawn(&args.command)?;
@@ -480,12 +482,9 @@ pub fn verify(action: &crate::cli::VerifyAction, resolver: Option<&str>) -> i32 
                 Ok(s) => s,
                 Err(_) => return usage_error(format!("--resolver {resolver:?} is not IP:PORT")),
             };
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
+            let runtime = match runtime() {
                 Ok(r) => r,
-                Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+                Err(e) => return usage_error(e),
             };
             let result = runtime.block_on(async {
                 let dns = Dns::new(server).map_err(Stop::Unreachable)?;

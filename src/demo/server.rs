@@ -96,18 +96,8 @@ impl Behaviour {
             sequential_sessions: false,
             accept_unknown_sessions: false,
             stack_trace: false,
-            answer_unknown_methods: false,
-            legacy_sse: false,
             require_token: Some(token.to_string()),
-            authorization_server: None,
-            prm_challenge: true,
-            prm_document: true,
-            prm_resource: None,
-            bait_and_switch: false,
-            agent_card: None,
-            server_card: None,
-            tools: None,
-            cyclic_cursor: false,
+            ..Behaviour::default()
         }
     }
 }

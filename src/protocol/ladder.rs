@@ -146,6 +146,36 @@ impl Fingerprint {
         }
     }
 
+    /// Reads a `server/discover` answer: a result with `supportedVersions`, or -32022 naming
+    /// 2026-07-28 among the versions it supports, means the server speaks it.
+    fn discovered(&mut self, call: &Call) -> bool {
+        let strings = |v: Option<&Value>| -> Vec<String> {
+            v.and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        };
+        match &call.reply {
+            Some(Reply::Result(r)) if r.get("supportedVersions").is_some_and(Value::is_array) => {
+                self.supported_versions = strings(r.get("supportedVersions"));
+                self.learn(r, true);
+                true
+            }
+            Some(Reply::Error {
+                code: -32022, data, ..
+            }) => {
+                let supported = strings(data.as_ref().and_then(|d| d.get("supported")));
+                // A bare -32022 is still a 2026 answer (stdio rule); with a list, trust the list.
+                let modern = supported.is_empty() || supported.iter().any(|v| v == MODERN);
+                self.supported_versions = supported;
+                modern
+            }
+            _ => false,
+        }
+    }
+
     fn conclude(&mut self, first: &Call) {
         let streamable = self.eras.iter().any(|e| e != LEGACY_SSE);
         self.transport = if streamable {
@@ -188,37 +218,7 @@ pub async fn http(client: &Client, url: &Url) -> (Fingerprint, Vec<Session>) {
         ("Mcp-Method", "server/discover".to_string()),
     ];
     let discover = post_message(client, url, &msg, 1, &headers).await;
-    let modern = match &discover.reply {
-        Some(Reply::Result(r)) if r.get("supportedVersions").is_some_and(Value::is_array) => {
-            fp.supported_versions = r["supportedVersions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
-            fp.learn(r, true);
-            true
-        }
-        Some(Reply::Error {
-            code: -32022,
-            data: Some(d),
-            ..
-        }) => {
-            let supported: Vec<String> = d
-                .get("supported")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
-            let modern = supported.iter().any(|v| v == MODERN);
-            fp.supported_versions = supported;
-            modern
-        }
-        _ => false,
-    };
+    let modern = fp.discovered(&discover);
     let verdict = if modern {
         format!("answers {MODERN}: {}", describe(&discover))
     } else if auth(&discover) {
@@ -374,21 +374,7 @@ pub async fn stdio(process: StdioProcess) -> (Fingerprint, Session) {
     let discover = session
         .call_within("server/discover", json!({}), STDIO_DISCOVER)
         .await;
-    let modern = match &discover.reply {
-        Some(Reply::Result(r)) if r.get("supportedVersions").is_some_and(Value::is_array) => {
-            fp.supported_versions = r["supportedVersions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
-            fp.learn(r, true);
-            true
-        }
-        Some(Reply::Error { code: -32022, .. }) => true,
-        _ => false,
-    };
+    let modern = fp.discovered(&discover);
     fp.rung(
         "server/discover",
         &discover,

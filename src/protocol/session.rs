@@ -192,23 +192,10 @@ impl Session {
         let name = mcp_name(method, &params);
         let msg = rpc::request(id, method, params, meta);
         match &self.dialect {
-            Dialect::Modern => {
-                let mut headers = vec![
-                    ("MCP-Protocol-Version", MODERN.to_string()),
-                    ("Mcp-Method", method.to_string()),
-                ];
-                if let Some(n) = name {
+            Dialect::Modern | Dialect::Streamable { .. } => {
+                let mut headers = self.headers(method);
+                if let (Dialect::Modern, Some(n)) = (&self.dialect, name) {
                     headers.push(("Mcp-Name", n));
-                }
-                self.post(&msg, id, &headers).await
-            }
-            Dialect::Streamable {
-                version,
-                session_id,
-            } => {
-                let mut headers = vec![("MCP-Protocol-Version", version.clone())];
-                if let Some(sid) = session_id {
-                    headers.push(("Mcp-Session-Id", sid.clone()));
                 }
                 self.post(&msg, id, &headers).await
             }
@@ -316,16 +303,7 @@ impl Session {
     pub async fn notify(&self, method: &str) -> Call {
         let msg = rpc::notification(method);
         match &self.dialect {
-            Dialect::Streamable {
-                version,
-                session_id,
-            } => {
-                let mut headers = vec![("MCP-Protocol-Version", version.clone())];
-                if let Some(sid) = session_id {
-                    headers.push(("Mcp-Session-Id", sid.clone()));
-                }
-                self.post(&msg, 0, &headers).await
-            }
+            Dialect::Streamable { .. } => self.post(&msg, 0, &self.headers(method)).await,
             Dialect::Stdio { process, .. } => {
                 let mut p = process.lock().await;
                 p.send(&msg).await
