@@ -581,6 +581,7 @@ pub async fn start(b: Behaviour, port: u16) -> std::io::Result<Running> {
         .route("/sse", get(legacy_stream))
         .route("/message", post(legacy_message))
         .route("/mcp/server-card", get(server_card))
+        .route("/health", any(|| async { "ok" }))
         .route(
             "/.well-known/oauth-protected-resource",
             get(protected_resource),

@@ -801,3 +801,50 @@ fn redirect_loops_and_huge_bodies_are_bounded() {
         .to_string();
     assert!(cut.len() < 1000, "evidence is capped: {} bytes", cut.len());
 }
+
+#[test]
+fn card_01_probes_the_advertised_endpoints() {
+    let rt = runtime();
+    // The card names the endpoints of the server that serves it: pick the port first.
+    let rules = |paths: &[&str]| -> Vec<String> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("port");
+        let base = format!("http://127.0.0.1:{port}");
+        let remotes: Vec<Value> = paths
+            .iter()
+            .map(|p| json!({"type": "streamable-http", "url": format!("{base}{p}")}))
+            .collect();
+        let card = json!({"$schema": "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json", "name": "com.example/w",
+                          "version": "1", "description": "d", "remotes": remotes});
+        let running = rt
+            .block_on(server::start(
+                Behaviour {
+                    server_card: Some(card),
+                    ..quiet()
+                },
+                port,
+            ))
+            .expect("start on the port");
+        let (_, r) = scan(&running.url(), &[]);
+        findings(&r, "CARD-01")
+            .iter()
+            .filter_map(|f| f["rule"].as_str().map(str::to_string))
+            .collect()
+    };
+    let mixed = rules(&["/mcp", "/health"]);
+    assert!(
+        mixed.contains(&"SC3".to_string()) && mixed.contains(&"SC8".to_string()),
+        "{mixed:?}"
+    );
+    let gone = rules(&["/gone", "/also-gone"]);
+    assert!(gone.contains(&"SC4".to_string()), "{gone:?}");
+    let fine = rules(&["/mcp"]);
+    assert!(
+        !fine
+            .iter()
+            .any(|r| ["SC3", "SC4", "SC8"].contains(&r.as_str())),
+        "{fine:?}"
+    );
+}
