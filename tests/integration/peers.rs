@@ -92,37 +92,45 @@ fn serious(r: &Value) -> Vec<String> {
     out
 }
 
-/// [`assert_peer`], then what fires on a third scan (the README's table of real servers).
-fn assert_peer_findings(
-    url: &str,
-    want_eras: &[&str],
-    transport: &str,
-    want_tools: Option<&[&str]>,
-    fired: &[&str],
-) -> String {
-    let sha = assert_peer(url, want_eras, transport, want_tools);
-    let r = scan(url);
-    assert_eq!(serious(&r), fired, "what fires on {url}");
-    sha
+/// What a real server is expected to answer.
+struct Expect<'a> {
+    eras: &'a [&'a str],
+    transport: &'a str,
+    /// Tool names, when the evidence holds the whole list.
+    tools: Option<&'a [&'a str]>,
+    /// The checks with findings above info (the README's table of real servers).
+    fired: &'a [&'a str],
 }
 
-/// Scans twice; asserts the eras, the transport, the tools, a stable fingerprint and the budget.
-fn assert_peer(
-    url: &str,
-    want_eras: &[&str],
-    transport: &str,
-    want_tools: Option<&[&str]>,
-) -> String {
+const ECHO: Option<&[&str]> = Some(&["echo"]);
+const ALL_ERAS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18"];
+const ERAS_2025: &[&str] = &["2025-11-25", "2025-06-18"];
+
+/// Scans twice; asserts the eras, the transport, the tools, what fires, a stable fingerprint
+/// and the request budget. Returns the fingerprint.
+fn assert_peer(url: &str, want: Expect<'_>) -> String {
     let first = scan(url);
     let second = scan(url);
     assert_eq!(first["outcome"], "complete", "{first}");
     assert_eq!(
         eras(&first),
-        want_eras,
+        want.eras,
         "eras of {url}: {}",
         first["fingerprint"]
     );
-    assert_eq!(first["fingerprint"]["transport"], transport);
+    assert_eq!(first["fingerprint"]["transport"], want.transport);
+    let fired: Vec<String> = first["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["severity"] != "info")
+        .map(|f| format!("{} {} {}", f["check"], f["message"], f["evidence"]["text"]))
+        .collect();
+    assert_eq!(
+        serious(&first),
+        want.fired,
+        "what fires on {url}: {fired:#?}"
+    );
     let sha = first["tool_list_sha256"]
         .as_str()
         .expect("a tool-list fingerprint")
@@ -132,8 +140,8 @@ fn assert_peer(
         sha.as_str(),
         "the fingerprint changed between two scans"
     );
-    assert_eq!(eras(&second), want_eras);
-    if let Some(tools) = want_tools {
+    assert_eq!(eras(&second), want.eras);
+    if let Some(tools) = want.tools {
         assert_eq!(tool_names(&first), tools, "tools of {url}");
     }
     for r in [&first, &second] {
@@ -155,36 +163,41 @@ fn server_everything_over_streamable_http_sse_and_stdio() {
     let http = Peer::EverythingHttp.start();
     let http_sha = assert_peer(
         &http.url,
-        &["2025-11-25", "2025-06-18"],
-        "streamable-http",
-        None,
+        Expect {
+            eras: ERAS_2025,
+            transport: "streamable-http",
+            tools: None,
+            fired: &["AUTH-01", "TRANS-01(Host)", "TRANS-01(Origin)", "TRANS-03"],
+        },
     );
     let report = scan(&http.url);
-    assert!(
-        report["findings"]
-            .as_array()
-            .expect("findings")
-            .iter()
-            .any(|f| f["check"] == "INFO-02"
-                && f["message"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .starts_with(&format!("{EVERYTHING_TOOLS} tools")))
-    );
+    let inventory = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["check"] == "INFO-02");
+    assert!(inventory.is_some_and(|f| {
+        f["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("{EVERYTHING_TOOLS} tools"))
+    }));
 
     let sse = Peer::EverythingSse.start();
-    let sse_sha = assert_peer_findings(
+    let sse_sha = assert_peer(
         &sse.url,
-        &["2024-11-05"],
-        "http+sse",
-        None,
-        &[
-            "AUTH-01",
-            "PROTO-01",
-            "TRANS-01(Host)",
-            "TRANS-01(Origin)",
-            "TRANS-03",
-        ],
+        Expect {
+            eras: &["2024-11-05"],
+            transport: "http+sse",
+            tools: None,
+            fired: &[
+                "AUTH-01",
+                "PROTO-01",
+                "TRANS-01(Host)",
+                "TRANS-01(Origin)",
+                "TRANS-03",
+            ],
+        },
     );
     // Given the streamable path, the ladder still finds the legacy transport at /sse.
     let fallback = scan(&sse.url.replace("/sse", "/mcp"));
@@ -231,9 +244,12 @@ fn typescript_sdk_v1_speaks_2025_only() {
     let p = Peer::TsV1.start();
     assert_peer(
         &p.url,
-        &["2025-11-25", "2025-06-18"],
-        "streamable-http",
-        Some(&["echo"]),
+        Expect {
+            eras: ERAS_2025,
+            transport: "streamable-http",
+            tools: ECHO,
+            fired: &["AUTH-01", "PROTO-03", "TRANS-01(Origin)"],
+        },
     );
 }
 
@@ -242,12 +258,23 @@ fn typescript_sdk_v2_speaks_2026_and_2025_unless_told_to_reject() {
     let p = Peer::TsV2.start();
     let a = assert_peer(
         &p.url,
-        &["2026-07-28", "2025-11-25", "2025-06-18"],
-        "streamable-http",
-        Some(&["echo"]),
+        Expect {
+            eras: ALL_ERAS,
+            transport: "streamable-http",
+            tools: ECHO,
+            fired: &["AUTH-01"],
+        },
     );
     let r = Peer::TsV2Reject.start();
-    let b = assert_peer(&r.url, &["2026-07-28"], "streamable-http", Some(&["echo"]));
+    let b = assert_peer(
+        &r.url,
+        Expect {
+            eras: &["2026-07-28"],
+            transport: "streamable-http",
+            tools: ECHO,
+            fired: &["AUTH-01"],
+        },
+    );
     assert_eq!(a, b, "the same tools whatever the legacy mode");
 }
 
@@ -256,16 +283,22 @@ fn python_sdk_2_speaks_both_eras_stateful_and_stateless() {
     let p = Peer::Py2.start();
     let a = assert_peer(
         &p.url,
-        &["2026-07-28", "2025-11-25", "2025-06-18"],
-        "streamable-http",
-        Some(&["echo"]),
+        Expect {
+            eras: ALL_ERAS,
+            transport: "streamable-http",
+            tools: ECHO,
+            fired: &["AUTH-01"],
+        },
     );
     let s = Peer::Py2Stateless.start();
     let b = assert_peer(
         &s.url,
-        &["2026-07-28", "2025-11-25", "2025-06-18"],
-        "streamable-http",
-        Some(&["echo"]),
+        Expect {
+            eras: ALL_ERAS,
+            transport: "streamable-http",
+            tools: ECHO,
+            fired: &["AUTH-01"],
+        },
     );
     assert_eq!(a, b);
 }
@@ -275,28 +308,39 @@ fn python_sdk_1_speaks_2025_only() {
     let p = Peer::Py1.start();
     assert_peer(
         &p.url,
-        &["2025-11-25", "2025-06-18"],
-        "streamable-http",
-        Some(&["echo"]),
+        Expect {
+            eras: ERAS_2025,
+            transport: "streamable-http",
+            tools: ECHO,
+            fired: &["AUTH-01"],
+        },
     );
 }
 
 #[test]
 fn rmcp_stateful_and_stateless() {
     let rt = runtime();
+    // rmcp answers an unparsable body with 415 and plain text "fail to deserialize request body".
+    let fired: &[&str] = &["AUTH-01", "PROTO-03", "TRANS-01(Origin)"];
     let stateful = rmcp_peer::start(&rt, false);
     let a = assert_peer(
         &stateful,
-        &["2026-07-28", "2025-11-25", "2025-06-18"],
-        "streamable-http",
-        Some(&["echo"]),
+        Expect {
+            eras: ALL_ERAS,
+            transport: "streamable-http",
+            tools: ECHO,
+            fired,
+        },
     );
     let stateless = rmcp_peer::start(&rt, true);
     let b = assert_peer(
         &stateless,
-        &["2026-07-28", "2025-11-25", "2025-06-18"],
-        "streamable-http",
-        Some(&["echo"]),
+        Expect {
+            eras: ALL_ERAS,
+            transport: "streamable-http",
+            tools: ECHO,
+            fired,
+        },
     );
     assert_eq!(a, b);
 }
