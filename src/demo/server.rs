@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use serde_json::{Value, json};
@@ -173,13 +173,10 @@ impl Shared {
     fn cors(&self, resp: &mut Response) {
         if self.b.cors_wildcard {
             let h = resp.headers_mut();
-            h.insert(
-                "access-control-allow-origin",
-                "*".parse().expect("static header"),
-            );
+            h.insert("access-control-allow-origin", HeaderValue::from_static("*"));
             h.insert(
                 "access-control-expose-headers",
-                "mcp-session-id".parse().expect("static header"),
+                HeaderValue::from_static("mcp-session-id"),
             );
         }
     }
@@ -334,13 +331,11 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
             let hm = resp.headers_mut();
             hm.insert(
                 "access-control-allow-methods",
-                "GET, POST, DELETE, OPTIONS".parse().expect("static header"),
+                HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
             );
             hm.insert(
                 "access-control-allow-headers",
-                "content-type, mcp-session-id, authorization"
-                    .parse()
-                    .expect("static header"),
+                HeaderValue::from_static("content-type, mcp-session-id, authorization"),
             );
         }
         return resp;
@@ -493,7 +488,7 @@ async fn legacy_stream(State(s): State<S>) -> Response {
     let mut resp = Response::new(Body::from_stream(stream));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        "text/event-stream".parse().expect("static header"),
+        HeaderValue::from_static("text/event-stream"),
     );
     resp
 }
