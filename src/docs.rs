@@ -6,7 +6,14 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use crate::catalogue::{CheckMeta, catalogue};
-use crate::cli::ListFormat;
+
+/// How `mcpprobe checks` lists the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListFormat {
+    Terminal,
+    Json,
+    Markdown,
+}
 
 /// The whole catalogue as a list.
 pub fn list(format: ListFormat) -> String {

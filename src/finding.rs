@@ -160,6 +160,10 @@ pub struct Suppressed {
 pub struct Finding {
     pub check: String,
     pub rule: Option<String>,
+    /// Which of a check's distinct problems this is (`host` in `TRANS-01/host`, the tested
+    /// header, the probe): part of the fingerprint, so no two findings of one report share one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subcode: Option<String>,
     pub title: String,
     /// What exactly is wrong here, in one sentence (the title is the rule's general name).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -202,6 +206,7 @@ impl Finding {
             finding: Finding {
                 check: meta.id.clone(),
                 rule: rule.map(|r| r.code.clone()),
+                subcode: None,
                 title,
                 message: None,
                 severity,
@@ -231,6 +236,12 @@ impl Finding {
             h.update(part.as_bytes());
             h.update([0u8]);
         }
+        // Hashed only when present, so findings without one keep their fingerprints.
+        if let Some(sub) = &self.subcode {
+            h.update(b"subcode\0");
+            h.update(sub.as_bytes());
+            h.update([0u8]);
+        }
         hex::encode(h.finalize())
     }
 
@@ -252,6 +263,11 @@ pub struct FindingBuilder {
 }
 
 impl FindingBuilder {
+    /// The sub-code that tells this finding from the check's other findings (`TRANS-01/host`).
+    pub fn subcode(mut self, subcode: impl Into<String>) -> Self {
+        self.finding.subcode = Some(subcode.into());
+        self
+    }
     pub fn message(mut self, message: impl Into<String>) -> Self {
         self.finding.message = Some(message.into());
         self

@@ -1,12 +1,15 @@
 //! mcpprobe: a polite security scanner for MCP servers.
 //!
-//! The library holds everything; `src/main.rs` only runs [`cli::main`].
+//! The library holds everything; `src/main.rs` only runs [`cli::main`]. The engine is
+//! [`engine::Scanner`]: the CLI, the daemon, the Action and the Python package host it.
 
 pub mod catalogue;
 pub mod checks;
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod demo;
 pub mod docs;
+pub mod engine;
 pub mod exit;
 pub mod finding;
 pub mod fingerprint;
@@ -16,4 +19,3 @@ pub mod offline;
 pub mod protocol;
 pub mod report;
 pub mod rules;
-pub mod scan;

@@ -1,11 +1,11 @@
-//! The offline commands: `check`, `fingerprint`, `diff`. They send nothing over the network.
+//! What the offline commands (`check`, `fingerprint`, `diff`) compute. They send nothing over
+//! the network and print nothing: the CLI renders their results.
 
 use std::fmt::Write as _;
 use std::io::Read as _;
 
 use crate::catalogue::catalogue;
-use crate::cli::{CheckArgs, DiffFormat, emit, usage_error};
-use crate::fingerprint::{ToolDiff, diff as diff_tools};
+use crate::fingerprint::ToolDiff;
 use crate::report::Report;
 use crate::report::escape::escape;
 use crate::rules::{Input, InputKind};
@@ -30,7 +30,8 @@ pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-fn load(path: &str, kind: Option<InputKind>) -> Result<Input, String> {
+/// Reads and parses one offline document (`-` for stdin).
+pub fn load(path: &str, kind: Option<InputKind>) -> Result<Input, String> {
     let text = read_input(path)?;
     let name = if path == "-" { "stdin" } else { path };
     Input::parse(text.as_slice(), kind).map_err(|e| format!("{name}: {e}"))
@@ -57,53 +58,6 @@ pub fn check_document(
     }
     report.finish();
     report
-}
-
-pub fn check(args: &CheckArgs) -> i32 {
-    let input = match load(&args.file, args.kind) {
-        Ok(i) => i,
-        Err(e) => return usage_error(e),
-    };
-    let target = if args.file == "-" {
-        "stdin".to_string()
-    } else {
-        args.file.clone()
-    };
-    let doc = input.document();
-    let report = check_document(&input, &doc, &target, args.output.policy());
-    let code = emit(&report, &args.output, &target);
-    // The process ends here: freeing a large document tree would only cost time (a tenth of
-    // a 20 MB check).
-    std::mem::forget(doc);
-    std::mem::forget(input);
-    code
-}
-
-pub fn fingerprint(path: &str) -> i32 {
-    match load(path, Some(InputKind::Tools)) {
-        Ok(input) => {
-            println!("{}", input.tools_sha256());
-            0
-        }
-        Err(e) => usage_error(e),
-    }
-}
-
-pub fn diff(old: &str, new: &str, format: DiffFormat) -> i32 {
-    let (a, b) = match (
-        load(old, Some(InputKind::Tools)),
-        load(new, Some(InputKind::Tools)),
-    ) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return usage_error(e),
-    };
-    let d = diff_tools(a.tools(), b.tools());
-    let text = match format {
-        DiffFormat::Json => serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
-        DiffFormat::Terminal => render_diff(&d),
-    };
-    print!("{text}");
-    if d.identical { 0 } else { 1 }
 }
 
 /// The terminal form of a diff; every server-controlled string escaped.

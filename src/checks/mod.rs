@@ -44,7 +44,8 @@ pub trait Check: Sync + Send {
     }
 }
 
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
+/// A check's future: `Send`, so that a scan can run on any thread of a multi-threaded runtime.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// What a live check may use: the fingerprint, the inventory (also as a rules document), and
 /// the scan's client (never a way around the gate: it exists only for a target that passed).
@@ -58,22 +59,17 @@ pub struct Live<'a> {
     pub client: Option<&'a crate::net::Client>,
     pub url: Option<&'a url::Url>,
     pub dns: Option<&'a crate::net::dns::Dns>,
-    pub no_follow_as: bool,
+    /// Whether AUTH-03 may send its one GET to the advertised authorization server.
+    pub follow_authorization_server: bool,
     /// The sessions the ladder opened, the inventory's first.
     pub sessions: &'a [crate::protocol::session::Session],
     /// The user passed credentials (`--token`, `--header`).
     pub credentialed: bool,
     /// The target resolves only to loopback (or is stdio).
     pub loopback: bool,
-    /// What one check learns for a later one (AUTH-02 → AUTH-03).
-    pub memo: std::cell::RefCell<Memo>,
-}
-
-/// Facts passed between checks of one scan.
-#[derive(Debug, Default)]
-pub struct Memo {
-    /// The authorization server the protected-resource metadata names (AUTH-02 → AUTH-03).
-    pub authorization_server: Option<url::Url>,
+    /// OAuth discovery, a pipeline stage of its own (AUTH-02 reports on it, AUTH-03 follows
+    /// it), so that no check depends on another having run first. `None` when neither runs.
+    pub oauth: Option<oauth::Discovery>,
 }
 
 impl Live<'_> {
@@ -86,6 +82,7 @@ impl Live<'_> {
     }
 }
 
+pub mod oauth;
 pub mod probe;
 
 /// Reason every active stub gives in every report (SPEC §1.3: registered stubs in v0.1).

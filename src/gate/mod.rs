@@ -33,19 +33,39 @@ pub struct HttpTarget {
     pub ip: Option<IpAddr>,
 }
 
+/// Why a target URL cannot be scanned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("{url:?} is not a URL: {reason}")]
+    NotAUrl { url: String, reason: String },
+    #[error("{0:?}: only http:// and https:// targets can be scanned (or --stdio)")]
+    Scheme(String),
+    #[error("{0:?} has no host")]
+    NoHost(String),
+    #[error("{url:?}: {host:?} is not a DNS host name")]
+    BadHost { url: String, host: String },
+}
+
 impl HttpTarget {
-    pub fn parse(raw: &str) -> Result<HttpTarget, String> {
-        let url = Url::parse(raw).map_err(|e| format!("{raw:?} is not a URL: {e}"))?;
+    pub fn parse(raw: &str) -> Result<HttpTarget, TargetError> {
+        let url = Url::parse(raw).map_err(|e| TargetError::NotAUrl {
+            url: raw.to_string(),
+            reason: e.to_string(),
+        })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "{raw:?}: only http:// and https:// targets can be scanned (or --stdio)"
-            ));
+            return Err(TargetError::Scheme(raw.to_string()));
         }
         let (host, ip) = match url.host() {
             Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
             Some(url::Host::Ipv6(ip)) => (ip.to_string(), Some(IpAddr::V6(ip))),
-            Some(url::Host::Domain(d)) => (normalise_host(d)?, None),
-            None => return Err(format!("{raw:?} has no host")),
+            Some(url::Host::Domain(d)) => (
+                normalise_host(d).map_err(|_| TargetError::BadHost {
+                    url: raw.to_string(),
+                    host: d.to_string(),
+                })?,
+                None,
+            ),
+            None => return Err(TargetError::NoHost(raw.to_string())),
         };
         Ok(HttpTarget { url, host, ip })
     }
@@ -246,7 +266,7 @@ pub async fn prove_ownership(
         );
     }
     let proof = match state.proof(&target.host) {
-        Err(e) => return refuse(e, record),
+        Err(e) => return refuse(e.to_string(), record),
         Ok(None) => {
             return refuse(
                 format!(
@@ -327,7 +347,11 @@ pub fn authorise_active(
 }
 
 /// `verify init`: a new token and the record to publish.
-pub fn verify_init(host: &str, state: &StateDir, now: DateTime<Utc>) -> Result<String, String> {
+pub fn verify_init(
+    host: &str,
+    state: &StateDir,
+    now: DateTime<Utc>,
+) -> Result<String, state::StateError> {
     let host = normalise_host(host)?;
     let token = state::new_token()?;
     let path = state.save_pending(&state::Pending {
@@ -350,10 +374,11 @@ pub async fn verify_check(
     dns: &Dns,
     now: DateTime<Utc>,
 ) -> Result<String, Stop> {
-    let host = normalise_host(host).map_err(Stop::Refused)?;
-    let pending = state.pending(&host).map_err(Stop::Refused)?;
+    let refused = |e: state::StateError| Stop::Refused(e.to_string());
+    let host = normalise_host(host).map_err(refused)?;
+    let pending = state.pending(&host).map_err(refused)?;
     // A proof being renewed keeps its token; a new one comes from `verify init`.
-    let token = match (pending, state.proof(&host).map_err(Stop::Refused)?) {
+    let token = match (pending, state.proof(&host).map_err(refused)?) {
         (Some(p), _) => p.token,
         (None, Some(proof)) => proof.token,
         (None, None) => {
@@ -380,7 +405,7 @@ pub async fn verify_check(
         )));
     }
     let proof = StoredProof::new(&host, &token, now);
-    let path = state.save_proof(&proof).map_err(Stop::Refused)?;
+    let path = state.save_proof(&proof).map_err(refused)?;
     Ok(format!(
         "verified: {host} (dns-txt), valid until {} — stored in {}\n",
         proof.expires_at.to_rfc3339(),

@@ -1,15 +1,55 @@
 //! The state folder: pending verification tokens, ownership proofs, authorisation records.
 //!
-//! `$MCPPROBE_STATE_DIR`, else `$XDG_STATE_HOME/mcpprobe`, else `~/.local/state/mcpprobe`.
-//! Files are written atomically; a file that cannot be read is an error naming it, never a
-//! silent "verified".
+//! The host says where it is (the CLI: `$MCPPROBE_STATE_DIR`, else `$XDG_STATE_HOME/mcpprobe`,
+//! else `~/.local/state/mcpprobe`; the engine never reads the environment). Files are written
+//! atomically through unique temporary files; a file that cannot be read is an error naming it,
+//! never a silent "verified".
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::net::write_atomically;
+/// What went wrong with a state file. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("cannot read state file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("state file {path} is corrupt: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0:?} is not a DNS host name")]
+    BadHost(String),
+    #[error("no randomness available for a token: {0}")]
+    Randomness(String),
+}
+
+/// Writes `text` to `path` atomically: a uniquely named temporary file in the same folder,
+/// synced, then renamed over `path` (two writers never share a temporary file; a reader sees
+/// the old file or the new one, never half of one).
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".mcpprobe-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
 
 /// How long a DNS-TXT proof stays valid (SPEC §1.2).
 pub const PROOF_DAYS: i64 = 90;
@@ -63,7 +103,7 @@ pub fn record_name(host: &str) -> String {
 
 /// A host name as stored: lowercase, no trailing dot. Only DNS-name characters are accepted
 /// (it becomes a file name).
-pub fn normalise_host(host: &str) -> Result<String, String> {
+pub fn normalise_host(host: &str) -> Result<String, StateError> {
     let h = host.trim().trim_end_matches('.').to_ascii_lowercase();
     let ok = !h.is_empty()
         && h.len() <= 253
@@ -74,81 +114,75 @@ pub fn normalise_host(host: &str) -> Result<String, String> {
     if ok {
         Ok(h)
     } else {
-        Err(format!("{host:?} is not a DNS host name"))
+        Err(StateError::BadHost(host.to_string()))
     }
 }
 
 impl StateDir {
-    /// The configured state folder.
-    pub fn from_env() -> Result<StateDir, String> {
-        if let Some(dir) = std::env::var_os("MCPPROBE_STATE_DIR").filter(|d| !d.is_empty()) {
-            return Ok(StateDir {
-                root: PathBuf::from(dir),
-            });
-        }
-        if let Some(xdg) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-            return Ok(StateDir {
-                root: PathBuf::from(xdg).join("mcpprobe"),
-            });
-        }
-        match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-            Some(home) => Ok(StateDir {
-                root: PathBuf::from(home).join(".local/state/mcpprobe"),
-            }),
-            None => Err("no state folder: set MCPPROBE_STATE_DIR".into()),
-        }
+    pub fn new(root: impl Into<PathBuf>) -> StateDir {
+        StateDir { root: root.into() }
     }
 
     fn file(&self, kind: &str, host: &str) -> PathBuf {
         self.root.join(kind).join(format!("{host}.json"))
     }
 
-    fn read<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, String> {
+    fn read<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, StateError> {
         match std::fs::read_to_string(path) {
             Ok(text) => serde_json::from_str(&text)
                 .map(Some)
-                .map_err(|e| format!("state file {} is corrupt: {e}", path.display())),
+                .map_err(|e| StateError::Corrupt {
+                    path: path.to_path_buf(),
+                    detail: e.to_string(),
+                }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("cannot read state file {}: {e}", path.display())),
+            Err(source) => Err(StateError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
     }
 
-    fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(value)
-            .map_err(|e| format!("cannot serialise {}: {e}", path.display()))?;
-        write_atomically(path, &(text + "\n"))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    fn write<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
+        let text = serde_json::to_string_pretty(value).map_err(|e| StateError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("cannot serialise: {e}"),
+        })?;
+        write_atomically(path, &(text + "\n")).map_err(|source| StateError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
-    pub fn pending(&self, host: &str) -> Result<Option<Pending>, String> {
+    pub fn pending(&self, host: &str) -> Result<Option<Pending>, StateError> {
         Self::read(&self.file("pending", host))
     }
 
-    pub fn save_pending(&self, p: &Pending) -> Result<PathBuf, String> {
+    pub fn save_pending(&self, p: &Pending) -> Result<PathBuf, StateError> {
         let path = self.file("pending", &p.host);
         Self::write(&path, p).map(|()| path)
     }
 
-    pub fn proof(&self, host: &str) -> Result<Option<StoredProof>, String> {
+    pub fn proof(&self, host: &str) -> Result<Option<StoredProof>, StateError> {
         let proof: Option<StoredProof> = Self::read(&self.file("proofs", host))?;
         match proof {
             Some(p) if p.host != host || p.method != "dns-txt" || p.token.len() < 32 => {
-                Err(format!(
-                    "state file {} is corrupt: it does not hold a dns-txt proof for {host}",
-                    self.file("proofs", host).display()
-                ))
+                Err(StateError::Corrupt {
+                    path: self.file("proofs", host),
+                    detail: format!("it does not hold a dns-txt proof for {host}"),
+                })
             }
             p => Ok(p),
         }
     }
 
-    pub fn save_proof(&self, p: &StoredProof) -> Result<PathBuf, String> {
+    pub fn save_proof(&self, p: &StoredProof) -> Result<PathBuf, StateError> {
         let path = self.file("proofs", &p.host);
         Self::write(&path, p).map(|()| path)
     }
 
     /// Every stored proof (for `verify status`), and the files that could not be read.
-    pub fn proofs(&self) -> (Vec<StoredProof>, Vec<String>) {
+    pub fn proofs(&self) -> (Vec<StoredProof>, Vec<StateError>) {
         let mut proofs = Vec::new();
         let mut errors = Vec::new();
         let dir = self.root.join("proofs");
@@ -176,18 +210,21 @@ impl StateDir {
         record: &serde_json::Value,
         host: &str,
         now: DateTime<Utc>,
-    ) -> Result<PathBuf, String> {
-        let path = self
-            .root
-            .join("authorisations")
-            .join(format!("{}-{host}.json", now.format("%Y%m%dT%H%M%S%.3fZ")));
+    ) -> Result<PathBuf, StateError> {
+        // Two runs in one millisecond (two scans of one daemon) still get two records.
+        let unique = new_token()?;
+        let path = self.root.join("authorisations").join(format!(
+            "{}-{host}-{}.json",
+            now.format("%Y%m%dT%H%M%S%.3fZ"),
+            &unique[..8]
+        ));
         Self::write(&path, record).map(|()| path)
     }
 }
 
 /// A fresh verification token: 128 random bits, hex.
-pub fn new_token() -> Result<String, String> {
+pub fn new_token() -> Result<String, StateError> {
     let mut buf = [0u8; 16];
-    getrandom::fill(&mut buf).map_err(|e| format!("no randomness available for a token: {e}"))?;
+    getrandom::fill(&mut buf).map_err(|e| StateError::Randomness(e.to_string()))?;
     Ok(hex::encode(buf))
 }

@@ -13,14 +13,14 @@ use std::fs::File;
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::finding::{Exchange, Message};
@@ -96,6 +96,10 @@ pub enum NetError {
     Timeout(Duration),
     #[error("could not connect: {0}")]
     Connect(String),
+    #[error("not sent: the scan was interrupted")]
+    Interrupted,
+    #[error("refused by mcpprobe: {check} already sent its budget of {budget} requests")]
+    OverBudget { check: &'static str, budget: u32 },
     #[error("{0}")]
     Other(String),
 }
@@ -107,7 +111,13 @@ pub struct Request {
     pub url: Url,
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+    /// A request that ends a session (a 2025 `DELETE`): still sent after the scan was
+    /// interrupted, within [`CLOSING_TIMEOUT`], so that an interrupted scan leaves no session open.
+    pub closing: bool,
 }
+
+/// How long a session-ending request may take once the scan was interrupted.
+pub const CLOSING_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Request {
     pub fn get(url: Url) -> Request {
@@ -116,6 +126,7 @@ impl Request {
             url,
             headers: Vec::new(),
             body: None,
+            closing: false,
         }
     }
     pub fn post_json(url: Url, body: &serde_json::Value) -> Request {
@@ -130,6 +141,7 @@ impl Request {
                 ),
             ],
             body: Some(body.to_string().into_bytes()),
+            closing: false,
         }
     }
     pub fn header(mut self, name: &str, value: &str) -> Request {
@@ -188,10 +200,119 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// What every client of one scan shares: the rate limiter, the request counter, the trace.
+/// The rate limit of a whole process, keyed by host (SPEC §1.4, §7): every scan of one
+/// [`crate::engine::Scanner`] waits here, so two scans of one host together never exceed the
+/// rate. Burst of one: requests to a host are spaced evenly, never bunched.
+pub struct Politeness {
+    limiter: DefaultKeyedRateLimiter<String>,
+    rate: u32,
+}
+
+/// A rate outside 1..=[`MAX_RATE`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a rate of {0} requests per second is refused: mcpprobe sends 1 to {MAX_RATE} per second")]
+pub struct RateError(pub u32);
+
+fn quota(rate: u32) -> Result<Quota, RateError> {
+    let r = NonZeroU32::new(rate)
+        .filter(|r| r.get() <= MAX_RATE)
+        .ok_or(RateError(rate))?;
+    // governor's default burst equals the rate; SPEC §7 wants requests spaced evenly.
+    Ok(Quota::per_second(r).allow_burst(NonZeroU32::MIN))
+}
+
+impl Politeness {
+    pub fn new(rate: u32) -> Result<Politeness, RateError> {
+        Ok(Politeness {
+            limiter: RateLimiter::keyed(quota(rate)?),
+            rate,
+        })
+    }
+
+    /// Requests per second per host.
+    pub fn rate(&self) -> u32 {
+        self.rate
+    }
+
+    async fn wait(&self, host: &str) {
+        self.limiter.until_key_ready(&host.to_string()).await;
+    }
+}
+
+impl std::fmt::Debug for Politeness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Politeness")
+            .field("rate", &self.rate)
+            .finish_non_exhaustive()
+    }
+}
+
+tokio::task_local! {
+    /// The request budget of the check that is running (SPEC §3: each check's budget, from its
+    /// catalogue entry, is enforced here for every client and session it uses).
+    static BUDGET: Arc<Budget>;
+}
+
+/// What a check may send, and what it sent.
+#[derive(Debug)]
+pub struct Budget {
+    check: &'static str,
+    limit: u32,
+    used: std::sync::atomic::AtomicU32,
+    refused: AtomicBool,
+}
+
+impl Budget {
+    fn take(&self) -> Result<(), NetError> {
+        let used = self.used.fetch_add(1, Ordering::SeqCst) + 1;
+        if used > self.limit {
+            self.used.fetch_sub(1, Ordering::SeqCst);
+            self.refused.store(true, Ordering::SeqCst);
+            return Err(NetError::OverBudget {
+                check: self.check,
+                budget: self.limit,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What a budgeted future sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetUse {
+    pub sent: u32,
+    /// A request was refused because the budget was spent.
+    pub exceeded: bool,
+}
+
+/// Runs `f` with a budget of `limit` requests for `check`: a request beyond it is refused.
+pub async fn with_budget<F: std::future::Future>(
+    check: &'static str,
+    limit: u32,
+    f: F,
+) -> (F::Output, BudgetUse) {
+    let budget = Arc::new(Budget {
+        check,
+        limit,
+        used: std::sync::atomic::AtomicU32::new(0),
+        refused: AtomicBool::new(false),
+    });
+    let out = BUDGET.scope(budget.clone(), f).await;
+    let used = BudgetUse {
+        sent: budget.used.load(Ordering::SeqCst),
+        exceeded: budget.refused.load(Ordering::SeqCst),
+    };
+    (out, used)
+}
+
+/// What every client of one scan shares: the rate limiters, the request counter, the trace,
+/// the cancellation.
 struct Shared {
     settings: Settings,
+    /// This scan's own rate (it may be lower than the process's per-host rate).
     limiter: DefaultDirectRateLimiter,
+    politeness: Arc<Politeness>,
+    cancel: CancellationToken,
     sent: AtomicU64,
     trace_id: String,
     secrets: Secrets,
@@ -222,22 +343,34 @@ fn random_hex(bytes: usize) -> String {
     hex::encode(buf)
 }
 
+/// Why a scan's network could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum NetworkError {
+    #[error(transparent)]
+    Rate(#[from] RateError),
+    #[error("cannot write the trace file {path}: {source}")]
+    TraceFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
 impl Network {
-    /// Validates the settings (`rate` 1..=10) and opens the trace file.
-    pub fn new(settings: Settings) -> Result<Network, String> {
-        let rate = NonZeroU32::new(settings.rate)
-            .filter(|r| r.get() <= MAX_RATE)
-            .ok_or_else(|| {
-                format!("--rate must be between 1 and {MAX_RATE} requests per second")
-            })?;
-        // Burst of one: requests are spaced evenly, never bunched (SPEC §7).
-        let quota = Quota::per_second(rate).allow_burst(NonZeroU32::MIN);
+    /// Validates the settings (`rate` 1..=10) and opens the trace file. Every request also
+    /// waits on `politeness` (the process's per-host limiter) and fails fast once `cancel` fires.
+    pub fn new(
+        settings: Settings,
+        politeness: Arc<Politeness>,
+        cancel: CancellationToken,
+    ) -> Result<Network, NetworkError> {
+        let quota = quota(settings.rate)?;
         let trace = match &settings.trace_file {
-            Some(path) => {
-                Some(Mutex::new(File::create(path).map_err(|e| {
-                    format!("cannot write {}: {e}", path.display())
-                })?))
-            }
+            Some(path) => Some(Mutex::new(File::create(path).map_err(|source| {
+                NetworkError::TraceFile {
+                    path: path.clone(),
+                    source,
+                }
+            })?)),
             None => None,
         };
         let mut secret_values: Vec<String> =
@@ -252,6 +385,8 @@ impl Network {
         Ok(Network {
             shared: Arc::new(Shared {
                 limiter: RateLimiter::direct(quota),
+                politeness,
+                cancel,
                 sent: AtomicU64::new(0),
                 trace_id: random_hex(16),
                 secrets,
@@ -260,6 +395,20 @@ impl Network {
                 settings,
             }),
         })
+    }
+
+    /// The scan was interrupted: requests (but session ends) are no longer sent.
+    pub fn cancelled(&self) -> &CancellationToken {
+        &self.shared.cancel
+    }
+
+    /// Writes a line to the trace file (a stdio server's stderr, say).
+    pub fn trace_line(&self, line: &serde_json::Value) {
+        if let Some(file) = &self.shared.trace
+            && let Ok(mut f) = file.lock()
+        {
+            let _ = writeln!(f, "{line}");
+        }
     }
 
     pub fn requests_sent(&self) -> u64 {
@@ -365,6 +514,7 @@ impl Network {
             deadline,
             limit: self.shared.settings.limits.max_body,
             read: 0,
+            cancel: self.shared.cancel.clone(),
         };
         loop {
             match stream.next_chunk().await {
@@ -413,7 +563,46 @@ impl Network {
     ) -> Result<(reqwest::Response, Message, Instant), (NetError, Exchange)> {
         let s = &self.shared;
         let limits = s.settings.limits;
-        s.limiter.until_ready().await;
+        // A session end is still sent after an interruption (briefly); nothing else is.
+        let closing = req.closing && s.cancel.is_cancelled();
+        let not_sent = |err: NetError| {
+            let exchange = Exchange {
+                request: Message {
+                    method: Some(req.method.to_string()),
+                    url: Some(s.secrets.redact(req.url.as_str())),
+                    ..Message::default()
+                },
+                response: None,
+                note: Some(err.to_string()),
+            };
+            (err, exchange)
+        };
+        if !closing && s.cancel.is_cancelled() {
+            return Err(not_sent(NetError::Interrupted));
+        }
+        if let Ok(Err(e)) = BUDGET.try_with(|b| b.take()) {
+            return Err(not_sent(e));
+        }
+        let host = req
+            .url
+            .host_str()
+            .unwrap_or_default()
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
+        let wait = async {
+            s.limiter.until_ready().await;
+            s.politeness.wait(&host).await;
+        };
+        if closing {
+            if tokio::time::timeout(CLOSING_TIMEOUT, wait).await.is_err() {
+                return Err(not_sent(NetError::Timeout(CLOSING_TIMEOUT)));
+            }
+        } else {
+            tokio::select! {
+                () = wait => {}
+                () = s.cancel.cancelled() => return Err(not_sent(NetError::Interrupted)),
+            }
+        }
         s.sent.fetch_add(1, Ordering::SeqCst);
         let mut headers = req.headers.clone();
         headers.push(("traceparent".into(), self.traceparent()));
@@ -440,13 +629,22 @@ impl Network {
             truncated: req.body.as_ref().is_some_and(|b| b.len() > EVIDENCE_BODY),
         };
         let started = Instant::now();
-        let sent = tokio::time::timeout(limits.response_timeout, builder.send()).await;
+        let cap = if closing {
+            CLOSING_TIMEOUT
+        } else {
+            limits.response_timeout
+        };
+        let sent = tokio::select! {
+            r = tokio::time::timeout(cap, builder.send()) => Some(r),
+            () = s.cancel.cancelled(), if !closing => None,
+        };
         let err = match sent {
-            Ok(Ok(r)) => return Ok((r, shown_request, started)),
-            Err(_) => NetError::Timeout(limits.response_timeout),
-            Ok(Err(e)) if e.is_connect() => NetError::Connect(root_cause(&e)),
-            Ok(Err(e)) if e.is_timeout() => NetError::Timeout(limits.connect_timeout),
-            Ok(Err(e)) => NetError::Other(root_cause(&e)),
+            None => NetError::Interrupted,
+            Some(Ok(Ok(r))) => return Ok((r, shown_request, started)),
+            Some(Err(_)) => NetError::Timeout(cap),
+            Some(Ok(Err(e))) if e.is_connect() => NetError::Connect(root_cause(&e)),
+            Some(Ok(Err(e))) if e.is_timeout() => NetError::Timeout(limits.connect_timeout),
+            Some(Ok(Err(e))) => NetError::Other(root_cause(&e)),
         };
         let exchange = Exchange {
             request: shown_request,
@@ -567,12 +765,19 @@ pub struct BodyStream {
     deadline: Instant,
     limit: usize,
     read: usize,
+    cancel: CancellationToken,
 }
 
 impl BodyStream {
     pub async fn next_chunk(&mut self) -> Chunk {
         let remaining = self.deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(remaining, self.inner.next()).await {
+        let next = tokio::select! {
+            n = tokio::time::timeout(remaining, self.inner.next()) => n,
+            () = self.cancel.cancelled() => {
+                return Chunk::Stopped("stopped reading: the scan was interrupted".into());
+            }
+        };
+        match next {
             Err(_) => Chunk::Stopped("stopped reading at the time cap".into()),
             Ok(None) => Chunk::End,
             Ok(Some(Err(e))) => Chunk::Failed(format!("body read failed: {}", root_cause(&e))),
@@ -801,6 +1006,7 @@ impl Client {
             deadline: Instant::now() + duration,
             limit: self.net.shared.settings.limits.max_body,
             read: 0,
+            cancel: self.net.shared.cancel.clone(),
         };
         Ok(OpenStream {
             status,
@@ -814,21 +1020,4 @@ impl Client {
     pub fn addresses(&self) -> &[IpAddr] {
         &self.addrs
     }
-}
-
-/// Writes `text` to `path` atomically: a temporary file beside it, synced, then renamed.
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("state"),
-        std::process::id()
-    ));
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
 }

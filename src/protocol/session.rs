@@ -414,6 +414,7 @@ impl Session {
                     url,
                     headers: vec![],
                     body: None,
+                    closing: true,
                 }
                 .header("Mcp-Session-Id", &sid)
                 .header("MCP-Protocol-Version", &version);

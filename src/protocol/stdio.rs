@@ -27,14 +27,17 @@ pub struct StdioProcess {
     stderr: Arc<Mutex<Vec<u8>>>,
     /// Messages written (counted as requests sent).
     pub sent: u64,
+    /// The scan was interrupted: stop waiting for replies.
+    cancel: tokio_util::sync::CancellationToken,
 }
 
 impl StdioProcess {
-    /// Starts `command[0]` with the rest as arguments.
-    pub fn spawn(command: &[String]) -> Result<StdioProcess, String> {
-        let (program, args) = command
-            .split_first()
-            .ok_or("--stdio needs a command after --")?;
+    /// Starts `program` with `args`. Waits for replies end when `cancel` fires.
+    pub fn spawn(
+        program: &str,
+        args: &[String],
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<StdioProcess, String> {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -68,6 +71,7 @@ impl StdioProcess {
             buf: Vec::new(),
             stderr,
             sent: 0,
+            cancel: cancel.clone(),
         })
     }
 
@@ -145,8 +149,21 @@ impl StdioProcess {
             };
         }
         let deadline = tokio::time::Instant::now() + timeout;
+        let cancel = self.cancel.clone();
         loop {
-            let line = match tokio::time::timeout_at(deadline, self.line()).await {
+            let next = tokio::select! {
+                l = tokio::time::timeout_at(deadline, self.line()) => Some(l),
+                () = cancel.cancelled() => None,
+            };
+            let Some(next) = next else {
+                let e = "not answered: the scan was interrupted".to_string();
+                return Call {
+                    exchange: stdio_exchange(msg, None, Some(e.clone())),
+                    error: Some(e),
+                    ..Call::default()
+                };
+            };
+            let line = match next {
                 Err(_) => {
                     let e = format!("no reply within {timeout:?}");
                     return Call {

@@ -42,6 +42,9 @@ pub struct CheckRecord {
     /// Findings this check produced (before suppression and confidence filtering).
     #[serde(default)]
     pub findings: usize,
+    /// Requests this check sent (its budget is in its catalogue entry).
+    #[serde(default)]
+    pub requests: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,6 +142,7 @@ impl Report {
                     status,
                     reason: Some(reason),
                     findings: 0,
+                    requests: 0,
                 }
             })
             .collect();
@@ -168,6 +172,13 @@ impl Report {
             .filter(|c| c.reason.as_deref() == Some("not run"))
         {
             c.reason = Some(reason.to_string());
+        }
+    }
+
+    /// Records the requests check `id` sent.
+    pub fn record_requests(&mut self, id: &str, sent: u32) {
+        if let Some(c) = self.checks.iter_mut().find(|c| c.id == id) {
+            c.requests = sent;
         }
     }
 
@@ -218,16 +229,19 @@ impl Report {
         self.exit_code = self.compute_exit_code().code();
     }
 
-    /// SPEC §4: the format never changes this.
-    pub fn compute_exit_code(&self) -> ExitCode {
+    /// SPEC §4: the exit code of this report judged by `policy` (the format never changes it).
+    /// Findings below the policy's confidence floor and suppressed findings do not count.
+    pub fn exit_code(&self, policy: &Policy) -> ExitCode {
         match self.outcome {
             RunOutcome::Refused => ExitCode::Gate,
             RunOutcome::Incomplete => ExitCode::Incomplete,
             RunOutcome::Complete => {
-                let failing = self.policy.fail_on.is_some_and(|threshold| {
-                    self.findings
-                        .iter()
-                        .any(|f| f.counts() && f.severity >= threshold)
+                let failing = policy.fail_on.is_some_and(|threshold| {
+                    self.findings.iter().any(|f| {
+                        f.counts()
+                            && f.confidence >= policy.min_confidence
+                            && f.severity >= threshold
+                    })
                 });
                 if failing {
                     ExitCode::Findings
@@ -236,6 +250,22 @@ impl Report {
                 }
             }
         }
+    }
+
+    /// The exit code by the policy this report carries.
+    pub fn compute_exit_code(&self) -> ExitCode {
+        self.exit_code(&self.policy)
+    }
+
+    /// Judges the report by a host's policy: findings below its confidence floor are counted,
+    /// not kept, and `exit_code` is set. The engine records everything; hosts apply policies.
+    pub fn apply_policy(&mut self, policy: Policy) {
+        let before = self.findings.len();
+        self.findings
+            .retain(|f| f.confidence >= policy.min_confidence);
+        self.below_min_confidence += before - self.findings.len();
+        self.policy = policy;
+        self.exit_code = self.exit_code(&policy).code();
     }
 
     /// Applies `redact` to every string of the report (evidence, messages, the ladder's verdicts):

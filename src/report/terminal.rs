@@ -44,13 +44,6 @@ impl Paint {
     }
 }
 
-/// Whether colour should be used on stdout: a TTY, and `NO_COLOR` unset or empty.
-pub fn stdout_wants_color() -> bool {
-    use std::io::IsTerminal;
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    !no_color && std::io::stdout().is_terminal()
-}
-
 pub fn render(report: &Report, color: bool) -> String {
     let p = Paint { on: color };
     let mut out = String::new();

@@ -15,7 +15,14 @@ use crate::support::runtime;
 
 /// Passes the gate for a loopback server (local proof) and returns its client.
 async fn client_for(url: &str, settings: Settings) -> (Network, Client) {
-    let net = Network::new(settings).expect("network");
+    let politeness =
+        std::sync::Arc::new(mcpprobe::net::Politeness::new(settings.rate).expect("a valid rate"));
+    let net = Network::new(
+        settings,
+        politeness,
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .expect("network");
     let dns = Dns::new(Some("127.0.0.1:9".parse().expect("addr"))).expect("dns");
     let target = HttpTarget::parse(url).expect("target");
     let cleared = gate::clear_opt_out(target, &dns, &net, GateRecord::default())

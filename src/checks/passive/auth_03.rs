@@ -2,7 +2,7 @@
 //! endpoints).
 //!
 //! Metadata: `checks/passive/AUTH-03.toml`. At most ONE GET, to the RFC 8414 metadata of the
-//! authorization server AUTH-02 found; none with `--no-follow-as`.
+//! authorization server OAuth discovery found; none with `--no-follow-as`.
 
 use serde_json::Value;
 use url::Url;
@@ -31,10 +31,10 @@ impl Check for Auth03 {
 
     fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            if cx.no_follow_as {
+            if !cx.follow_authorization_server {
                 return Outcome::Skipped("--no-follow-as: no request to the authorization server".into());
             }
-            let Some(issuer) = cx.memo.borrow().authorization_server.clone() else {
+            let Some(issuer) = cx.oauth.as_ref().and_then(|d| d.authorization_server.clone()) else {
                 return Outcome::Skipped("no authorization server advertised (see AUTH-02)".into());
             };
             let (Some(client), Some(dns), Some(meta_url)) = (cx.client, cx.dns, metadata_url(&issuer)) else {

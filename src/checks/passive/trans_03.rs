@@ -31,7 +31,7 @@ impl Check for Trans03 {
             let (Some(client), Some(url)) = (cx.client, cx.url) else {
                 return Outcome::Skipped("a stdio server has no CORS".into());
             };
-            let req = Request { method: reqwest::Method::OPTIONS, url: url.clone(), headers: vec![], body: None }
+            let req = Request { method: reqwest::Method::OPTIONS, url: url.clone(), headers: vec![], body: None, closing: false }
                 .header("Origin", FORGED_ORIGIN)
                 .header("Access-Control-Request-Method", "POST")
                 .header("Access-Control-Request-Headers", "content-type, mcp-session-id, authorization");

@@ -1,5 +1,10 @@
-//! The command line: clap definitions and dispatch. Usage errors exit 64, never clap's 2
-//! (2 means "stopped by the gate").
+//! The command line, a thin host around the engine: clap definitions, dispatch, the runtime,
+//! Ctrl-C, rendering and exit codes. Usage errors exit 64, never clap's 2 (2 means "stopped by
+//! the gate"). The only module that prints.
+
+mod demo;
+mod offline;
+mod scan;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -73,11 +78,7 @@ pub enum Command {
         config: PathBuf,
     },
     /// Start the bundled vulnerable reference server on 127.0.0.1, scan it, and stop it.
-    Demo {
-        /// Further `scan` options, e.g. `--format json`.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        scan_args: Vec<String>,
-    },
+    Demo(Box<DemoArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -104,12 +105,7 @@ pub enum DiffFormat {
     Json,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ListFormat {
-    Terminal,
-    Json,
-    Markdown,
-}
+pub use crate::docs::ListFormat;
 
 /// Severity threshold for the exit code, or `none` to never fail on findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -245,9 +241,24 @@ pub struct ScanArgs {
     /// Never call this tool (repeatable).
     #[arg(long, value_name = "TOOL", help_heading = "Active")]
     pub exclude_tool: Vec<String>,
-    /// Show what the active checks would send, send nothing.
-    #[arg(long, help_heading = "Active")]
-    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Requests per second (at most 10; the demo scans at the highest polite rate).
+    #[arg(long, default_value_t = crate::net::MAX_RATE, help_heading = "Network")]
+    pub rate: u32,
+    /// Write every request and response (redacted) as JSON lines.
+    #[arg(long, value_name = "FILE", help_heading = "Network")]
+    pub trace_file: Option<PathBuf>,
+    /// Only run these checks (comma-separated ids).
+    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
+    pub checks: Vec<String>,
+    /// Skip these checks (comma-separated ids).
+    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
+    pub skip_checks: Vec<String>,
 }
 
 /// Parses the command line and runs it. Returns the process exit code.
@@ -295,18 +306,18 @@ pub fn run(cli: Cli) -> i32 {
                 )),
             },
         },
-        Command::Check(args) => crate::offline::check(&args),
-        Command::Fingerprint { file } => crate::offline::fingerprint(&file),
-        Command::Diff { old, new, format } => crate::offline::diff(&old, &new, format),
-        Command::Scan(args) => crate::scan::scan(&args),
-        Command::Verify { action, resolver } => crate::scan::verify(&action, resolver.as_deref()),
+        Command::Check(args) => offline::check(&args),
+        Command::Fingerprint { file } => offline::fingerprint(&file),
+        Command::Diff { old, new, format } => offline::diff(&old, &new, format),
+        Command::Scan(args) => scan::scan(&args),
+        Command::Verify { action, resolver } => scan::verify(&action, resolver.as_deref()),
         Command::Badge { .. } => not_yet("badge"),
         Command::Daemon { .. } => not_yet("daemon"),
-        Command::Demo { scan_args } => crate::demo::run(&scan_args),
+        Command::Demo(args) => demo::run(&args),
     }
 }
 
-fn print_out(text: &str) -> i32 {
+pub(crate) fn print_out(text: &str) -> i32 {
     let mut out = std::io::stdout().lock();
     // A closed pipe (`mcpprobe checks | head`) is not an error.
     let _ = out.write_all(text.as_bytes());
@@ -314,13 +325,19 @@ fn print_out(text: &str) -> i32 {
     0
 }
 
+/// Colour only on a terminal, and never with `NO_COLOR`.
+fn stdout_wants_color() -> bool {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && std::io::stdout().is_terminal()
+}
+
 /// Writes the report as the output arguments ask: the main format to stdout or `--output`,
 /// and the `--json` / `--sarif` copies beside it. Returns the exit code of the report, or 64
 /// when a file cannot be written.
 pub fn emit(report: &Report, output: &OutputArgs, artifact: &str) -> i32 {
-    let color = output.output.is_none()
-        && output.format == Format::Terminal
-        && crate::report::terminal::stdout_wants_color();
+    let color =
+        output.output.is_none() && output.format == Format::Terminal && stdout_wants_color();
     let main = crate::report::render(report, output.format, artifact, color);
     let write = |path: &PathBuf, text: &str| -> Result<(), i32> {
         std::fs::write(path, text)

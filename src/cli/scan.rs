@@ -1,0 +1,217 @@
+//! `mcpprobe scan` and `mcpprobe verify` as the CLI hosts them: flags → [`ScanRequest`], a
+//! runtime, Ctrl-C (which cancels the scan), rendering, and the exit code from the report.
+
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{ScanArgs, VerifyAction, emit, print_out, usage_error};
+use crate::engine::{
+    ActiveRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Scanner, ScannerConfig,
+    Secret, Selection, Target,
+};
+use crate::gate::state::StateDir;
+use crate::report::{Report, RunOutcome};
+
+/// The state folder: `$MCPPROBE_STATE_DIR`, else `$XDG_STATE_HOME/mcpprobe`, else
+/// `~/.local/state/mcpprobe` (SPEC §1.2). Read here, by the host; the engine is told.
+pub fn state_dir_from_env() -> Result<PathBuf, String> {
+    let var = |name: &str| std::env::var_os(name).filter(|d| !d.is_empty());
+    if let Some(dir) = var("MCPPROBE_STATE_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(xdg) = var("XDG_STATE_HOME") {
+        return Ok(PathBuf::from(xdg).join("mcpprobe"));
+    }
+    match var("HOME") {
+        Some(home) => Ok(PathBuf::from(home).join(".local/state/mcpprobe")),
+        None => Err("no state folder: set MCPPROBE_STATE_DIR".into()),
+    }
+}
+
+/// The runtime a command runs on: multi-threaded, as the daemon's, so that what the CLI
+/// exercises is what every host gets.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// Progress lines on stderr (`tracing` events of `mcpprobe::progress`), only on a terminal.
+pub fn show_progress() {
+    use std::io::IsTerminal as _;
+    if !std::io::stderr().is_terminal() {
+        return;
+    }
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_target("mcpprobe::progress", tracing::Level::INFO);
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .with_level(false)
+        .without_time();
+    let _ = tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
+        .try_init();
+}
+
+/// Flags of features this build does not have yet: refused, never silently ignored.
+fn unavailable(args: &ScanArgs) -> Option<String> {
+    [
+        (args.baseline.is_some(), "--baseline"),
+        (args.update_baseline, "--update-baseline"),
+        (args.fail_on_new.is_some(), "--fail-on-new"),
+        (args.config.is_some(), "--config"),
+    ]
+    .into_iter()
+    .find(|(given, _)| *given)
+    .map(|(_, flag)| format!("`{flag}` is not yet available in this build of mcpprobe"))
+}
+
+/// The engine's request for these flags; every error is a usage error.
+pub fn request(args: &ScanArgs) -> Result<ScanRequest, ConfigError> {
+    let target = if args.stdio {
+        Target::stdio(&args.command)?
+    } else {
+        match args.url.as_deref() {
+            Some(url) => Target::http(url)?,
+            None => return Err(ConfigError::EmptyCommand),
+        }
+    };
+    let mut req = ScanRequest::new(target);
+    req.credentials = Credentials {
+        token: args
+            .token
+            .clone()
+            .filter(|t| !t.is_empty())
+            .map(Secret::new),
+        headers: args
+            .headers
+            .iter()
+            .map(|h| Credentials::parse_header(h))
+            .collect::<Result<_, _>>()?,
+    };
+    req.checks = Selection::new(&args.checks, &args.skip_checks)?;
+    req.limits = ScanLimits {
+        rate: args.rate,
+        ..ScanLimits::default()
+    };
+    req.follow_authorization_server = !args.no_follow_as;
+    req.active = args.active.then(|| ActiveRequest {
+        authorised_by: args.authorised_by.clone(),
+        scope: args.scope.clone(),
+        verify: args.verify,
+    });
+    req.exclude_tools = args.exclude_tool.clone();
+    req.trace_file = args.trace_file.clone();
+    Ok(req)
+}
+
+fn resolver(raw: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
+    raw.map(|r| {
+        r.parse()
+            .map_err(|_| format!("--resolver {r:?} is not IP:PORT"))
+    })
+    .transpose()
+}
+
+/// Runs one request on a fresh scanner, Ctrl-C cancelling it. `Err` is a usage error.
+pub fn run_scan(
+    req: &ScanRequest,
+    resolver_addr: Option<&str>,
+    host_rate: u32,
+) -> Result<Report, String> {
+    let mut config = ScannerConfig::new(state_dir_from_env()?);
+    config.resolver = resolver(resolver_addr)?;
+    config.host_rate = host_rate;
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let scanner = Scanner::new(config).map_err(|e| e.to_string())?;
+        let cancel = CancellationToken::new();
+        let on_ctrl_c = cancel.clone();
+        let ctrl_c = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_ctrl_c.cancel();
+            }
+        });
+        let report = scanner.scan(req, cancel).await.map_err(|e| e.to_string());
+        ctrl_c.abort();
+        report
+    })
+}
+
+/// Says on stderr why a run was refused or is incomplete (the report says it too).
+pub fn say_outcome(report: &Report) {
+    if report.outcome != RunOutcome::Complete
+        && let Some(why) = &report.reason
+    {
+        eprintln!("mcpprobe: {}", crate::report::escape::escape(why));
+    }
+}
+
+pub fn scan(args: &ScanArgs) -> i32 {
+    if let Some(e) = unavailable(args) {
+        return usage_error(e);
+    }
+    let req = match request(args) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    show_progress();
+    match run_scan(&req, args.resolver.as_deref(), args.rate) {
+        Ok(mut report) => {
+            say_outcome(&report);
+            report.apply_policy(args.output.policy());
+            let target = report.target.clone();
+            emit(&report, &args.output, &target)
+        }
+        Err(e) => usage_error(e),
+    }
+}
+
+pub fn verify(action: &VerifyAction, resolver_addr: Option<&str>) -> i32 {
+    let state = match state_dir_from_env() {
+        Ok(s) => StateDir::new(s),
+        Err(e) => return usage_error(e),
+    };
+    let now = chrono::Utc::now();
+    match action {
+        VerifyAction::Init { host } => match crate::gate::verify_init(host, &state, now) {
+            Ok(text) => print_out(&text),
+            Err(e) => usage_error(e),
+        },
+        VerifyAction::Status => {
+            let (text, ok) = crate::gate::verify_status(&state, now);
+            print_out(&text);
+            if ok { 0 } else { 64 }
+        }
+        VerifyAction::Check { host } => {
+            let server = match resolver(resolver_addr) {
+                Ok(s) => s,
+                Err(e) => return usage_error(e),
+            };
+            let runtime = match runtime() {
+                Ok(r) => r,
+                Err(e) => return usage_error(e),
+            };
+            let result = runtime.block_on(async {
+                let dns =
+                    crate::net::dns::Dns::new(server).map_err(crate::gate::Stop::Unreachable)?;
+                crate::gate::verify_check(host, &state, &dns, now).await
+            });
+            match result {
+                Ok(text) => print_out(&text),
+                Err(crate::gate::Stop::Refused(e)) | Err(crate::gate::Stop::Unreachable(e)) => {
+                    eprintln!("mcpprobe: not verified: {e}");
+                    crate::exit::ExitCode::Gate.code()
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,550 @@
+//! The engine (SPEC §1.4): [`Scanner::scan`] runs the whole pipeline — gate, fingerprint,
+//! inventory, OAuth discovery, checks, baseline — and returns a [`Report`]. It never prints
+//! (progress goes through `tracing`), never reads the environment, never exits and never owns
+//! Ctrl-C: the CLI, the daemon, the Action and the Python package are thin hosts around it.
+//!
+//! A gate refusal, an unreachable target, an interruption, an errored or panicking check are
+//! outcomes recorded in the report; `Err` is only a configuration error ([`ConfigError`]).
+
+pub mod request;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::FutureExt as _;
+use tokio_util::sync::CancellationToken;
+
+pub use request::{
+    ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Secret,
+    Selection, Target,
+};
+
+use crate::catalogue::{Kind, catalogue};
+use crate::checks::{Check, Live, Outcome};
+use crate::gate::state::StateDir;
+use crate::gate::{self, HttpTarget, Stop};
+use crate::net::dns::Dns;
+use crate::net::{Network, Politeness, Settings};
+use crate::protocol::inventory::{self, Inventory};
+use crate::protocol::ladder::{self, Fingerprint};
+use crate::protocol::session::Session;
+use crate::report::{GateRecord, Report, RunOutcome};
+
+/// How long an interrupted scan may take to end its sessions.
+pub const GRACE: Duration = Duration::from_secs(3);
+
+/// Where the engine learns the time (tests and the daemon may use their own).
+pub trait Clock: Send + Sync {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// What a [`Scanner`] is built from.
+pub struct ScannerConfig {
+    /// The state folder (proofs, authorisation records). The host finds it; the engine never
+    /// reads the environment.
+    pub state_dir: PathBuf,
+    /// The name server to ask, or the system's.
+    pub resolver: Option<SocketAddr>,
+    /// Requests per second per host, across every scan of this scanner (1..=10).
+    pub host_rate: u32,
+    pub clock: Arc<dyn Clock>,
+    /// For tests: implementations that replace catalogue checks of the same id.
+    #[doc(hidden)]
+    pub overrides: Vec<&'static dyn Check>,
+}
+
+impl ScannerConfig {
+    pub fn new(state_dir: impl Into<PathBuf>) -> ScannerConfig {
+        ScannerConfig {
+            state_dir: state_dir.into(),
+            resolver: None,
+            host_rate: crate::net::DEFAULT_RATE,
+            clock: Arc::new(SystemClock),
+            overrides: Vec::new(),
+        }
+    }
+}
+
+/// Shared by every scan of a process: the resolver, the state folder, the clock, and one rate
+/// limiter keyed by host.
+pub struct Scanner {
+    dns: Dns,
+    state: StateDir,
+    clock: Arc<dyn Clock>,
+    politeness: Arc<Politeness>,
+    overrides: Vec<&'static dyn Check>,
+}
+
+/// Why a scan stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interruption {
+    Cancelled,
+    Cap(Duration),
+}
+
+impl Interruption {
+    fn reason(self) -> String {
+        match self {
+            Interruption::Cancelled => "interrupted: the scan was cancelled".into(),
+            Interruption::Cap(d) => format!(
+                "interrupted: the scan hit its {}-second cap (a slow server?)",
+                d.as_secs()
+            ),
+        }
+    }
+}
+
+/// What the live stages hand the checks.
+struct Parts<'a> {
+    fp: &'a Fingerprint,
+    inventory: Option<&'a Inventory>,
+    client: Option<&'a crate::net::Client>,
+    url: Option<&'a url::Url>,
+    sessions: &'a [Session],
+    loopback: bool,
+}
+
+impl Scanner {
+    /// Must be called inside a tokio runtime (the resolver is built on it).
+    pub fn new(config: ScannerConfig) -> Result<Scanner, ConfigError> {
+        Ok(Scanner {
+            dns: Dns::new(config.resolver).map_err(ConfigError::Resolver)?,
+            state: StateDir::new(config.state_dir),
+            clock: config.clock,
+            politeness: Arc::new(Politeness::new(config.host_rate)?),
+            overrides: config.overrides,
+        })
+    }
+
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    pub fn dns(&self) -> &Dns {
+        &self.dns
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    fn check(&self, id: &str, default: &'static dyn Check) -> &'static dyn Check {
+        self.overrides
+            .iter()
+            .copied()
+            .find(|c| c.id() == id)
+            .unwrap_or(default)
+    }
+
+    /// Runs one scan. The future is `Send`; it ends promptly once `cancel` fires (sessions are
+    /// still ended, within [`GRACE`]) or the request's whole-scan cap passes, with an
+    /// `incomplete` report.
+    pub async fn scan(
+        &self,
+        req: &ScanRequest,
+        cancel: CancellationToken,
+    ) -> Result<Report, ConfigError> {
+        let mut report = Report::new(req.target.to_string(), Default::default());
+        // SPEC §1.3: an unauthorised --active stops before anything is sent.
+        if let Some(active) = &req.active
+            && let Err(why) = gate::authorise_active(
+                active.authorised_by.as_deref(),
+                active.scope.as_deref(),
+                active.verify,
+            )
+        {
+            tracing::warn!("{why}");
+            report.outcome = RunOutcome::Refused;
+            report.reason = Some(why);
+            report.skip_rest("stopped by the gate: active mode not authorised");
+            report.finish();
+            return Ok(report);
+        }
+        let http_target = match &req.target {
+            Target::Http(url) => Some(HttpTarget::parse(url.as_str())?),
+            Target::Stdio { .. } => None,
+        };
+        let settings = Settings {
+            rate: req.limits.rate,
+            limits: crate::net::Limits {
+                connect_timeout: req.limits.connect_timeout,
+                response_timeout: req.limits.response_timeout,
+                max_body: req.limits.max_body,
+            },
+            token: req
+                .credentials
+                .token
+                .as_ref()
+                .map(|t| t.expose().to_string()),
+            headers: req
+                .credentials
+                .headers
+                .iter()
+                .map(|(n, v)| (n.clone(), v.expose().to_string()))
+                .collect(),
+            trace_file: req.trace_file.clone(),
+        };
+        let scan_cancel = cancel.child_token();
+        let net = Network::new(settings, self.politeness.clone(), scan_cancel.clone())?;
+        let interrupted = {
+            let work = async {
+                match &http_target {
+                    Some(t) => self.run_http(req, t.clone(), &net, &mut report).await,
+                    None => self.run_stdio(req, &net, &mut report).await,
+                }
+            };
+            let mut work = std::pin::pin!(work);
+            let cap = tokio::time::sleep(req.limits.scan_cap);
+            let why = tokio::select! {
+                r = &mut work => { r?; None }
+                () = cancel.cancelled() => Some(Interruption::Cancelled),
+                () = cap => Some(Interruption::Cap(req.limits.scan_cap)),
+            };
+            if why.is_some() {
+                // Every request and wait now fails fast; the pipeline unwinds and ends its
+                // sessions (those requests are still sent, briefly).
+                scan_cancel.cancel();
+                if let Ok(r) = tokio::time::timeout(GRACE, &mut work).await {
+                    r?;
+                }
+            }
+            why
+        };
+        if let Some(why) = interrupted {
+            report.outcome = RunOutcome::Incomplete;
+            report.reason = Some(why.reason());
+            report.skip_rest("the scan was interrupted");
+        }
+        report.requests_sent += net.requests_sent();
+        report.finish();
+        // Whatever a server echoed back, the user's secrets never reach a report.
+        let secrets = net.secrets().clone();
+        report.redact(|s| secrets.redact(s));
+        Ok(report)
+    }
+
+    /// The HTTP pipeline: gate, ladder, inventory, checks, session close.
+    async fn run_http(
+        &self,
+        req: &ScanRequest,
+        target: HttpTarget,
+        net: &Network,
+        report: &mut Report,
+    ) -> Result<(), ConfigError> {
+        let dns = &self.dns;
+        let gated = async {
+            let cleared = gate::clear_opt_out(target, dns, net, GateRecord::default()).await?;
+            gate::prove_ownership(cleared, dns, &self.state, self.clock.now()).await
+        };
+        let owned = match gated.await {
+            Ok(o) => o,
+            Err(halted) => {
+                let gate::Halted { stop, record } = *halted;
+                report.gate = Some(record);
+                let (outcome, why, skip) = match stop {
+                    Stop::Refused(why) => (RunOutcome::Refused, why, "stopped by the gate"),
+                    Stop::Unreachable(why) => (
+                        RunOutcome::Incomplete,
+                        why,
+                        "the target could not be reached",
+                    ),
+                };
+                tracing::warn!("{why}");
+                report.outcome = outcome;
+                report.reason = Some(why);
+                report.skip_rest(skip);
+                return Ok(());
+            }
+        };
+        report.gate = Some(owned.record().clone());
+        let client = match owned.client(net) {
+            Ok(c) => c,
+            Err(e) => {
+                report.outcome = RunOutcome::Incomplete;
+                report.reason = Some(format!("no HTTP client for the target: {e}"));
+                report.skip_rest("the target could not be reached");
+                return Ok(());
+            }
+        };
+        for tool in &req.exclude_tools {
+            client.guard().exclude(tool);
+        }
+        let url = owned.target().url.clone();
+        tracing::info!(target: "mcpprobe::progress", "fingerprinting {url}");
+        let (fp, sessions) = ladder::http(&client, &url).await;
+        let inventory = match sessions.first() {
+            Some(main) if !net.cancelled().is_cancelled() => {
+                tracing::info!(target: "mcpprobe::progress", "reading the inventory");
+                Some(inventory::read(main, &fp).await)
+            }
+            _ => None,
+        };
+        if let Some(inv) = &inventory {
+            guard_destructive(&client, inv);
+        }
+        if req.active.is_some() {
+            let hash = inventory
+                .as_ref()
+                .map(|i| crate::fingerprint::tools_sha256(i.tools()));
+            let proof = match owned.proof() {
+                gate::Proof::Local(why) => why.clone(),
+                gate::Proof::DnsTxt(p) => {
+                    format!("dns-txt, valid until {}", p.expires_at.to_rfc3339())
+                }
+            };
+            self.record_authorisation(req, &owned.target().host, &proof, hash.as_deref())?;
+        }
+        let parts = Parts {
+            fp: &fp,
+            inventory: inventory.as_ref(),
+            client: Some(&client),
+            url: Some(&url),
+            sessions: &sessions,
+            loopback: matches!(owned.proof(), gate::Proof::Local(_)),
+        };
+        self.assess(req, report, net, parts).await;
+        for s in sessions {
+            let _ = s.close().await;
+        }
+        Ok(())
+    }
+
+    /// A stdio server: the opt-out does not apply and the proof is local (mcpprobe starts the
+    /// server itself); the server is always stopped at the end.
+    async fn run_stdio(
+        &self,
+        req: &ScanRequest,
+        net: &Network,
+        report: &mut Report,
+    ) -> Result<(), ConfigError> {
+        let Target::Stdio { program, args } = &req.target else {
+            return Ok(());
+        };
+        report.gate = Some(GateRecord {
+            opt_out: vec![
+                "skipped: a stdio server that mcpprobe starts itself has nothing to opt out from"
+                    .into(),
+            ],
+            ownership: Some("local: a stdio server started by mcpprobe".into()),
+            ..GateRecord::default()
+        });
+        let process =
+            match crate::protocol::stdio::StdioProcess::spawn(program, args, net.cancelled()) {
+                Ok(p) => p,
+                Err(e) => {
+                    report.outcome = RunOutcome::Incomplete;
+                    report.reason = Some(e);
+                    report.skip_rest("the stdio server could not be started");
+                    return Ok(());
+                }
+            };
+        let (fp, session) = ladder::stdio(process).await;
+        let inventory = if fp.eras.is_empty() || net.cancelled().is_cancelled() {
+            None
+        } else {
+            Some(inventory::read(&session, &fp).await)
+        };
+        if req.active.is_some() {
+            let hash = inventory
+                .as_ref()
+                .map(|i| crate::fingerprint::tools_sha256(i.tools()));
+            self.record_authorisation(
+                req,
+                "stdio",
+                "local: a stdio server started by mcpprobe",
+                hash.as_deref(),
+            )?;
+        }
+        let sessions = std::slice::from_ref(&session);
+        let parts = Parts {
+            fp: &fp,
+            inventory: inventory.as_ref(),
+            client: None,
+            url: None,
+            sessions,
+            loopback: true,
+        };
+        self.assess(req, report, net, parts).await;
+        if let Some((sent, stderr)) = session.stdio_stats().await {
+            report.requests_sent += sent;
+            net.trace_line(&serde_json::json!({"stdio_stderr": stderr}));
+        }
+        session.close().await;
+        Ok(())
+    }
+
+    /// Runs every check against what the ladder and the inventory found, and fills the report.
+    async fn assess(
+        &self,
+        req: &ScanRequest,
+        report: &mut Report,
+        net: &Network,
+        parts: Parts<'_>,
+    ) {
+        let fp = parts.fp;
+        let input = parts.inventory.and_then(|inv| {
+            crate::rules::Input::from_value(inv.value.clone(), Some(crate::rules::InputKind::Tools))
+                .ok()
+        });
+        let doc = input.as_ref().map(|i| i.document());
+        let mut cx = Live {
+            fingerprint: fp,
+            inventory: parts.inventory,
+            input: input.as_ref(),
+            doc: doc.as_ref(),
+            client: parts.client,
+            url: parts.url,
+            dns: parts.client.map(|_| &self.dns),
+            follow_authorization_server: req.follow_authorization_server,
+            sessions: parts.sessions,
+            credentialed: !req.credentials.is_empty(),
+            loopback: parts.loopback,
+            oauth: None,
+        };
+        let mut fingerprint = crate::report::Fingerprint {
+            eras: fp.eras.clone(),
+            transport: fp.transport.clone(),
+            ..Default::default()
+        };
+        if let Ok(serde_json::Value::Object(mut m)) = serde_json::to_value(fp) {
+            m.remove("eras");
+            m.remove("transport");
+            fingerprint.extra = m;
+        }
+        report.fingerprint = Some(fingerprint);
+        report.tool_list_sha256 = input.as_ref().map(|i| i.tools_sha256().to_string());
+
+        let stop = if let Some(u) = &fp.unreachable {
+            Some(format!("the target could not be reached: {u}"))
+        } else if let Some(n) = &fp.not_mcp {
+            Some(format!("not an MCP endpoint: {n}"))
+        } else if fp.eras.is_empty() && fp.auth_required {
+            Some("every rung answered 401/403: the server needs credentials (--token or --header); era unknown, inventory not read".into())
+        } else if parts.inventory.is_none() {
+            Some("no session could be opened to read the inventory".into())
+        } else {
+            None
+        };
+        // OAuth discovery is a stage of its own: AUTH-02 and AUTH-03 each read its value.
+        if (req.checks.includes("AUTH-02") || req.checks.includes("AUTH-03"))
+            && parts.client.is_some()
+        {
+            cx.oauth = Some(crate::checks::oauth::discover(&cx).await);
+        }
+        for entry in &catalogue().entries {
+            let id = entry.meta.id.as_str();
+            let check = self.check(id, entry.check);
+            if entry.meta.kind == Kind::Active {
+                // Registered stubs: not implemented in every report, with what they would do.
+                if let Some(plan) = parts.inventory.and_then(|inv| check.plan(inv.tools())) {
+                    let gate = if req.active.is_some() {
+                        ""
+                    } else {
+                        " (and not authorised: --active was not given)"
+                    };
+                    let reason = format!(
+                        "{}{gate}; plan: {plan}",
+                        crate::checks::ACTIVE_NOT_IMPLEMENTED
+                    );
+                    report.record(id, Outcome::NotImplemented(reason));
+                }
+                continue;
+            }
+            if !req.checks.includes(id) {
+                report.record(
+                    id,
+                    Outcome::Skipped("not selected (--checks / --skip-checks)".into()),
+                );
+                continue;
+            }
+            if net.cancelled().is_cancelled() {
+                break;
+            }
+            tracing::debug!(target: "mcpprobe::progress", "running {id}");
+            let budget = entry.meta.requests;
+            let run = std::panic::AssertUnwindSafe(check.live(&cx)).catch_unwind();
+            let (outcome, used) = crate::net::with_budget(check.id(), budget, run).await;
+            let outcome = match outcome {
+                _ if net.cancelled().is_cancelled() => {
+                    Outcome::Skipped("the scan was interrupted before this check finished".into())
+                }
+                Err(panic) => Outcome::Error(format!(
+                    "the check panicked: {}",
+                    panic_message(panic.as_ref())
+                )),
+                Ok(_) if used.exceeded => Outcome::Error(format!(
+                    "the check tried to send more than its budget of {budget} requests (checks/{}); its result is not trusted",
+                    entry.meta.id
+                )),
+                Ok(o) => o,
+            };
+            report.record_requests(id, used.sent);
+            report.record(id, outcome);
+        }
+        if let Some(why) = stop {
+            report.outcome = RunOutcome::Incomplete;
+            report.reason = Some(why);
+        }
+    }
+
+    /// SPEC §1.3: every active run leaves an authorisation record in the state folder, written
+    /// after the inventory so that it carries the tool-list fingerprint.
+    fn record_authorisation(
+        &self,
+        req: &ScanRequest,
+        host: &str,
+        proof: &str,
+        tool_list_sha256: Option<&str>,
+    ) -> Result<PathBuf, ConfigError> {
+        let now = self.clock.now();
+        let active = req.active.clone().unwrap_or_default();
+        let planned: Vec<&str> = catalogue()
+            .metas()
+            .filter(|m| m.kind == Kind::Active)
+            .map(|m| m.id.as_str())
+            .collect();
+        let record = serde_json::json!({
+            "authorised_by": active.authorised_by,
+            "scope": active.scope,
+            "target": req.target.to_string(),
+            "time": now.to_rfc3339(),
+            "proof": proof,
+            "tool_list_sha256": tool_list_sha256,
+            "checks_planned": planned,
+            "excluded_tools": req.exclude_tools,
+            "note": crate::checks::ACTIVE_NOT_IMPLEMENTED,
+        });
+        Ok(self.state.save_authorisation(&record, host, now)?)
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Tools annotated `destructiveHint: true` can never be called (SPEC §1.3).
+fn guard_destructive(client: &crate::net::Client, inv: &Inventory) {
+    for t in inv.tools() {
+        if t.pointer("/annotations/destructiveHint") == Some(&serde_json::Value::Bool(true))
+            && let Some(name) = t.get("name").and_then(serde_json::Value::as_str)
+        {
+            client.guard().exclude(name);
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! What a host asks the engine to do: plain data, validated when it is built, no clap type.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::catalogue::catalogue;
+use crate::gate::{HttpTarget, TargetError};
+
+/// A secret the user passed (a token, a header value): never printed, never in `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+    /// The value, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(redacted)")
+    }
+}
+
+/// What to scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An HTTP(S) MCP endpoint.
+    Http(Url),
+    /// A stdio server mcpprobe starts itself: the program and its arguments.
+    Stdio { program: String, args: Vec<String> },
+}
+
+impl Target {
+    /// An HTTP(S) target; anything else is a configuration error.
+    pub fn http(raw: &str) -> Result<Target, ConfigError> {
+        Ok(Target::Http(HttpTarget::parse(raw)?.url))
+    }
+
+    /// A stdio target from a command line (program first).
+    pub fn stdio(command: &[String]) -> Result<Target, ConfigError> {
+        let (program, args) = command.split_first().ok_or(ConfigError::EmptyCommand)?;
+        if program.is_empty() {
+            return Err(ConfigError::EmptyCommand);
+        }
+        Ok(Target::Stdio {
+            program: program.clone(),
+            args: args.to_vec(),
+        })
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Http(u) => f.write_str(u.as_str()),
+            Target::Stdio { program, args } => {
+                f.write_str(program)?;
+                for a in args {
+                    write!(f, " {a}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The user's credentials for the target. Only credentialed clients send them; the anonymous
+/// view of AUTH-01 never does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Credentials {
+    /// Sent as `Authorization: Bearer …`.
+    pub token: Option<Secret>,
+    /// Extra headers, `(name, value)`.
+    pub headers: Vec<(String, Secret)>,
+}
+
+impl Credentials {
+    pub fn is_empty(&self) -> bool {
+        self.token.is_none() && self.headers.is_empty()
+    }
+
+    /// Parses `Name: value` (the CLI's `--header`).
+    pub fn parse_header(raw: &str) -> Result<(String, Secret), ConfigError> {
+        let bad = |reason: &str| ConfigError::Header {
+            name: raw.split(':').next().unwrap_or_default().trim().to_string(),
+            reason: reason.to_string(),
+        };
+        let (name, value) = raw
+            .split_once(':')
+            .ok_or_else(|| bad("not `Name: value`"))?;
+        let name = name.trim();
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+        {
+            return Err(bad("not a header name"));
+        }
+        let value = value.trim();
+        if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+            return Err(bad("the value holds a line break"));
+        }
+        Ok((name.to_string(), Secret::new(value)))
+    }
+}
+
+/// Caps of one scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanLimits {
+    /// Requests per second of this scan (1..=10); the process's per-host rate also applies.
+    pub rate: u32,
+    pub connect_timeout: Duration,
+    pub response_timeout: Duration,
+    pub max_body: usize,
+    /// The longest a whole scan may take.
+    pub scan_cap: Duration,
+}
+
+impl Default for ScanLimits {
+    fn default() -> Self {
+        let net = crate::net::Limits::default();
+        ScanLimits {
+            rate: crate::net::DEFAULT_RATE,
+            connect_timeout: net.connect_timeout,
+            response_timeout: net.response_timeout,
+            max_body: net.max_body,
+            scan_cap: Duration::from_secs(180),
+        }
+    }
+}
+
+/// Which checks run: validated catalogue ids. INFO-01 and INFO-02 always run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    only: Option<BTreeSet<String>>,
+    skip: BTreeSet<String>,
+}
+
+/// Lowercase alphanumerics only: `auth01`, `AUTH_01` and `auth-01` are the same id.
+fn squash(id: &str) -> String {
+    id.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The catalogue id `raw` names exactly (case-insensitive), or the error with the closest id.
+pub fn check_id(raw: &str) -> Result<String, ConfigError> {
+    let raw = raw.trim();
+    let ids: Vec<&str> = catalogue().metas().map(|m| m.id.as_str()).collect();
+    if let Some(id) = ids.iter().find(|id| id.eq_ignore_ascii_case(raw)) {
+        return Ok((*id).to_string());
+    }
+    let wanted = squash(raw);
+    let suggestion = ids
+        .iter()
+        .map(|id| (edit_distance(&wanted, &squash(id)), *id))
+        .min()
+        .filter(|(d, _)| *d <= 2)
+        .map(|(_, id)| id.to_string());
+    Err(ConfigError::UnknownCheck {
+        id: raw.to_string(),
+        suggestion,
+    })
+}
+
+impl Selection {
+    /// Every check.
+    pub fn all() -> Selection {
+        Selection::default()
+    }
+
+    /// `only` (empty: every check) minus `skip`; an unknown id is an error naming the closest.
+    pub fn new<S: AsRef<str>>(only: &[S], skip: &[S]) -> Result<Selection, ConfigError> {
+        let ids = |list: &[S]| -> Result<BTreeSet<String>, ConfigError> {
+            list.iter()
+                .map(AsRef::as_ref)
+                .filter(|s| !s.trim().is_empty())
+                .map(check_id)
+                .collect()
+        };
+        let only = ids(only)?;
+        Ok(Selection {
+            only: (!only.is_empty()).then_some(only),
+            skip: ids(skip)?,
+        })
+    }
+
+    /// Whether check `id` runs.
+    pub fn includes(&self, id: &str) -> bool {
+        id.starts_with("INFO-")
+            || (self.only.as_ref().is_none_or(|o| o.contains(id)) && !self.skip.contains(id))
+    }
+}
+
+/// `--active` and what authorises it (SPEC §1.3). The gate decides; the engine records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActiveRequest {
+    pub authorised_by: Option<String>,
+    pub scope: Option<String>,
+    /// Require a proof made within this run.
+    pub verify: bool,
+}
+
+/// `--baseline FILE` (and `--update-baseline`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaselineRequest {
+    pub path: PathBuf,
+    /// Accept the current state as the new baseline.
+    pub update: bool,
+}
+
+/// One scan, as a host asks for it.
+#[derive(Debug, Clone)]
+pub struct ScanRequest {
+    pub target: Target,
+    pub credentials: Credentials,
+    pub checks: Selection,
+    pub limits: ScanLimits,
+    /// Whether AUTH-03 may send its one GET to the advertised authorization server.
+    pub follow_authorization_server: bool,
+    pub active: Option<ActiveRequest>,
+    /// Tools never called (`--exclude-tool`).
+    pub exclude_tools: Vec<String>,
+    pub baseline: Option<BaselineRequest>,
+    /// Write every request and response (redacted) as JSON lines.
+    pub trace_file: Option<PathBuf>,
+}
+
+impl ScanRequest {
+    /// A passive scan of `target` with the defaults: every check, 5 requests per second.
+    pub fn new(target: Target) -> ScanRequest {
+        ScanRequest {
+            target,
+            credentials: Credentials::default(),
+            checks: Selection::all(),
+            limits: ScanLimits::default(),
+            follow_authorization_server: true,
+            active: None,
+            exclude_tools: Vec::new(),
+            baseline: None,
+            trace_file: None,
+        }
+    }
+}
+
+/// A configuration error: the scan was not started (exit 64). Everything else that can go
+/// wrong in a scan is an outcome in its report.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("--stdio needs a command after --")]
+    EmptyCommand,
+    #[error("--header {name:?}: {reason}")]
+    Header { name: String, reason: String },
+    #[error(transparent)]
+    Rate(#[from] crate::net::RateError),
+    #[error("{}", unknown_check(id, suggestion.as_deref()))]
+    UnknownCheck {
+        id: String,
+        suggestion: Option<String>,
+    },
+    #[error("the DNS resolver cannot be set up: {0}")]
+    Resolver(String),
+    #[error(transparent)]
+    Network(#[from] crate::net::NetworkError),
+    #[error(transparent)]
+    State(#[from] crate::gate::state::StateError),
+}
+
+fn unknown_check(id: &str, suggestion: Option<&str>) -> String {
+    let n = catalogue().entries.len();
+    match suggestion {
+        Some(s) => format!(
+            "no check named {id:?}; did you mean {s}? (`mcpprobe checks` lists the {n} checks)"
+        ),
+        None => format!("no check named {id:?}; `mcpprobe checks` lists the {n} checks"),
+    }
+}
