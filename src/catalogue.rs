@@ -58,7 +58,9 @@ pub struct CheckMeta {
     pub owasp_mcp: Vec<String>,
     pub owasp_asi: Vec<String>,
     pub spec: String,
-    /// The most requests this check may send in one scan (its share of SPEC §10's budget).
+    /// The most requests this check may send in one scan (its share of SPEC §10's budget),
+    /// enforced by the client: a check that tries to send more is an error. The ladder, the
+    /// inventory and OAuth discovery are pipeline stages with their own requests.
     pub requests: u32,
     /// A record of what was seen (INFO-01, INFO-02), not a problem: its findings never count
     /// for the exit code.

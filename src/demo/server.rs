@@ -135,6 +135,27 @@ struct Shared {
     sessions: Mutex<HashMap<String, String>>,
     legacy: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     port: u16,
+    /// When each request arrived (tests measure the rate the server saw).
+    arrivals: Mutex<Vec<std::time::Instant>>,
+    /// The number of requests so far (tests wait on it instead of sleeping).
+    seen: tokio::sync::watch::Sender<usize>,
+}
+
+/// Records every request's arrival before it is handled.
+async fn count(
+    axum::extract::State(s): axum::extract::State<S>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let n = match s.arrivals.lock() {
+        Ok(mut a) => {
+            a.push(std::time::Instant::now());
+            a.len()
+        }
+        Err(_) => 0,
+    };
+    s.seen.send_replace(n);
+    next.run(req).await
 }
 
 type S = Arc<Shared>;
@@ -546,11 +567,31 @@ async fn server_card(State(s): State<S>) -> Response {
 pub struct Running {
     pub addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    shared: S,
 }
 
 impl Running {
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
+    }
+
+    /// When each request arrived, in order.
+    pub fn arrivals(&self) -> Vec<std::time::Instant> {
+        self.shared
+            .arrivals
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_default()
+    }
+
+    /// Watches the number of requests received so far.
+    pub fn requests_seen(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.shared.seen.subscribe()
+    }
+
+    /// 2025 sessions minted and not yet ended by a DELETE (tracked when unknown ids are refused).
+    pub fn open_sessions(&self) -> usize {
+        self.shared.sessions.lock().map(|m| m.len()).unwrap_or(0)
     }
 }
 
@@ -570,6 +611,8 @@ pub async fn start(b: Behaviour, port: u16) -> std::io::Result<Running> {
         sessions: Mutex::new(HashMap::new()),
         legacy: Mutex::new(HashMap::new()),
         port: addr.port(),
+        arrivals: Mutex::new(Vec::new()),
+        seen: tokio::sync::watch::Sender::new(0),
     });
     let app = axum::Router::new()
         .route("/mcp", any(mcp))
@@ -586,9 +629,10 @@ pub async fn start(b: Behaviour, port: u16) -> std::io::Result<Running> {
             get(protected_resource),
         )
         .route("/.well-known/agent-card.json", get(agent_card))
-        .with_state(shared);
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), count))
+        .with_state(shared.clone());
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok(Running { addr, task })
+    Ok(Running { addr, task, shared })
 }

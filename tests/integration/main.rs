@@ -2,6 +2,7 @@
 
 mod catalogue;
 mod cli;
+mod engine;
 mod gate;
 mod network;
 mod offline;

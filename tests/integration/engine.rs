@@ -1,0 +1,304 @@
+//! The engine used as a library, as the daemon and the Python package will use it: concurrent
+//! scans on a multi-threaded runtime, cancellation, a panicking check, the per-host rate limit,
+//! usage errors for unknown check ids, and the `Send` future.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpprobe::checks::{BoxFuture, Check, Live, Outcome};
+use mcpprobe::demo::server::{self, Behaviour, Running};
+use mcpprobe::engine::{
+    ConfigError, ScanLimits, ScanRequest, Scanner, ScannerConfig, Selection, Target,
+};
+use mcpprobe::report::{CheckStatus, Report, RunOutcome};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::state_dir;
+
+/// Every test's bound: a scan that does not end within it is a failure, not a hang.
+const BOUND: Duration = Duration::from_secs(60);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn scanner(state: &std::path::Path, rate: u32, overrides: Vec<&'static dyn Check>) -> Scanner {
+    let mut config = ScannerConfig::new(state);
+    config.host_rate = rate;
+    config.overrides = overrides;
+    Scanner::new(config).expect("a scanner")
+}
+
+fn request(url: &str, rate: u32) -> ScanRequest {
+    let mut req = ScanRequest::new(Target::http(url).expect("a URL"));
+    req.limits = ScanLimits {
+        rate,
+        ..ScanLimits::default()
+    };
+    req
+}
+
+fn status<'r>(r: &'r Report, id: &str) -> &'r mcpprobe::report::CheckRecord {
+    r.checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("{id} is in every report"))
+}
+
+/// A server that refuses unknown session ids, so that it tracks which sessions are open.
+fn tracking() -> Behaviour {
+    Behaviour {
+        accept_unknown_sessions: false,
+        ..Behaviour::default()
+    }
+}
+
+#[test]
+fn the_scan_future_is_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let rt = runtime();
+    rt.block_on(async {
+        let dir = state_dir();
+        let s = scanner(dir.path(), 5, vec![]);
+        let req = request("http://127.0.0.1:9/mcp", 5);
+        let fut = s.scan(&req, CancellationToken::new());
+        assert_send(&fut);
+        drop(fut);
+    });
+}
+
+#[test]
+fn two_scans_of_two_servers_run_concurrently_on_spawned_tasks() {
+    let rt = runtime();
+    let dir = state_dir();
+    rt.block_on(async {
+        let a = server::start(Behaviour::default(), 0)
+            .await
+            .expect("server a");
+        let b = server::start(Behaviour::safe("t0ken"), 0)
+            .await
+            .expect("server b");
+        let s = Arc::new(scanner(dir.path(), 10, vec![]));
+        let spawn = |url: String| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                let req = request(&url, 10);
+                s.scan(&req, CancellationToken::new()).await
+            })
+        };
+        let (ha, hb) = (spawn(a.url()), spawn(b.url()));
+        let (ra, rb) = tokio::time::timeout(BOUND, async { (ha.await, hb.await) })
+            .await
+            .expect("both scans end");
+        let ra = ra.expect("task a").expect("no config error");
+        let rb = rb.expect("task b").expect("no config error");
+        assert_eq!(ra.outcome, RunOutcome::Complete, "{:?}", ra.reason);
+        assert!(
+            ra.findings.iter().any(|f| f.check == "META-02"),
+            "the vulnerable server's poisoning is found"
+        );
+        // The safe twin needs a token we did not pass: every rung answers 401.
+        assert_eq!(rb.target, b.url());
+        assert!(rb.findings.iter().all(|f| f.check != "META-02"));
+        assert!(ra.requests_sent > 0 && rb.requests_sent > 0);
+    });
+}
+
+#[test]
+fn a_cancelled_scan_ends_promptly_incomplete_with_its_sessions_closed() {
+    let rt = runtime();
+    let dir = state_dir();
+    rt.block_on(async {
+        let srv: Running = server::start(tracking(), 0).await.expect("server");
+        let s = Arc::new(scanner(dir.path(), 10, vec![]));
+        let cancel = CancellationToken::new();
+        let mut seen = srv.requests_seen();
+        let task = {
+            let (s, url, cancel) = (s.clone(), srv.url(), cancel.clone());
+            tokio::spawn(async move { s.scan(&request(&url, 10), cancel).await })
+        };
+        // Halfway: after the ladder and the inventory (a full scan sends about 37 requests).
+        tokio::time::timeout(BOUND, seen.wait_for(|n| *n >= 14))
+            .await
+            .expect("the scan gets going")
+            .expect("the server is up");
+        let before = srv.arrivals().len();
+        cancel.cancel();
+        let report = tokio::time::timeout(BOUND, task)
+            .await
+            .expect("the cancelled scan ends")
+            .expect("no panic")
+            .expect("no config error");
+        assert_eq!(report.outcome, RunOutcome::Incomplete);
+        assert!(
+            report
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains("cancelled")),
+            "{:?}",
+            report.reason
+        );
+        // Nothing but session ends goes out after the cancellation.
+        let after = srv.arrivals().len();
+        assert!(
+            after - before <= 4,
+            "{} requests after the cancel",
+            after - before
+        );
+        assert_eq!(
+            srv.open_sessions(),
+            0,
+            "every 2025 session was ended with DELETE"
+        );
+        let interrupted = report
+            .checks
+            .iter()
+            .filter(|c| {
+                c.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("interrupted"))
+            })
+            .count();
+        assert!(interrupted > 0, "the checks that did not run say why");
+        assert!(report.checks.iter().all(|c| c.status != CheckStatus::Error));
+    });
+}
+
+/// A test-only check that panics in the middle of a scan.
+struct Panics;
+
+impl Check for Panics {
+    fn id(&self) -> &'static str {
+        "PROTO-02"
+    }
+    fn live<'a>(&'a self, _cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(async { panic!("a check with a bug") })
+    }
+}
+
+static PANICS: Panics = Panics;
+
+#[test]
+fn a_panicking_check_is_an_errored_check_not_a_dead_process() {
+    let rt = runtime();
+    let dir = state_dir();
+    rt.block_on(async {
+        let srv = server::start(tracking(), 0).await.expect("server");
+        let s = scanner(dir.path(), 10, vec![&PANICS]);
+        let report = tokio::time::timeout(
+            BOUND,
+            s.scan(&request(&srv.url(), 10), CancellationToken::new()),
+        )
+        .await
+        .expect("the scan ends")
+        .expect("no config error");
+        let p = status(&report, "PROTO-02");
+        assert_eq!(p.status, CheckStatus::Error);
+        assert!(
+            p.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("panicked") && r.contains("a check with a bug")),
+            "{:?}",
+            p.reason
+        );
+        // The other checks still ran, and the scan is incomplete because one errored.
+        assert_eq!(status(&report, "PROTO-03").status, CheckStatus::Ran);
+        assert_eq!(report.outcome, RunOutcome::Incomplete);
+        assert_eq!(srv.open_sessions(), 0, "sessions are still ended");
+    });
+}
+
+#[test]
+fn two_concurrent_scans_of_one_host_share_its_rate() {
+    let rt = runtime();
+    let dir = state_dir();
+    let rate = 5;
+    rt.block_on(async {
+        let srv = server::start(tracking(), 0).await.expect("server");
+        let s = Arc::new(scanner(dir.path(), rate, vec![]));
+        let spawn = || {
+            let (s, url) = (s.clone(), srv.url());
+            tokio::spawn(async move {
+                let mut req = request(&url, rate);
+                req.checks = Selection::new(&["META-02"], &[] as &[&str]).expect("ids");
+                s.scan(&req, CancellationToken::new()).await
+            })
+        };
+        let (a, b) = (spawn(), spawn());
+        let (a, b) = tokio::time::timeout(BOUND, async { (a.await, b.await) })
+            .await
+            .expect("both end");
+        let (a, b) = (a.expect("a").expect("a ok"), b.expect("b").expect("b ok"));
+        assert_eq!(a.outcome, RunOutcome::Complete);
+        assert_eq!(b.outcome, RunOutcome::Complete);
+        let times = srv.arrivals();
+        assert!(
+            times.len() >= 16,
+            "both scans sent their ladders ({} requests)",
+            times.len()
+        );
+        // No one-second window holds more than the rate, plus the request at its edge.
+        let worst = times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                times[i..]
+                    .iter()
+                    .take_while(|u| u.duration_since(*t) < Duration::from_secs(1))
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        assert!(
+            worst <= rate as usize + 1,
+            "{worst} requests in one second at a rate of {rate}"
+        );
+    });
+}
+
+#[test]
+fn unknown_check_ids_are_usage_errors_with_the_closest_id() {
+    match Selection::new(&["AUTH01"], &[] as &[&str]) {
+        Err(ConfigError::UnknownCheck { id, suggestion }) => {
+            assert_eq!(id, "AUTH01");
+            assert_eq!(suggestion.as_deref(), Some("AUTH-01"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        Selection::new(&[] as &[&str], &["NOPE-99"]),
+        Err(ConfigError::UnknownCheck { .. })
+    ));
+    assert!(Selection::new(&["auth-01", "trans-03"], &[] as &[&str]).is_ok());
+    let out = crate::support::mcpprobe()
+        .args(["scan", "http://127.0.0.1:9/mcp", "--checks", "AUTH01"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean AUTH-01"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing was scanned");
+}
+
+#[test]
+fn a_rate_above_ten_is_a_configuration_error() {
+    let rt = runtime();
+    let dir = state_dir();
+    rt.block_on(async {
+        let mut config = ScannerConfig::new(dir.path());
+        config.host_rate = 11;
+        assert!(matches!(Scanner::new(config), Err(ConfigError::Rate(_))));
+        let s = scanner(dir.path(), 5, vec![]);
+        let r = s
+            .scan(
+                &request("http://127.0.0.1:9/mcp", 0),
+                CancellationToken::new(),
+            )
+            .await;
+        assert!(matches!(r, Err(ConfigError::Network(_))), "{r:?}");
+    });
+}
