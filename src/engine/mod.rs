@@ -5,6 +5,24 @@
 //!
 //! A gate refusal, an unreachable target, an interruption, an errored or panicking check are
 //! outcomes recorded in the report; `Err` is only a configuration error ([`ConfigError`]).
+//!
+//! ```no_run
+//! use mcpprobe::engine::{ScanRequest, Scanner, ScannerConfig, Selection, Target};
+//! use mcpprobe::report::Policy;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # async fn example() -> Result<(), mcpprobe::engine::ConfigError> {
+//! // One scanner per process: its rate limit is shared by every scan of a host.
+//! let scanner = Scanner::new(ScannerConfig::new("/var/lib/mcpprobe"))?;
+//! let mut req = ScanRequest::new(Target::http("http://127.0.0.1:3000/mcp")?);
+//! req.checks = Selection::new(&["META-02", "AUTH-01"], &[] as &[&str])?;
+//! let cancel = CancellationToken::new(); // cancel() from anywhere stops the scan promptly
+//! let mut report = scanner.scan(&req, cancel).await?;
+//! report.apply_policy(Policy::default()); // fail on high, keep every confidence
+//! println!("{:?}: exit {}", report.outcome, report.exit_code);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod request;
 
