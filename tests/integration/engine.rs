@@ -353,3 +353,64 @@ fn no_engine_module_imports_the_cli_and_only_the_cli_prints() {
         "no other module may print"
     );
 }
+
+fn authorisation_records(state: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut paths: Vec<_> = std::fs::read_dir(state.join("authorisations"))
+        .expect("the records folder")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| crate::support::json_file(p)).collect()
+}
+
+fn active() -> mcpprobe::engine::ActiveRequest {
+    mcpprobe::engine::ActiveRequest {
+        authorised_by: Some("Grace Hopper".into()),
+        scope: Some("read-only tools".into()),
+        verify: true,
+    }
+}
+
+#[test]
+fn active_runs_record_the_tool_list_hash_over_http_and_stdio() {
+    let rt = runtime();
+    let dir = state_dir();
+    rt.block_on(async {
+        let srv = server::start(tracking(), 0).await.expect("server");
+        let s = scanner(dir.path(), 10, vec![]);
+        let mut req = request(&srv.url(), 10);
+        req.active = Some(active());
+        let http = s
+            .scan(&req, CancellationToken::new())
+            .await
+            .expect("http scan");
+        let script = crate::support::root().join("fixtures/servers/stdio_server.py");
+        let mut req = ScanRequest::new(
+            Target::stdio(&["python3".to_string(), script.display().to_string()])
+                .expect("a command"),
+        );
+        req.active = Some(active());
+        let stdio = s
+            .scan(&req, CancellationToken::new())
+            .await
+            .expect("stdio scan");
+        assert_eq!(stdio.outcome, RunOutcome::Complete, "{:?}", stdio.reason);
+        let records = authorisation_records(dir.path());
+        assert_eq!(
+            records.len(),
+            2,
+            "one record per active run, names never collide"
+        );
+        let hashes: std::collections::BTreeSet<String> = records
+            .iter()
+            .map(|r| r["tool_list_sha256"].as_str().expect("a hash").to_string())
+            .collect();
+        let expected: std::collections::BTreeSet<String> = [&http, &stdio]
+            .iter()
+            .map(|r| r.tool_list_sha256.clone().expect("an inventory"))
+            .collect();
+        assert_eq!(hashes, expected);
+        assert!(records.iter().all(|r| r["authorised_by"] == "Grace Hopper"));
+    });
+}
