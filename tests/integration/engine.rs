@@ -414,3 +414,39 @@ fn active_runs_record_the_tool_list_hash_over_http_and_stdio() {
         assert!(records.iter().all(|r| r["authorised_by"] == "Grace Hopper"));
     });
 }
+
+#[test]
+fn concurrent_state_writes_leave_one_whole_file_and_no_temporary_files() {
+    use mcpprobe::gate::state::{StateDir, StoredProof};
+    let dir = state_dir();
+    let state = Arc::new(StateDir::new(dir.path()));
+    let token = "0123456789abcdef0123456789abcdef";
+    let writers: Vec<_> = (0..8)
+        .map(|i| {
+            let state = state.clone();
+            std::thread::spawn(move || {
+                for j in 0..25 {
+                    let now = chrono::Utc::now() + chrono::Duration::seconds(i * 100 + j);
+                    state
+                        .save_proof(&StoredProof::new("mcp.example.com", token, now))
+                        .expect("a write");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("no writer panicked");
+    }
+    let proof = state
+        .proof("mcp.example.com")
+        .expect("readable")
+        .expect("present");
+    assert_eq!(proof.token, token);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("proofs"))
+        .expect("proofs folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "mcp.example.com.json")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
