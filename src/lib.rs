@@ -2,6 +2,7 @@
 //!
 //! The library holds everything; `src/main.rs` only runs [`cli::main`].
 
+pub mod baseline;
 pub mod catalogue;
 pub mod checks;
 pub mod cli;
