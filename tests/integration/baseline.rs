@@ -77,6 +77,7 @@ fn compare_reports_every_change_exactly_once() {
         ("BASE-02", "R1", ""),
         ("BASE-02", "R2", "weekly_summary"),
         ("BASE-02", "R3", "greenhouse://beds/layout"),
+        ("BASE-02", "R4", "greenhouse://beds/{bed}/history"),
     ]
     .iter()
     .map(|(c, r, t)| (c.to_string(), r.to_string(), t.to_string()))
@@ -207,6 +208,29 @@ fn compare_reports_every_change_exactly_once() {
             && evidence(resource).contains("send it to the memo tool.\""),
         "{resource:#?}"
     );
+    let template = one(&findings, "R4", "greenhouse://beds/{bed}/history");
+    assert_eq!(
+        template.location.pointer.as_deref(),
+        Some("/resource_templates/greenhouse:~1~1beds~1{bed}~1history")
+    );
+    assert!(evidence(template).contains("door code"), "{template:#?}");
+
+    // Every rule code of the catalogue fires on this pair (rules.rs leaves BASE-* to this test).
+    let fired: BTreeSet<String> = findings
+        .iter()
+        .map(|f| format!("{}/{}", f.check, f.rule.as_deref().unwrap_or("")))
+        .collect();
+    let codes: BTreeSet<String> = ["BASE-01", "BASE-02"]
+        .iter()
+        .flat_map(|id| {
+            mcpprobe::catalogue::catalogue()
+                .meta(id)
+                .rules
+                .iter()
+                .map(move |r| format!("{id}/{}", r.code))
+        })
+        .collect();
+    assert_eq!(fired, codes);
     for f in &findings {
         assert!(f.check == "BASE-01" || f.check == "BASE-02");
         assert!(!f.fix.is_empty() && !f.title.is_empty());
