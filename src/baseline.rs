@@ -5,6 +5,9 @@
 //! environment or the clock; the only side effects are [`load`], [`save`] and [`save_checked`]
 //! on the one path they are given.
 //!
+//! A baseline file that [`load`] rejects (corrupt or foreign) is never overwritten by
+//! [`save_checked`], the writer hosts use; [`save`] itself writes unconditionally.
+//!
 //! Rule codes (data: `checks/other/BASE-01.toml`, `BASE-02.toml`):
 //! BASE-01 `B1` tool added, `B2` removed, `B3` renamed with unchanged content, `B4` definition
 //! changed (any field but the annotations), `B5` annotations loosened, `B6` other annotation
@@ -232,8 +235,9 @@ fn kind(v: &Value) -> &'static str {
 /// temporary file in the same folder, renamed over `path`, so a reader or a concurrent writer
 /// never sees a partial file and no temporary file is left behind.
 ///
-/// `save` replaces whatever is at `path`. Hosts replacing an existing baseline use
-/// [`save_checked`], which never touches a file [`load`] would reject.
+/// `save` does not look at what is at `path`: it replaces it, even a file [`load`] rejects.
+/// Hosts writing a baseline (the first run of `--baseline`, `--update-baseline`) call
+/// [`save_checked`], which never touches a corrupt or foreign file.
 pub fn save(path: &Path, baseline: &Baseline) -> Result<(), BaselineError> {
     let write_err = |source: std::io::Error| BaselineError::Write {
         path: path.to_path_buf(),
@@ -537,4 +541,87 @@ fn field_lines(fields: &[Field]) -> String {
         out.push_str(&show(new));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn loosening_is_judged_against_the_mcp_defaults() {
+        let l = |a: Value, b: Value| loosened(Some(&a), Some(&b));
+        assert_eq!(
+            l(json!({}), json!({"readOnlyHint": true})),
+            ["readOnlyHint turned on"]
+        );
+        assert_eq!(
+            l(json!({"destructiveHint": true}), json!({})),
+            ["destructiveHint removed"]
+        );
+        assert_eq!(
+            l(
+                json!({}),
+                json!({"destructiveHint": false, "openWorldHint": false})
+            ),
+            ["destructiveHint turned off", "openWorldHint turned off"]
+        );
+        assert!(
+            l(
+                json!({"readOnlyHint": true}),
+                json!({"readOnlyHint": false})
+            )
+            .is_empty()
+        );
+        assert!(l(json!({"openWorldHint": false}), json!({})).is_empty());
+        assert_eq!(
+            loosened(None, Some(&json!({"readOnlyHint": true}))),
+            ["readOnlyHint turned on"]
+        );
+    }
+
+    #[test]
+    fn evidence_quotes_strings_and_shows_other_values_as_json() {
+        let text = field_lines(&[
+            ("/description".into(), Some(json!("a \"b\"")), None),
+            (
+                "/annotations/readOnlyHint".into(),
+                Some(json!(false)),
+                Some(json!(true)),
+            ),
+        ]);
+        assert_eq!(
+            text,
+            "/description\n  old: \"a \"b\"\"\n  new: (absent)\n\
+             /annotations/readOnlyHint\n  old: false\n  new: true"
+        );
+    }
+
+    #[test]
+    fn top_fields_names_each_field_once_in_order() {
+        let f = |p: &str| (p.to_string(), None, None);
+        assert_eq!(
+            top_fields(&[f("/description"), f("/inputSchema/a"), f("/inputSchema/b")]),
+            "description, inputSchema"
+        );
+        assert_eq!(top_fields(&[f("")]), "definition");
+    }
+
+    #[test]
+    fn pointer_tokens_escape_tilde_and_slash() {
+        assert_eq!(token("a/b~c"), "a~1b~0c");
+        assert_eq!(token("plain"), "plain");
+    }
+
+    #[test]
+    fn from_inventory_tolerates_missing_and_odd_keys() {
+        let b = Baseline::from_inventory(
+            "t",
+            DateTime::<Utc>::default(),
+            &json!({"tools": "not a list", "instructions": 3}),
+        );
+        assert!(b.tools.is_empty() && b.prompts.is_empty() && b.instructions.is_none());
+        assert_eq!(b.tool_list_sha256, fingerprint::tools_sha256(&[]));
+        assert_eq!(b.version, BASELINE_VERSION);
+    }
 }
