@@ -615,6 +615,8 @@ fn terminal_rendering_escapes_and_shows_each_change() {
         report.exit_code, 1,
         "a high baseline change fails the default --fail-on"
     );
+    let json: Value = serde_json::from_str(&report.to_json()).expect("json");
+    crate::support::assert_valid("schema/report-v1.schema.json", &json);
     let text = mcpprobe::report::terminal::render(&report, false);
     assert!(!text.contains('\u{1b}'), "{text}");
     assert!(text.contains("[U+001B][2J"), "{text}");
