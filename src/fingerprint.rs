@@ -3,7 +3,7 @@
 //! Canonical JSON: object keys sorted, no insignificant whitespace, tools sorted by name, each
 //! tool's top-level `_meta` and `icons` left out. Formatting and order never change the hash.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -128,19 +128,25 @@ fn push_canonical_tool(tool: &Value, out: &mut String) {
     }
 }
 
-/// The tools in canonical order: by name, ties (duplicate names) by canonical content.
-fn ordered(tools: &[Value]) -> Vec<usize> {
-    let names: Vec<&str> = tools.iter().map(name).collect();
-    let mut idx: Vec<usize> = (0..tools.len()).collect();
-    let content = |i: usize| {
-        let mut s = String::new();
-        push_canonical_tool(&tools[i], &mut s);
-        s
-    };
+/// Canonical JSON of one tool without the fields that do not count.
+fn canonical_tool(tool: &Value) -> String {
+    let mut s = String::new();
+    push_canonical_tool(tool, &mut s);
+    s
+}
+
+/// The tools in canonical order: by name, ties (duplicate names) by canonical content. Each
+/// tool is canonicalised once.
+fn ordered(tools: &[Value]) -> Vec<(usize, String)> {
+    let mut idx: Vec<(usize, String)> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i, canonical_tool(t)))
+        .collect();
     idx.sort_by(|a, b| {
-        names[*a]
-            .cmp(names[*b])
-            .then_with(|| content(*a).cmp(&content(*b)))
+        name(&tools[a.0])
+            .cmp(name(&tools[b.0]))
+            .then_with(|| a.1.cmp(&b.1))
     });
     idx
 }
@@ -148,29 +154,31 @@ fn ordered(tools: &[Value]) -> Vec<usize> {
 /// The canonical JSON of a tool list (tools sorted by name, then by content).
 pub fn canonical_tools(tools: &[Value]) -> String {
     let mut out = String::from("[");
-    for (n, i) in ordered(tools).into_iter().enumerate() {
+    for (n, (_, c)) in ordered(tools).into_iter().enumerate() {
         if n > 0 {
             out.push(',');
         }
-        push_canonical_tool(&tools[i], &mut out);
+        out.push_str(&c);
     }
     out.push(']');
     out
 }
 
-/// SHA-256 (hex) of the canonical tool list, hashed tool by tool (the same bytes as
-/// [`canonical_tools`], without holding them all).
+/// SHA-256 (hex) of the canonical tool list (the same bytes as [`canonical_tools`], hashed
+/// tool by tool).
 pub fn tools_sha256(tools: &[Value]) -> String {
+    sha256_of_sorted(ordered(tools).iter().map(|(_, c)| c.as_str()))
+}
+
+/// SHA-256 (hex) of `[c1,c2,…]` for canonical forms already in canonical order.
+fn sha256_of_sorted<'c>(canonicals: impl Iterator<Item = &'c str>) -> String {
     let mut h = Sha256::new();
     h.update(b"[");
-    let mut buf = String::with_capacity(4096);
-    for (n, i) in ordered(tools).into_iter().enumerate() {
+    for (n, c) in canonicals.enumerate() {
         if n > 0 {
             h.update(b",");
         }
-        buf.clear();
-        push_canonical_tool(&tools[i], &mut buf);
-        h.update(buf.as_bytes());
+        h.update(c.as_bytes());
     }
     h.update(b"]");
     hex::encode(h.finalize())
@@ -208,8 +216,175 @@ pub struct ToolDiff {
     pub changed: Vec<ChangedTool>,
 }
 
-/// Leaves of a value by pointer.
-fn flatten(v: &Value, ptr: String, out: &mut BTreeMap<String, String>) {
+/// One entry of a list (a tool, prompt, resource or resource template), hashed once.
+#[derive(Debug, Clone)]
+pub struct Item<'a> {
+    /// Its key: a tool's or prompt's `name`, a resource's `uri`, a template's `uriTemplate`
+    /// (empty when absent or not a string).
+    pub key: &'a str,
+    /// The entry as the server sent it (`_meta` and `icons` included).
+    pub value: &'a Value,
+    /// Canonical JSON without `_meta` and `icons`.
+    pub canonical: String,
+    /// SHA-256 of the canonical JSON without `_meta`, `icons` and the key field: equal for
+    /// entries that differ only by their key (a rename).
+    content: [u8; 32],
+}
+
+/// A list indexed for diffing: entries in canonical order (by key, then canonical content).
+#[derive(Debug, Clone)]
+pub struct Indexed<'a> {
+    pub items: Vec<Item<'a>>,
+}
+
+impl<'a> Indexed<'a> {
+    /// Indexes `list` by the string field `key_field`: every entry is canonicalised and hashed
+    /// exactly once.
+    pub fn new(list: &'a [Value], key_field: &str) -> Indexed<'a> {
+        let mut items: Vec<Item<'a>> = list
+            .iter()
+            .map(|v| {
+                let key = v.get(key_field).and_then(Value::as_str).unwrap_or("");
+                let canonical = canonical_tool(v);
+                let mut rest = String::new();
+                match v {
+                    Value::Object(m) => {
+                        rest.push('{');
+                        push_members(
+                            m.iter().filter(|(k, _)| {
+                                k.as_str() != key_field && !IGNORED.contains(&k.as_str())
+                            }),
+                            &mut rest,
+                        );
+                        rest.push('}');
+                    }
+                    other => write_canonical(other, &mut rest),
+                }
+                Item {
+                    key,
+                    value: v,
+                    canonical,
+                    content: Sha256::digest(rest.as_bytes()).into(),
+                }
+            })
+            .collect();
+        items.sort_by(|a, b| a.key.cmp(b.key).then_with(|| a.canonical.cmp(&b.canonical)));
+        Indexed { items }
+    }
+
+    /// SHA-256 (hex) of the list in canonical order; for tools this is [`tools_sha256`].
+    pub fn sha256(&self) -> String {
+        sha256_of_sorted(self.items.iter().map(|i| i.canonical.as_str()))
+    }
+}
+
+/// How two indexed lists differ, as indices into their `items` (old, new). Every vector is in
+/// canonical order of its first index. Entries that are equal (by canonical JSON) under the
+/// same key are not mentioned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListDiff {
+    pub added: Vec<usize>,
+    pub removed: Vec<usize>,
+    /// (old, new): a different key, the same content.
+    pub renamed: Vec<(usize, usize)>,
+    /// (old, new): the same key, different content.
+    pub changed: Vec<(usize, usize)>,
+}
+
+/// Indices of the entries under each key, in canonical order.
+fn group<'a>(ix: &Indexed<'a>) -> BTreeMap<&'a str, Vec<usize>> {
+    let mut m: BTreeMap<&'a str, Vec<usize>> = BTreeMap::new();
+    for (i, it) in ix.items.iter().enumerate() {
+        m.entry(it.key).or_default().push(i);
+    }
+    m
+}
+
+/// Compares two indexed lists in linear time (after the sort of [`Indexed::new`]).
+///
+/// Entries are matched by key. Under a key held by several entries (a duplicate name), equal
+/// entries match first, the rest pair in canonical order, and what is left over is added or
+/// removed. With `renames`, a removed and an added entry of equal content (everything but the
+/// key) are a rename; when several share a content, they pair in key order.
+pub fn diff_indexed(old: &Indexed<'_>, new: &Indexed<'_>, renames: bool) -> ListDiff {
+    let (go, gn) = (group(old), group(new));
+    let mut d = ListDiff::default();
+    for (key, os) in &go {
+        let Some(ns) = gn.get(key) else {
+            d.removed.extend(os);
+            continue;
+        };
+        if let ([o], [n]) = (os.as_slice(), ns.as_slice()) {
+            if old.items[*o].canonical != new.items[*n].canonical {
+                d.changed.push((*o, *n));
+            }
+            continue;
+        }
+        // A duplicate key: drop the exact matches (a merge: both runs are in canonical order),
+        // pair the rest in order.
+        let (mut left_old, mut left_new) = (Vec::new(), Vec::new());
+        let (mut i, mut j) = (0, 0);
+        while i < os.len() || j < ns.len() {
+            let ord = match (os.get(i), ns.get(j)) {
+                (Some(&a), Some(&b)) => old.items[a].canonical.cmp(&new.items[b].canonical),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match ord {
+                std::cmp::Ordering::Equal => (i, j) = (i + 1, j + 1),
+                std::cmp::Ordering::Less => {
+                    left_old.push(os[i]);
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    left_new.push(ns[j]);
+                    j += 1;
+                }
+            }
+        }
+        let paired = left_old.len().min(left_new.len());
+        d.changed
+            .extend(left_old.iter().copied().zip(left_new.iter().copied()));
+        d.removed.extend(&left_old[paired..]);
+        d.added.extend(&left_new[paired..]);
+    }
+    for (key, ns) in &gn {
+        if !go.contains_key(key) {
+            d.added.extend(ns);
+        }
+    }
+    d.added.sort_unstable();
+    if renames && !d.removed.is_empty() && !d.added.is_empty() {
+        // Content hash → added entries with it, in key order (popped from the front).
+        let mut by_content: HashMap<[u8; 32], VecDeque<usize>> = HashMap::new();
+        for &n in &d.added {
+            by_content
+                .entry(new.items[n].content)
+                .or_default()
+                .push_back(n);
+        }
+        let mut taken: BTreeSet<usize> = BTreeSet::new();
+        let mut still_removed = Vec::with_capacity(d.removed.len());
+        for &o in &d.removed {
+            match by_content
+                .get_mut(&old.items[o].content)
+                .and_then(VecDeque::pop_front)
+            {
+                Some(n) => {
+                    taken.insert(n);
+                    d.renamed.push((o, n));
+                }
+                None => still_removed.push(o),
+            }
+        }
+        d.removed = still_removed;
+        d.added.retain(|n| !taken.contains(n));
+    }
+    d
+}
+
+/// Leaves of a value by pointer (an empty object or array is a leaf of its own).
+pub fn flatten<'v>(v: &'v Value, ptr: String, out: &mut BTreeMap<String, &'v Value>) {
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (k, x) in m {
@@ -225,80 +400,89 @@ fn flatten(v: &Value, ptr: String, out: &mut BTreeMap<String, String>) {
                 flatten(x, format!("{ptr}/{i}"), out);
             }
         }
-        Value::String(s) => {
-            out.insert(ptr, s.clone());
-        }
         other => {
-            out.insert(ptr, canonical(other));
+            out.insert(ptr, other);
         }
     }
 }
 
+/// The fields that differ between two entries, by pointer inside the entry (`_meta` and
+/// `icons` left out): `(pointer, old, new)`, `None` when absent.
+pub fn changed_fields<'v>(
+    old: &'v Value,
+    new: &'v Value,
+) -> Vec<(String, Option<&'v Value>, Option<&'v Value>)> {
+    let leaves = |v: &'v Value| {
+        let mut m = BTreeMap::new();
+        match v {
+            Value::Object(o) => {
+                for (k, x) in o.iter().filter(|(k, _)| !IGNORED.contains(&k.as_str())) {
+                    flatten(x, format!("/{}", crate::rules::document::token(k)), &mut m);
+                }
+            }
+            other => {
+                m.insert(String::new(), other);
+            }
+        }
+        m
+    };
+    let (a, b) = (leaves(old), leaves(new));
+    let pointers: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    pointers
+        .into_iter()
+        .filter(|p| a.get(*p) != b.get(*p))
+        .map(|p| (p.clone(), a.get(p).copied(), b.get(p).copied()))
+        .collect()
+}
+
+/// A leaf as text: a string as it is, anything else as canonical JSON.
+fn leaf_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => canonical(other),
+    }
+}
+
 /// Compares two tool lists by name: added, removed, renamed (same content, new name) and
-/// changed field by field.
+/// changed field by field. Linear in the number of tools: each tool is canonicalised and hashed
+/// once ([`Indexed`]), renames are found through a map from content hash to names.
 pub fn diff(old: &[Value], new: &[Value]) -> ToolDiff {
-    let by_name = |tools: &[Value]| -> BTreeMap<String, Value> {
-        tools
-            .iter()
-            .map(|t| (name(t).to_string(), strip(t)))
-            .collect()
-    };
-    let (o, n) = (by_name(old), by_name(new));
-    let mut removed: BTreeSet<String> = o.keys().filter(|k| !n.contains_key(*k)).cloned().collect();
-    let mut added: BTreeSet<String> = n.keys().filter(|k| !o.contains_key(*k)).cloned().collect();
-    let without_name = |t: &Value| -> String {
-        let mut t = t.clone();
-        if let Value::Object(m) = &mut t {
-            m.remove("name");
-        }
-        canonical(&t)
-    };
-    let mut renamed = Vec::new();
-    for r in removed.clone() {
-        let Some(rv) = o.get(&r) else { continue };
-        let content = without_name(rv);
-        let hit = added
-            .iter()
-            .find(|a| n.get(*a).is_some_and(|av| without_name(av) == content))
-            .cloned();
-        if let Some(a) = hit {
-            removed.remove(&r);
-            added.remove(&a);
-            renamed.push(Renamed { from: r, to: a });
-        }
-    }
-    let mut changed = Vec::new();
-    for (k, ov) in &o {
-        let Some(nv) = n.get(k) else { continue };
-        if canonical(ov) == canonical(nv) {
-            continue;
-        }
-        let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
-        flatten(ov, String::new(), &mut a);
-        flatten(nv, String::new(), &mut b);
-        let pointers: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-        let fields = pointers
-            .into_iter()
-            .filter(|p| a.get(*p) != b.get(*p))
-            .map(|p| FieldChange {
-                pointer: p.clone(),
-                old: a.get(p).cloned(),
-                new: b.get(p).cloned(),
-            })
-            .collect();
-        changed.push(ChangedTool {
-            tool: k.clone(),
-            fields,
-        });
-    }
-    let (old_sha256, new_sha256) = (tools_sha256(old), tools_sha256(new));
+    let (o, n) = (Indexed::new(old, "name"), Indexed::new(new, "name"));
+    tool_diff(&o, &n, &diff_indexed(&o, &n, true))
+}
+
+/// The [`ToolDiff`] of a [`ListDiff`] of two indexed tool lists.
+pub fn tool_diff(o: &Indexed<'_>, n: &Indexed<'_>, d: &ListDiff) -> ToolDiff {
+    let key = |ix: &Indexed<'_>, i: usize| ix.items[i].key.to_string();
+    let (old_sha256, new_sha256) = (o.sha256(), n.sha256());
     ToolDiff {
         identical: old_sha256 == new_sha256,
         old_sha256,
         new_sha256,
-        added: added.into_iter().collect(),
-        removed: removed.into_iter().collect(),
-        renamed,
-        changed,
+        added: d.added.iter().map(|&i| key(n, i)).collect(),
+        removed: d.removed.iter().map(|&i| key(o, i)).collect(),
+        renamed: d
+            .renamed
+            .iter()
+            .map(|&(a, b)| Renamed {
+                from: key(o, a),
+                to: key(n, b),
+            })
+            .collect(),
+        changed: d
+            .changed
+            .iter()
+            .map(|&(a, b)| ChangedTool {
+                tool: key(o, a),
+                fields: changed_fields(o.items[a].value, n.items[b].value)
+                    .into_iter()
+                    .map(|(pointer, x, y)| FieldChange {
+                        pointer,
+                        old: x.map(leaf_text),
+                        new: y.map(leaf_text),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }

@@ -82,6 +82,8 @@ fn rule_tables_are_as_spec() {
         ["C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"]
     );
     assert_eq!(codes("META-04"), ["S1", "S2", "S3", "S4", "S5", "S6", "N1"]);
+    assert_eq!(codes("BASE-01"), ["B1", "B2", "B3", "B4", "B5", "B6"]);
+    assert_eq!(codes("BASE-02"), ["R1", "R2", "R3", "R4"]);
     assert_eq!(codes("CARD-01").len(), 11);
     assert_eq!(
         codes("CARD-02"),

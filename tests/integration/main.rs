@@ -1,5 +1,6 @@
 //! One integration test binary (ripgrep/zizmor style): `cargo test` builds it once.
 
+mod baseline;
 mod catalogue;
 mod cli;
 mod engine;

@@ -145,7 +145,9 @@ fn every_rule_code_has_firing_and_quiet_fixtures() {
     for meta in catalogue().metas() {
         for rule in &meta.rules {
             let rid = format!("{}/{}", meta.id, rule.code);
-            if LIVE_ONLY.contains(&rid.as_str()) {
+            // Baseline rules compare two states, not one document: every code fires, and the
+            // reordered copy stays quiet, in tests/integration/baseline.rs.
+            if LIVE_ONLY.contains(&rid.as_str()) || meta.id.starts_with("BASE-") {
                 continue;
             }
             if !fires.contains(&rid) {
