@@ -14,7 +14,6 @@
 //! change; BASE-02 `R1` instructions, `R2` prompt, `R3` resource, `R4` resource template added,
 //! removed or changed.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -244,36 +243,9 @@ pub fn save(path: &Path, baseline: &Baseline) -> Result<(), BaselineError> {
         source,
     };
     let text = baseline.to_pretty_json().map_err(|e| write_err(e.into()))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
-    tmp.write_all(text.as_bytes()).map_err(write_err)?;
-    tmp.as_file().sync_all().map_err(write_err)?;
-    // A temporary file is private (0600); the baseline is a file to commit and share.
-    let permissions = match std::fs::metadata(path) {
-        Ok(m) => Some(m.permissions()),
-        Err(_) => default_permissions(tmp.as_file()),
-    };
-    if let Some(p) = permissions {
-        tmp.as_file().set_permissions(p).map_err(write_err)?;
-    }
-    tmp.persist(path).map_err(|e| write_err(e.error))?;
-    Ok(())
-}
-
-#[cfg(unix)]
-fn default_permissions(file: &std::fs::File) -> Option<std::fs::Permissions> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let mut p = file.metadata().ok()?.permissions();
-    p.set_mode(0o644);
-    Some(p)
-}
-
-#[cfg(not(unix))]
-fn default_permissions(_file: &std::fs::File) -> Option<std::fs::Permissions> {
-    None
+    // A baseline is a file to commit and share: it keeps the old file's permissions (0644 new).
+    crate::gate::state::write_atomically(path, &text, crate::gate::state::Visibility::Shared)
+        .map_err(write_err)
 }
 
 /// Like [`save`], but refuses to replace a file that [`load`] rejects (corrupt, foreign or
@@ -521,12 +493,12 @@ fn whole(old: Option<&Value>, new: Option<&Value>) -> String {
     field_lines(&fields)
 }
 
-/// The evidence text: one block per field, old and new side by side, values as the server
-/// sent them (strings quoted as they are, other values as canonical JSON). Renderers escape it.
+/// The evidence text: one block per field, old and new side by side, values exactly as the
+/// server sent them, as JSON (a string is a JSON string literal, so a line break or a quote in it
+/// can never pass for the next line of the block). Renderers escape it.
 fn field_lines(fields: &[Field]) -> String {
     let show = |v: &Option<Value>| match v {
         None => "(absent)".to_string(),
-        Some(Value::String(s)) => format!("\"{s}\""),
         Some(other) => fingerprint::canonical(other),
     };
     let mut out = String::new();
@@ -581,9 +553,13 @@ mod tests {
     }
 
     #[test]
-    fn evidence_quotes_strings_and_shows_other_values_as_json() {
+    fn evidence_shows_values_as_json_literals() {
         let text = field_lines(&[
-            ("/description".into(), Some(json!("a \"b\"")), None),
+            (
+                "/description".into(),
+                Some(json!("a \"b\"\n  new: forged")),
+                None,
+            ),
             (
                 "/annotations/readOnlyHint".into(),
                 Some(json!(false)),
@@ -592,9 +568,11 @@ mod tests {
         ]);
         assert_eq!(
             text,
-            "/description\n  old: \"a \"b\"\"\n  new: (absent)\n\
+            "/description\n  old: \"a \\\"b\\\"\\n  new: forged\"\n  new: (absent)\n\
              /annotations/readOnlyHint\n  old: false\n  new: true"
         );
+        // A line break inside a value never starts a line of the block.
+        assert_eq!(text.lines().count(), 6);
     }
 
     #[test]

@@ -67,9 +67,57 @@ pub struct Live<'a> {
     pub credentialed: bool,
     /// The target resolves only to loopback (or is stdio).
     pub loopback: bool,
+    /// What the baseline stage found (`--baseline`), for BASE-01 and BASE-02; `None` without one.
+    pub baseline: Option<&'a BaselineView>,
     /// OAuth discovery, a pipeline stage of its own (AUTH-02 reports on it, AUTH-03 follows
     /// it), so that no check depends on another having run first. `None` when neither runs.
     pub oauth: Option<oauth::Discovery>,
+}
+
+/// What the baseline stage hands BASE-01 and BASE-02.
+#[derive(Debug, Clone)]
+pub enum BaselineView {
+    /// No file at the path yet: this scan's state is pinned to it after the scan.
+    Pinning { path: std::path::PathBuf },
+    /// Compared with the pinned state: the findings of both checks. `accepted` means
+    /// `--update-baseline`: they are shown, suppressed, and the file takes the new state.
+    Compared {
+        path: std::path::PathBuf,
+        findings: Vec<Finding>,
+        accepted: bool,
+    },
+    /// Nothing could be compared (why); the file is left as it was.
+    Unusable(String),
+}
+
+impl BaselineView {
+    /// The outcome of check `id` (BASE-01 or BASE-02).
+    pub fn outcome(&self, id: &str) -> Outcome {
+        match self {
+            BaselineView::Pinning { path } => Outcome::Skipped(format!(
+                "{} did not exist: this scan's state was pinned to it; later scans compare with it",
+                path.display()
+            )),
+            BaselineView::Unusable(why) => Outcome::Skipped(why.clone()),
+            BaselineView::Compared {
+                findings, accepted, ..
+            } => Outcome::Ran(
+                findings
+                    .iter()
+                    .filter(|f| f.check == id)
+                    .cloned()
+                    .map(|mut f| {
+                        if *accepted {
+                            f.suppressed = Some(crate::finding::Suppressed {
+                                reason: "accepted with --update-baseline: the baseline now holds this state".into(),
+                            });
+                        }
+                        f
+                    })
+                    .collect(),
+            ),
+        }
+    }
 }
 
 impl Live<'_> {

@@ -214,10 +214,10 @@ pub struct ScanArgs {
     /// Skip these checks (comma-separated ids).
     #[arg(long, value_delimiter = ',', help_heading = "Checks")]
     pub skip_checks: Vec<String>,
-    /// Pin the server's state to FILE, or compare with it when it exists (not yet available).
+    /// Pin the server's state to FILE when it does not exist; compare with it when it does.
     #[arg(long, value_name = "FILE", help_heading = "Checks")]
     pub baseline: Option<PathBuf>,
-    /// Accept the current state into the baseline (not yet available).
+    /// Accept the current state into the baseline (the changes are shown, suppressed).
     #[arg(long, requires = "baseline", help_heading = "Checks")]
     pub update_baseline: bool,
     /// Count only findings absent from a previous JSON report (not yet available).

@@ -7,8 +7,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{ScanArgs, VerifyAction, emit, print_out, usage_error};
 use crate::engine::{
-    ActiveRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Scanner, ScannerConfig,
-    Secret, Selection, Target,
+    ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Scanner,
+    ScannerConfig, Secret, Selection, Target,
 };
 use crate::gate::state::StateDir;
 use crate::report::{Report, RunOutcome};
@@ -64,8 +64,6 @@ pub fn show_progress() {
 /// Flags of features this build does not have yet: refused, never silently ignored.
 fn unavailable(args: &ScanArgs) -> Option<String> {
     [
-        (args.baseline.is_some(), "--baseline"),
-        (args.update_baseline, "--update-baseline"),
         (args.fail_on_new.is_some(), "--fail-on-new"),
         (args.config.is_some(), "--config"),
     ]
@@ -110,6 +108,10 @@ pub fn request(args: &ScanArgs) -> Result<ScanRequest, ConfigError> {
     });
     req.exclude_tools = args.exclude_tool.clone();
     req.trace_file = args.trace_file.clone();
+    req.baseline = args.baseline.clone().map(|path| BaselineRequest {
+        path,
+        update: args.update_baseline,
+    });
     Ok(req)
 }
 

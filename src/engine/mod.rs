@@ -125,6 +125,12 @@ impl Interruption {
     }
 }
 
+/// `--baseline`: the request and what its file held (`None`: no file yet).
+struct Pinned {
+    request: BaselineRequest,
+    old: Option<crate::baseline::Baseline>,
+}
+
 /// What the live stages hand the checks.
 struct Parts<'a> {
     fp: &'a Fingerprint,
@@ -175,6 +181,15 @@ impl Scanner {
         req: &ScanRequest,
         cancel: CancellationToken,
     ) -> Result<Report, ConfigError> {
+        // A corrupt or foreign baseline is a configuration error before anything is sent (and
+        // the file is never written over).
+        let pinned = match &req.baseline {
+            Some(b) => Some(Pinned {
+                request: b.clone(),
+                old: crate::baseline::load(&b.path)?,
+            }),
+            None => None,
+        };
         let mut report = Report::new(req.target.to_string(), Default::default());
         // SPEC §1.3: an unauthorised --active stops before anything is sent.
         if let Some(active) = &req.active
@@ -219,9 +234,13 @@ impl Scanner {
         let net = Network::new(settings, self.politeness.clone(), scan_cancel.clone())?;
         let interrupted = {
             let work = async {
+                let pinned = pinned.as_ref();
                 match &http_target {
-                    Some(t) => self.run_http(req, t.clone(), &net, &mut report).await,
-                    None => self.run_stdio(req, &net, &mut report).await,
+                    Some(t) => {
+                        self.run_http(req, t.clone(), &net, pinned, &mut report)
+                            .await
+                    }
+                    None => self.run_stdio(req, &net, pinned, &mut report).await,
                 }
             };
             let mut work = std::pin::pin!(work);
@@ -260,6 +279,7 @@ impl Scanner {
         req: &ScanRequest,
         target: HttpTarget,
         net: &Network,
+        pinned: Option<&Pinned>,
         report: &mut Report,
     ) -> Result<(), ConfigError> {
         let dns = &self.dns;
@@ -333,7 +353,7 @@ impl Scanner {
             sessions: &sessions,
             loopback: matches!(owned.proof(), gate::Proof::Local(_)),
         };
-        self.assess(req, report, net, parts).await;
+        self.assess(req, report, net, pinned, parts).await;
         for s in sessions {
             let _ = s.close().await;
         }
@@ -346,6 +366,7 @@ impl Scanner {
         &self,
         req: &ScanRequest,
         net: &Network,
+        pinned: Option<&Pinned>,
         report: &mut Report,
     ) -> Result<(), ConfigError> {
         let Target::Stdio { program, args } = &req.target else {
@@ -395,7 +416,7 @@ impl Scanner {
             sessions,
             loopback: true,
         };
-        self.assess(req, report, net, parts).await;
+        self.assess(req, report, net, pinned, parts).await;
         if let Some((sent, stderr)) = session.stdio_stats().await {
             report.requests_sent += sent;
             net.trace_line(&serde_json::json!({"stdio_stderr": stderr}));
@@ -410,6 +431,7 @@ impl Scanner {
         req: &ScanRequest,
         report: &mut Report,
         net: &Network,
+        pinned: Option<&Pinned>,
         parts: Parts<'_>,
     ) {
         let fp = parts.fp;
@@ -418,6 +440,7 @@ impl Scanner {
                 .ok()
         });
         let doc = input.as_ref().map(|i| i.document());
+        let (baseline, pin) = self.baseline_stage(req, pinned, parts.inventory);
         let mut cx = Live {
             fingerprint: fp,
             inventory: parts.inventory,
@@ -430,6 +453,7 @@ impl Scanner {
             sessions: parts.sessions,
             credentialed: !req.credentials.is_empty(),
             loopback: parts.loopback,
+            baseline: baseline.as_ref(),
             oauth: None,
         };
         let mut fingerprint = crate::report::Fingerprint {
@@ -515,6 +539,90 @@ impl Scanner {
         if let Some(why) = stop {
             report.outcome = RunOutcome::Incomplete;
             report.reason = Some(why);
+        }
+        // The pinned state is written only by a scan that was not interrupted.
+        if let (Some(new), Some(path)) = (pin, pinned.map(|p| &p.request.path))
+            && !net.cancelled().is_cancelled()
+        {
+            match crate::baseline::save_checked(path, &new) {
+                Ok(()) => {
+                    tracing::info!(target: "mcpprobe::progress", "baseline written to {}", path.display())
+                }
+                Err(e) => {
+                    for id in ["BASE-01", "BASE-02"] {
+                        report.record(
+                            id,
+                            Outcome::Error(format!("the baseline could not be written: {e}")),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Compares the inventory with the pinned state; returns what BASE-01/02 report, and the
+    /// state to write after the scan (a first pin, or `--update-baseline`).
+    fn baseline_stage(
+        &self,
+        req: &ScanRequest,
+        pinned: Option<&Pinned>,
+        inventory: Option<&Inventory>,
+    ) -> (
+        Option<crate::checks::BaselineView>,
+        Option<crate::baseline::Baseline>,
+    ) {
+        use crate::checks::BaselineView;
+        let Some(p) = pinned else {
+            return (None, None);
+        };
+        let Some(inv) = inventory else {
+            return (
+                Some(BaselineView::Unusable(
+                    "no inventory was read: nothing compared, the baseline file was left as it was"
+                        .into(),
+                )),
+                None,
+            );
+        };
+        if !inv.notes.is_empty() {
+            return (
+                Some(BaselineView::Unusable(format!(
+                    "the inventory was not read completely ({}): nothing compared, the baseline file was left as it was",
+                    inv.notes.join("; ")
+                ))),
+                None,
+            );
+        }
+        let new = crate::baseline::Baseline::from_inventory(
+            &req.target.to_string(),
+            self.clock.now(),
+            &inv.value,
+        );
+        let path = p.request.path.clone();
+        match &p.old {
+            None => (Some(BaselineView::Pinning { path }), Some(new)),
+            Some(old) => {
+                if old.target != new.target {
+                    tracing::warn!(
+                        "the baseline {} was pinned for {}, not {}",
+                        path.display(),
+                        old.target,
+                        new.target
+                    );
+                }
+                let findings = crate::baseline::compare(old, &new);
+                let accepted = p.request.update;
+                // An accepted change rewrites the file; an unchanged state leaves it as it is.
+                let write = (accepted && !findings.is_empty()).then_some(new);
+                (
+                    Some(BaselineView::Compared {
+                        path,
+                        findings,
+                        accepted,
+                    }),
+                    write,
+                )
+            }
         }
     }
 

@@ -289,6 +289,8 @@ pub enum ConfigError {
     Network(#[from] crate::net::NetworkError),
     #[error(transparent)]
     State(#[from] crate::gate::state::StateError),
+    #[error(transparent)]
+    Baseline(#[from] crate::baseline::BaselineError),
 }
 
 fn unknown_check(id: &str, suggestion: Option<&str>) -> String {

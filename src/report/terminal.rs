@@ -13,6 +13,8 @@ use crate::finding::{Finding, Severity};
 
 /// Longest evidence excerpt shown in the terminal (the JSON report has it all).
 const EVIDENCE_CHARS: usize = 240;
+/// Most lines of a baseline change shown in the terminal.
+const EVIDENCE_LINES: usize = 18;
 
 struct Paint {
     on: bool,
@@ -213,7 +215,23 @@ fn render_finding(out: &mut String, p: &Paint, f: &Finding) {
         let _ = writeln!(out, "   = {}", escape(msg));
     }
     if let Some(text) = &f.evidence.text {
-        let _ = writeln!(out, "   | \"{}\"", escape_trimmed(text, EVIDENCE_CHARS));
+        if f.check.starts_with("BASE-") {
+            // A baseline change is a block of lines (pointer, old, new); every value in it is a
+            // JSON literal, so the line breaks are the block's own.
+            let lines: Vec<&str> = text.lines().collect();
+            for line in lines.iter().take(EVIDENCE_LINES) {
+                let _ = writeln!(out, "   | {}", escape_trimmed(line, EVIDENCE_CHARS));
+            }
+            if lines.len() > EVIDENCE_LINES {
+                let _ = writeln!(
+                    out,
+                    "   | … {} more lines in the JSON report",
+                    lines.len() - EVIDENCE_LINES
+                );
+            }
+        } else {
+            let _ = writeln!(out, "   | \"{}\"", escape_trimmed(text, EVIDENCE_CHARS));
+        }
     }
     for x in f.evidence.exchanges.iter().take(3) {
         let req = &x.request;
