@@ -67,6 +67,10 @@ impl Check for Auth01 {
                     Err(None) => return Outcome::Ran(vec![]),
                     Err(Some(why)) => return unknown(why, Some(call.exchange.clone())),
                 }
+            } else if cx.oauth.as_ref().is_some_and(|d| d.challenge.is_some()) {
+                // OAuth discovery's handshake without credentials was already refused (401/403):
+                // the same question, answered; nothing more is sent.
+                return Outcome::Ran(vec![]);
             } else if cx.fingerprint.eras.iter().any(|e| e == MODERN) {
                 let anon = client.without_credentials();
                 let tp = anon.network().traceparent();

@@ -52,7 +52,7 @@ async fn probe_endpoints(check: &Card01, cx: &Live<'_>, card: &Value, card_excha
     for (u, status, is_mcp, x) in &answers {
         if status.is_some_and(|s| (200..300).contains(&s)) && !is_mcp {
             let status = status.map(|s| s.to_string()).unwrap_or_default();
-            out.push(finding(check, Some("SC3")).subcode(u.clone()).message(format!("{u} answered the handshake with {status} without JSON-RPC")).exchange(x.clone()).build());
+            out.push(finding(check, Some("SC3")).subcode(Url::parse(u).map(|x| x.path().to_string()).unwrap_or_else(|_| u.clone())).message(format!("{u} answered the handshake with {status} without JSON-RPC")).exchange(x.clone()).build());
         }
     }
     if !answers.is_empty() && answers.iter().all(|(_, s, _, _)| matches!(s, Some(404 | 410))) {
