@@ -808,21 +808,21 @@ pub fn escape_header(bytes: &[u8]) -> String {
 }
 
 /// A rustls error somewhere in the source chain (tokio-rustls hands it over inside an
-/// `io::Error`, whose `source()` skips it, so that wrapper is opened too).
+/// `io::Error`, itself inside another; `io::Error::source()` skips what it wraps, so each
+/// wrapper is opened).
 fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur = Some(e);
     while let Some(err) = cur {
         if err.downcast_ref::<rustls::Error>().is_some() {
             return true;
         }
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && io
-                .get_ref()
-                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+        cur = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
         {
-            return true;
-        }
-        cur = err.source();
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
     }
     false
 }

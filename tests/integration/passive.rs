@@ -1191,3 +1191,17 @@ fn fingerprints_are_distinct_within_a_report_and_stable_across_runs() {
         "fingerprints depend on the port or the session ids"
     );
 }
+
+#[test]
+fn trans_02_tls_failures_are_told_by_kind() {
+    let rt = runtime();
+    // https:// to a plain-HTTP port: rustls fails the handshake (not English error text).
+    let plain = start(&rt, quiet());
+    let url = plain.url().replace("http://", "https://");
+    let (_, r) = scan(&url, &["--checks", "TRANS-02"]);
+    let f = sub(&r, "TRANS-02", "tls").unwrap_or_else(|| panic!("{r}"));
+    assert!(message(f).starts_with("the TLS handshake failed"), "{f}");
+    // Plain http:// on loopback is no TLS failure and no plaintext finding.
+    let (_, r) = scan(&plain.url(), &["--checks", "TRANS-02"]);
+    assert!(findings(&r, "TRANS-02").is_empty(), "{r}");
+}
