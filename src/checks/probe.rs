@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::Live;
+use super::{Check, Live, finding};
+use crate::finding::{Confidence, Exchange, Finding, Severity};
 use crate::protocol::rpc::{self, MODERN, V2025_06, V2025_11};
 use crate::protocol::session::{Call, Session, post_message};
 
@@ -47,9 +48,9 @@ pub async fn handshake(cx: &Live<'_>, extra: &[(&str, &str)], anonymous: bool) -
         headers.push((n, v.to_string()));
     }
     let call = post_message(&client, url, &msg, 9001, &headers).await;
-    if let (Some(sid), false) = (call.header("mcp-session-id"), modern) {
+    if let (Some(sid), false) = (call.session_id(), modern) {
         let v = era_2025(cx).unwrap_or(V2025_11);
-        let _ = Session::streamable(client.clone(), url.clone(), v, Some(sid.to_string()))
+        let _ = Session::streamable(client.clone(), url.clone(), v, Some(sid))
             .close()
             .await;
     }
@@ -63,11 +64,25 @@ pub async fn session_2025(
     client_name: &str,
     anonymous: bool,
 ) -> Option<(Session, Call)> {
+    open_2025(cx, client_name, anonymous, false).await.ok()
+}
+
+/// [`session_2025`], or the `initialize` call that did not open one (`Err(None)`: no HTTP
+/// or no 2025 era, nothing was sent).
+pub async fn try_session_2025(
+    cx: &Live<'_>,
+    client_name: &str,
+    anonymous: bool,
+) -> Result<(Session, Call), Option<Call>> {
     open_2025(cx, client_name, anonymous, false).await
 }
 
-/// [`session_2025`] without the `notifications/initialized` (a session only opened to be ended).
-pub async fn bare_session_2025(cx: &Live<'_>, client_name: &str) -> Option<(Session, Call)> {
+/// [`try_session_2025`] without the `notifications/initialized` (a session only opened to be
+/// ended).
+pub async fn bare_session_2025(
+    cx: &Live<'_>,
+    client_name: &str,
+) -> Result<(Session, Call), Option<Call>> {
     open_2025(cx, client_name, false, true).await
 }
 
@@ -76,14 +91,18 @@ async fn open_2025(
     client_name: &str,
     anonymous: bool,
     bare: bool,
-) -> Option<(Session, Call)> {
-    let (client, url) = (cx.client?, cx.url?);
+) -> Result<(Session, Call), Option<Call>> {
+    let (Some(client), Some(url)) = (cx.client, cx.url) else {
+        return Err(None);
+    };
     let client = if anonymous {
         client.without_credentials()
     } else {
         client.clone()
     };
-    let v = era_2025(cx)?;
+    let Some(v) = era_2025(cx) else {
+        return Err(None);
+    };
     let params = json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": client_name, "version": "1.0.0"}});
     let msg = rpc::request(
         9002,
@@ -92,13 +111,57 @@ async fn open_2025(
         json!({"traceparent": client.network().traceparent()}),
     );
     let call = post_message(&client, url, &msg, 9002, &[]).await;
-    call.result()?;
-    let sid = call.header("mcp-session-id").map(str::to_string);
-    let session = Session::streamable(client, url.clone(), v, sid);
+    if call.result().is_none() {
+        // A session id minted with an error is still ended.
+        if let Some(sid) = call.session_id() {
+            let _ = Session::streamable(client, url.clone(), v, Some(sid))
+                .close()
+                .await;
+        }
+        return Err(Some(call));
+    }
+    let session = Session::streamable(client, url.clone(), v, call.session_id());
     if !bare {
         let _ = session.notify("notifications/initialized").await;
     }
-    Some((session, call))
+    Ok((session, call))
+}
+
+/// What a call got, for a message: `answered 404`, `no answer (timed out after 10 s)`.
+pub fn answered(call: &Call) -> String {
+    match (call.status, &call.error) {
+        (Some(s), _) => format!("answered {s}"),
+        (None, Some(e)) => format!("no answer ({e})"),
+        (None, None) => "no answer".to_string(),
+    }
+}
+
+/// No usable answer: 5xx, 429, or no HTTP answer at all (a timeout, a reset, a refused
+/// connection).
+pub fn unusable(call: &Call) -> bool {
+    match call.status {
+        None => true,
+        Some(s) => s >= 500 || s == 429,
+    }
+}
+
+/// The finding of a probe that got no usable answer: info, confidence low, the message starts
+/// with "indeterminate:", and the exchange is the evidence. `subcode` names the probe.
+pub fn indeterminate(
+    check: &dyn Check,
+    subcode: &str,
+    message: impl std::fmt::Display,
+    exchange: Option<Exchange>,
+) -> Finding {
+    let mut b = finding(check, None)
+        .subcode(format!("{subcode}/indeterminate"))
+        .severity(Severity::Info)
+        .confidence(Confidence::Low)
+        .message(format!("indeterminate: {message}"));
+    if let Some(x) = exchange {
+        b = b.exchange(x);
+    }
+    b.build()
 }
 
 /// The tools of a `tools/list` reply.

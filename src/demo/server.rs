@@ -56,6 +56,28 @@ pub struct Behaviour {
     pub tools: Option<Vec<Value>>,
     /// tools/list always answers with a `nextCursor` it already gave (a pagination cycle).
     pub cyclic_cursor: bool,
+    /// Refuses a forged Origin but accepts any Host (only with `accept_forged_origin` off).
+    pub accept_forged_host: bool,
+    /// The status a foreign Origin is refused with (403 is right; 404 says nothing).
+    pub origin_refusal_status: u16,
+    /// The status a request without the token gets (401, or 403 as some servers do).
+    pub unauthorized_status: u16,
+    /// Requests without the token get this bare status (a 500, say) instead of the challenge.
+    pub anonymous_failure: Option<u16>,
+    /// Session ids with bytes 0x80–0xFF in them (Latin-1), outside visible ASCII.
+    pub latin1_sessions: bool,
+    /// An ended session id is answered 400 instead of 404.
+    pub ended_session_400: bool,
+    /// After this many sessions, `initialize` answers 503.
+    pub max_sessions: Option<u64>,
+    /// Unknown methods are answered with a 502 HTML page instead of JSON-RPC.
+    pub unknown_method_502: bool,
+    /// The CORS preflight (OPTIONS) is answered with this status.
+    pub preflight_status: Option<u16>,
+    /// The server card location `<url>/server-card` answers this status.
+    pub server_card_status: Option<u16>,
+    /// `params` of the wrong type are ignored and answered normally (lenient, not a hole).
+    pub lenient_params: bool,
 }
 
 impl Default for Behaviour {
@@ -81,6 +103,17 @@ impl Default for Behaviour {
             server_card: None,
             tools: None,
             cyclic_cursor: false,
+            accept_forged_host: false,
+            origin_refusal_status: 403,
+            unauthorized_status: 401,
+            anonymous_failure: None,
+            latin1_sessions: false,
+            ended_session_400: false,
+            max_sessions: None,
+            unknown_method_502: false,
+            preflight_status: None,
+            server_card_status: None,
+            lenient_params: false,
         }
     }
 }
@@ -132,7 +165,10 @@ pub fn safe_tools() -> Vec<Value> {
 struct Shared {
     b: Behaviour,
     next_session: AtomicU64,
-    sessions: Mutex<HashMap<String, String>>,
+    /// Session id (as bytes: it need not be UTF-8) to the clientInfo name it was opened with.
+    sessions: Mutex<HashMap<Vec<u8>, String>>,
+    /// Ended session ids.
+    ended: Mutex<std::collections::HashSet<Vec<u8>>>,
     legacy: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     port: u16,
     /// When each request arrived (tests measure the rate the server saw).
@@ -208,13 +244,20 @@ impl Shared {
         if !self.b.accept_forged_origin {
             let origin = h("origin");
             if !origin.is_empty() && !local_origin(origin) {
+                if self.b.origin_refusal_status != 403 {
+                    return Some(
+                        StatusCode::from_u16(self.b.origin_refusal_status)
+                            .unwrap_or(StatusCode::NOT_FOUND)
+                            .into_response(),
+                    );
+                }
                 return Some(json_response(
                     StatusCode::FORBIDDEN,
                     rpc_error(Value::Null, -32000, "Forbidden: Origin not allowed"),
                     vec![],
                 ));
             }
-            if !local_host(h("host")) {
+            if !self.b.accept_forged_host && !local_host(h("host")) {
                 return Some(json_response(
                     StatusCode::FORBIDDEN,
                     rpc_error(Value::Null, -32000, "Forbidden: Host not allowed"),
@@ -225,12 +268,20 @@ impl Shared {
         if let Some(token) = &self.b.require_token
             && h("authorization") != format!("Bearer {token}")
         {
+            if let Some(status) = self.b.anonymous_failure {
+                return Some(
+                    StatusCode::from_u16(status)
+                        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+                        .into_response(),
+                );
+            }
             let meta = format!(
                 "http://127.0.0.1:{}/.well-known/oauth-protected-resource/mcp",
                 self.port
             );
             return Some(json_response(
-                StatusCode::UNAUTHORIZED,
+                StatusCode::from_u16(self.b.unauthorized_status)
+                    .unwrap_or(StatusCode::UNAUTHORIZED),
                 rpc_error(Value::Null, -32001, "Unauthorized"),
                 vec![(
                     "www-authenticate",
@@ -245,17 +296,21 @@ impl Shared {
         None
     }
 
-    fn new_session(&self, client: &str) -> String {
-        let id = if self.b.sequential_sessions {
-            format!(
-                "session-{}",
-                self.next_session.fetch_add(1, Ordering::SeqCst) + 1
-            )
+    fn new_session(&self, client: &str) -> Vec<u8> {
+        let n = self.next_session.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut id = if self.b.sequential_sessions {
+            format!("session-{n}").into_bytes()
         } else {
             let mut b = [0u8; 16];
             let _ = getrandom::fill(&mut b);
-            hex::encode(b)
+            hex::encode(b).into_bytes()
         };
+        if self.b.latin1_sessions {
+            // "sé" and a few more bytes of 0x80–0xFF: obs-text, valid on the wire.
+            let mut b = [0u8; 4];
+            let _ = getrandom::fill(&mut b);
+            id.extend(b.iter().map(|x| x | 0x80));
+        }
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(id.clone(), client.to_string());
         }
@@ -328,6 +383,7 @@ impl Shared {
                 Some(rpc_error(id, -32601, "Method not found"))
             }
             _ if self.b.answer_unknown_methods => ok(json!({"ok": true})),
+            _ if self.b.unknown_method_502 => None,
             _ => Some(rpc_error(id, -32601, "Method not found")),
         }
     }
@@ -347,6 +403,11 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
             .map(str::to_string)
     };
     if method == Method::OPTIONS {
+        if let Some(status) = s.b.preflight_status {
+            return StatusCode::from_u16(status)
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+                .into_response();
+        }
         let mut resp = StatusCode::NO_CONTENT.into_response();
         if s.b.cors_wildcard {
             let hm = resp.headers_mut();
@@ -364,12 +425,16 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
     if let Some(refused) = s.admit(headers) {
         return refused;
     }
-    let sid = h("mcp-session-id");
+    // Byte for byte: a Latin-1 id is not a `str`.
+    let sid: Option<Vec<u8>> = headers.get("mcp-session-id").map(|v| v.as_bytes().to_vec());
     if method == Method::DELETE {
         if let (Some(id), false) = (&sid, s.b.accept_unknown_sessions)
             && let Ok(mut m) = s.sessions.lock()
         {
             m.remove(id);
+            if let Ok(mut e) = s.ended.lock() {
+                e.insert(id.clone());
+            }
         }
         return StatusCode::OK.into_response();
     }
@@ -431,7 +496,7 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
             vec![],
         );
     }
-    if !msg.get("params").is_none_or(Value::is_object) {
+    if !s.b.lenient_params && !msg.get("params").is_none_or(Value::is_object) {
         return json_response(
             StatusCode::BAD_REQUEST,
             rpc_error(
@@ -447,9 +512,19 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
             .pointer("/params/clientInfo/name")
             .and_then(Value::as_str)
             .unwrap_or("");
+        if s.b
+            .max_sessions
+            .is_some_and(|max| s.next_session.load(Ordering::SeqCst) >= max)
+        {
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
         let id = s.new_session(client);
         let reply = s.dispatch(&msg, client, false).unwrap_or(Value::Null);
-        return json_response(StatusCode::OK, reply, vec![("mcp-session-id", id)]);
+        let mut resp = json_response(StatusCode::OK, reply, vec![]);
+        if let Ok(v) = HeaderValue::from_bytes(&id) {
+            resp.headers_mut().insert("mcp-session-id", v);
+        }
+        return resp;
     }
     let client = if modern {
         String::new()
@@ -460,6 +535,15 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
         match (&sid, known) {
             (_, Some(c)) => c,
             (Some(_), None) if s.b.accept_unknown_sessions => String::new(),
+            (Some(id), None)
+                if s.b.ended_session_400 && s.ended.lock().is_ok_and(|e| e.contains(id)) =>
+            {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    rpc_error(Value::Null, -32000, "Bad Request: session ended"),
+                    vec![],
+                );
+            }
             (Some(_), None) => {
                 return json_response(
                     StatusCode::NOT_FOUND,
@@ -482,6 +566,12 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
     };
     match s.dispatch(&msg, &client, modern) {
         Some(reply) => json_response(StatusCode::OK, reply, vec![]),
+        None if s.b.unknown_method_502 && msg.get("id").is_some() => (
+            StatusCode::BAD_GATEWAY,
+            [(header::CONTENT_TYPE, "text/html")],
+            "<html><body>502 Bad Gateway</body></html>",
+        )
+            .into_response(),
         None => StatusCode::ACCEPTED.into_response(),
     }
 }
@@ -490,7 +580,7 @@ async fn legacy_stream(State(s): State<S>) -> Response {
     if !s.b.legacy_sse {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let id = s.new_session("");
+    let id = hex::encode(s.new_session(""));
     let (tx, rx) = mpsc::channel::<Value>(16);
     if let Ok(mut m) = s.legacy.lock() {
         m.insert(id.clone(), tx);
@@ -557,6 +647,11 @@ async fn agent_card(State(s): State<S>) -> Response {
 }
 
 async fn server_card(State(s): State<S>) -> Response {
+    if let Some(status) = s.b.server_card_status {
+        return StatusCode::from_u16(status)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response();
+    }
     match &s.b.server_card {
         Some(c) => json_response(StatusCode::OK, c.clone(), vec![]),
         None => StatusCode::NOT_FOUND.into_response(),
@@ -609,6 +704,7 @@ pub async fn start(b: Behaviour, port: u16) -> std::io::Result<Running> {
         b,
         next_session: AtomicU64::new(0),
         sessions: Mutex::new(HashMap::new()),
+        ended: Mutex::new(std::collections::HashSet::new()),
         legacy: Mutex::new(HashMap::new()),
         port: addr.port(),
         arrivals: Mutex::new(Vec::new()),

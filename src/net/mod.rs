@@ -92,10 +92,14 @@ pub enum NetError {
     OutOfScope(String),
     #[error("refused by mcpprobe: {0}")]
     Refused(String),
-    #[error("timed out after {0:?}")]
+    #[error("timed out after {} s", .0.as_secs_f64())]
     Timeout(Duration),
     #[error("could not connect: {0}")]
     Connect(String),
+    /// The TLS handshake failed (a rustls error in the source chain): a certificate the
+    /// platform does not trust, a protocol mismatch, or no TLS at all on the port.
+    #[error("the TLS handshake failed: {0}")]
+    Tls(String),
     #[error("not sent: the scan was interrupted")]
     Interrupted,
     #[error("refused by mcpprobe: {check} already sent its budget of {budget} requests")]
@@ -110,6 +114,9 @@ pub struct Request {
     pub method: reqwest::Method,
     pub url: Url,
     pub headers: Vec<(String, String)>,
+    /// Headers whose values are sent byte for byte (a session id echoed back as the server
+    /// sent it, which need not be UTF-8).
+    pub raw_headers: Vec<(String, Vec<u8>)>,
     pub body: Option<Vec<u8>>,
     /// A request that ends a session (a 2025 `DELETE`): still sent after the scan was
     /// interrupted, within [`CLOSING_TIMEOUT`], so that an interrupted scan leaves no session open.
@@ -125,6 +132,7 @@ impl Request {
             method: reqwest::Method::GET,
             url,
             headers: Vec::new(),
+            raw_headers: Vec::new(),
             body: None,
             closing: false,
         }
@@ -140,13 +148,24 @@ impl Request {
                     "application/json, text/event-stream".into(),
                 ),
             ],
+            raw_headers: Vec::new(),
             body: Some(body.to_string().into_bytes()),
             closing: false,
         }
     }
     pub fn header(mut self, name: &str, value: &str) -> Request {
         self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.raw_headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+    /// [`Request::header`] with a value sent exactly as these bytes.
+    pub fn header_bytes(mut self, name: &str, value: &[u8]) -> Request {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.raw_headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.raw_headers.push((name.to_string(), value.to_vec()));
         self
     }
 }
@@ -155,7 +174,10 @@ impl Request {
 #[derive(Debug, Clone)]
 pub struct Response {
     pub status: u16,
+    /// The headers as they may be shown: bytes outside printable ASCII escaped as `\xNN`.
     pub headers: Vec<(String, String)>,
+    /// The header values exactly as the server sent them (a session id is echoed back so).
+    pub raw_headers: Vec<(String, Vec<u8>)>,
     /// The body, up to [`Limits::max_body`] (as the server sent it: callers parse it).
     pub body: Vec<u8>,
     /// The body was cut at the size cap or the time cap.
@@ -170,6 +192,12 @@ impl Response {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+    pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
+        self.raw_headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
     }
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -502,6 +530,7 @@ impl Network {
         let deadline = started + self.shared.settings.limits.response_timeout;
         let status = resp.status().as_u16();
         let resp_headers = headers_of(&resp);
+        let raw_headers = raw_headers_of(&resp);
         let content_type = resp_headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
@@ -548,6 +577,7 @@ impl Network {
         Ok(Response {
             status,
             headers: resp_headers,
+            raw_headers,
             body,
             truncated,
             exchange,
@@ -611,6 +641,18 @@ impl Network {
         for (n, v) in &headers {
             builder = builder.header(n.as_str(), v.as_str());
         }
+        for (n, v) in &req.raw_headers {
+            match reqwest::header::HeaderValue::from_bytes(v) {
+                Ok(value) => builder = builder.header(n.as_str(), value),
+                Err(_) => {
+                    return Err(not_sent(NetError::Refused(format!(
+                        "the {n} value {} cannot be sent as an HTTP header",
+                        escape_header(v)
+                    ))));
+                }
+            }
+            headers.push((n.clone(), escape_header(v)));
+        }
         if let Some(body) = &req.body {
             builder = builder.body(body.clone());
         }
@@ -642,6 +684,7 @@ impl Network {
             None => NetError::Interrupted,
             Some(Ok(Ok(r))) => return Ok((r, shown_request, started)),
             Some(Err(_)) => NetError::Timeout(cap),
+            Some(Ok(Err(e))) if is_tls(&e) => NetError::Tls(root_cause(&e)),
             Some(Ok(Err(e))) if e.is_connect() => NetError::Connect(root_cause(&e)),
             Some(Ok(Err(e))) if e.is_timeout() => NetError::Timeout(limits.connect_timeout),
             Some(Ok(Err(e))) => NetError::Other(root_cause(&e)),
@@ -740,13 +783,48 @@ impl Network {
 fn headers_of(resp: &reqwest::Response) -> Vec<(String, String)> {
     resp.headers()
         .iter()
-        .map(|(n, v)| {
-            (
-                n.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
+        .map(|(n, v)| (n.as_str().to_string(), escape_header(v.as_bytes())))
         .collect()
+}
+
+fn raw_headers_of(resp: &reqwest::Response) -> Vec<(String, Vec<u8>)> {
+    resp.headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+        .collect()
+}
+
+/// A header value as it may be shown: printable ASCII as is, every other byte as `\xNN`.
+pub fn escape_header(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if (0x20..0x7f).contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// A rustls error somewhere in the source chain (tokio-rustls hands it over inside an
+/// `io::Error`, itself inside another; `io::Error::source()` skips what it wraps, so each
+/// wrapper is opened).
+fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        cur = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    false
 }
 
 /// One step of reading a body.

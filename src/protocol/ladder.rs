@@ -31,6 +31,9 @@ pub struct Rung {
     /// The response headers (for checks that read them: CORS, WWW-Authenticate, session ids).
     #[serde(skip)]
     pub headers: Vec<(String, String)>,
+    /// Why the request got no HTTP answer (TRANS-02 reads TLS failures here, by kind).
+    #[serde(skip)]
+    pub failure: Option<crate::net::NetError>,
 }
 
 /// What the ladder learned.
@@ -50,9 +53,9 @@ pub struct Fingerprint {
     pub rungs: Vec<Rung>,
     #[serde(skip)]
     pub exchanges: Vec<Exchange>,
-    /// Session ids minted by the 2025 handshakes (samples for SESS-01).
+    /// Session ids minted by the 2025 handshakes (samples for SESS-01), byte for byte.
     #[serde(skip)]
-    pub session_ids: Vec<String>,
+    pub session_ids: Vec<Vec<u8>>,
     /// Why the endpoint is not MCP (no rung answered and no 401/403).
     pub not_mcp: Option<String>,
     /// The target could not be reached at all.
@@ -105,6 +108,7 @@ impl Fingerprint {
             verdict,
             exchange,
             headers: call.headers.clone(),
+            failure: call.failure.clone(),
         });
         if call.exchange.request.method.is_some() {
             self.exchanges.push(call.exchange.clone());
@@ -256,7 +260,7 @@ pub async fn http(client: &Client, url: &Url) -> (Fingerprint, Vec<Session>) {
                 if let Some(r) = call.result() {
                     fp.learn(r, false);
                 }
-                let sid = call.header("mcp-session-id").map(str::to_string);
+                let sid = call.session_id();
                 if let Some(s) = &sid {
                     fp.session_ids.push(s.clone());
                 }

@@ -26,12 +26,17 @@ pub struct Call {
     pub reply: Option<Reply>,
     /// HTTP status (none for stdio and for a transport failure).
     pub status: Option<u16>,
+    /// The headers as they may be shown (see [`crate::net::Response::headers`]).
     pub headers: Vec<(String, String)>,
+    /// The header values as the server sent them, byte for byte.
+    pub raw_headers: Vec<(String, Vec<u8>)>,
     pub content_type: Option<String>,
     pub body: Vec<u8>,
     pub exchange: Exchange,
     /// A transport failure (timeout, refused connection, no reply).
     pub error: Option<String>,
+    /// The network error behind `error`, when the request got no HTTP answer.
+    pub failure: Option<crate::net::NetError>,
 }
 
 impl Call {
@@ -41,13 +46,37 @@ impl Call {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+    /// A header value exactly as the server sent it (a session id to echo back).
+    pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
+        self.raw_headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+    /// The `Mcp-Session-Id` the server minted, byte for byte.
+    pub fn session_id(&self) -> Option<Vec<u8>> {
+        self.header_bytes("mcp-session-id").map(<[u8]>::to_vec)
+    }
     pub fn result(&self) -> Option<&Value> {
         self.reply.as_ref().and_then(Reply::result)
     }
-    fn failed(exchange: Exchange, error: String) -> Call {
+    fn failed(exchange: Exchange, error: crate::net::NetError) -> Call {
         Call {
             exchange,
-            error: Some(error),
+            error: Some(error.to_string()),
+            failure: Some(error),
+            ..Call::default()
+        }
+    }
+    fn answered(r: crate::net::Response) -> Call {
+        let content_type = r.header("content-type").map(str::to_string);
+        Call {
+            status: Some(r.status),
+            headers: r.headers,
+            raw_headers: r.raw_headers,
+            content_type,
+            body: r.body,
+            exchange: r.exchange,
             ..Call::default()
         }
     }
@@ -61,7 +90,8 @@ pub enum Dialect {
     /// 2025-11-25 or 2025-06-18 Streamable HTTP, after `initialize`.
     Streamable {
         version: String,
-        session_id: Option<String>,
+        /// As the server sent it: echoed back byte for byte (it need not be UTF-8).
+        session_id: Option<Vec<u8>>,
     },
     /// The 2024-11-05 HTTP+SSE transport: POST to `endpoint`, replies on the stream.
     LegacySse {
@@ -112,7 +142,7 @@ impl Session {
         client: Client,
         url: Url,
         version: &str,
-        session_id: Option<String>,
+        session_id: Option<Vec<u8>>,
     ) -> Session {
         Session {
             client: Some(client),
@@ -209,24 +239,29 @@ impl Session {
         }
     }
 
-    /// The HTTP headers this session sends with every request (era, session id).
+    /// The HTTP headers this session sends with every request (era; the session id is
+    /// [`Session::session_id`], sent as bytes).
     pub fn headers<'h>(&self, method: &str) -> Vec<(&'h str, String)> {
         match &self.dialect {
             Dialect::Modern => vec![
                 ("MCP-Protocol-Version", MODERN.to_string()),
                 ("Mcp-Method", method.to_string()),
             ],
-            Dialect::Streamable {
-                version,
-                session_id,
-            } => {
-                let mut h = vec![("MCP-Protocol-Version", version.clone())];
-                if let Some(sid) = session_id {
-                    h.push(("Mcp-Session-Id", sid.clone()));
-                }
-                h
+            Dialect::Streamable { version, .. } => {
+                vec![("MCP-Protocol-Version", version.clone())]
             }
             _ => Vec::new(),
+        }
+    }
+
+    /// The 2025 session id, as the server sent it.
+    pub fn session_id(&self) -> Option<&[u8]> {
+        match &self.dialect {
+            Dialect::Streamable {
+                session_id: Some(sid),
+                ..
+            } => Some(sid),
+            _ => None,
         }
     }
 
@@ -254,24 +289,20 @@ impl Session {
         for (n, v) in self.headers(method_header) {
             req = req.header(n, &v);
         }
+        if let Some(sid) = self.session_id() {
+            req = req.header_bytes("Mcp-Session-Id", sid);
+        }
         for (n, v) in extra {
             req = req.header(n, v);
         }
         Some(match client.send(req).await {
             Ok(r) => {
-                let content_type = r.header("content-type").map(str::to_string);
-                let msgs = rpc::messages(content_type.as_deref(), &r.body);
-                Call {
-                    reply: msgs.first().and_then(Reply::from_message),
-                    status: Some(r.status),
-                    headers: r.headers,
-                    content_type,
-                    body: r.body,
-                    exchange: r.exchange,
-                    error: None,
-                }
+                let mut call = Call::answered(r);
+                let msgs = rpc::messages(call.content_type.as_deref(), &call.body);
+                call.reply = msgs.first().and_then(Reply::from_message);
+                call
             }
-            Err((e, ex)) => Call::failed(ex, e.to_string()),
+            Err((e, ex)) => Call::failed(ex, e),
         })
     }
 
@@ -321,7 +352,7 @@ impl Session {
                         exchange: r.exchange,
                         ..Call::default()
                     },
-                    Err((e, ex)) => Call::failed(ex, e.to_string()),
+                    Err((e, ex)) => Call::failed(ex, e),
                 }
             }
             Dialect::Modern => Call::default(),
@@ -331,9 +362,13 @@ impl Session {
     /// POSTs a message to the endpoint; reads the reply from JSON or SSE.
     pub async fn post(&self, msg: &Value, id: u64, headers: &[(&str, String)]) -> Call {
         let (Some(client), Some(url)) = (&self.client, &self.url) else {
-            return Call::failed(Exchange::default(), "no HTTP endpoint".into());
+            return Call::failed(
+                Exchange::default(),
+                crate::net::NetError::Other("no HTTP endpoint".into()),
+            );
         };
-        post_message(client, url, msg, id, headers).await
+        let sid = self.session_id().map(|s| ("Mcp-Session-Id", s));
+        post_message_with(client, url, msg, id, headers, sid.as_slice()).await
     }
 
     async fn legacy_call(
@@ -349,16 +384,14 @@ impl Session {
         let mut rx = replies.lock().await;
         let resp = match client.send(Request::post_json(endpoint.clone(), msg)).await {
             Ok(r) => r,
-            Err((e, ex)) => return Call::failed(ex, e.to_string()),
+            Err((e, ex)) => return Call::failed(ex, e),
         };
-        let mut call = Call {
-            status: Some(resp.status),
-            headers: resp.headers.clone(),
-            exchange: resp.exchange.clone(),
-            ..Call::default()
-        };
-        if !(200..300).contains(&resp.status) {
-            call.error = Some(format!("the message endpoint answered {}", resp.status));
+        let mut call = Call::answered(resp);
+        let status = call.status.unwrap_or_default();
+        call.body = Vec::new();
+        call.content_type = None;
+        if !(200..300).contains(&status) {
+            call.error = Some(format!("the message endpoint answered {status}"));
             return call;
         }
         let deadline = tokio::time::Instant::now() + REPLY_TIMEOUT;
@@ -381,7 +414,8 @@ impl Session {
                 }
                 Err(_) => {
                     call.error = Some(format!(
-                        "no reply on the SSE stream within {REPLY_TIMEOUT:?}"
+                        "no reply on the SSE stream within {} s",
+                        REPLY_TIMEOUT.as_secs()
                     ));
                     return call;
                 }
@@ -411,21 +445,14 @@ impl Session {
                 let (client, url) = (self.client?, self.url?);
                 let req = Request {
                     method: reqwest::Method::DELETE,
-                    url,
-                    headers: vec![],
-                    body: None,
                     closing: true,
+                    ..Request::get(url)
                 }
-                .header("Mcp-Session-Id", &sid)
+                .header_bytes("Mcp-Session-Id", &sid)
                 .header("MCP-Protocol-Version", &version);
                 Some(match client.send(req).await {
-                    Ok(r) => Call {
-                        status: Some(r.status),
-                        headers: r.headers,
-                        exchange: r.exchange,
-                        ..Call::default()
-                    },
-                    Err((e, ex)) => Call::failed(ex, e.to_string()),
+                    Ok(r) => Call::answered(r),
+                    Err((e, ex)) => Call::failed(ex, e),
                 })
             }
             Dialect::LegacySse { task, .. } => {
@@ -449,9 +476,24 @@ pub async fn post_message(
     id: u64,
     headers: &[(&str, String)],
 ) -> Call {
+    post_message_with(client, url, msg, id, headers, &[]).await
+}
+
+/// [`post_message`] with headers whose values are sent as these exact bytes (a session id).
+pub async fn post_message_with(
+    client: &Client,
+    url: &Url,
+    msg: &Value,
+    id: u64,
+    headers: &[(&str, String)],
+    raw: &[(&str, &[u8])],
+) -> Call {
     let mut req = Request::post_json(url.clone(), msg);
     for (n, v) in headers {
         req = req.header(n, v);
+    }
+    for (n, v) in raw {
+        req = req.header_bytes(n, v);
     }
     // Parse each SSE event once: only what arrived since the last complete event is read again.
     let parsed = std::sync::atomic::AtomicUsize::new(0);
@@ -472,10 +514,10 @@ pub async fn post_message(
     };
     let resp = match client.send_until(req, Some(&until)).await {
         Ok(r) => r,
-        Err((e, ex)) => return Call::failed(ex, e.to_string()),
+        Err((e, ex)) => return Call::failed(ex, e),
     };
-    let content_type = resp.header("content-type").map(str::to_string);
-    let msgs = rpc::messages(content_type.as_deref(), &resp.body);
+    let mut call = Call::answered(resp);
+    let msgs = rpc::messages(call.content_type.as_deref(), &call.body);
     let reply = if id == 0 {
         None
     } else {
@@ -486,15 +528,8 @@ pub async fn post_message(
                 .and_then(Reply::from_message)
         })
     };
-    Call {
-        reply,
-        status: Some(resp.status),
-        headers: resp.headers.clone(),
-        content_type,
-        body: resp.body,
-        exchange: resp.exchange,
-        error: None,
-    }
+    call.reply = reply;
+    call
 }
 
 /// Opens the legacy HTTP+SSE stream at `url` and waits for its first event. `Some(session)`
@@ -508,7 +543,7 @@ pub async fn open_legacy(
     let req = Request::get(url.clone()).header("Accept", "text/event-stream");
     let mut stream = match client.open_stream(req, Duration::from_secs(120)).await {
         Ok(s) => s,
-        Err((e, ex)) => return (Call::failed(ex, e.to_string()), None),
+        Err((e, ex)) => return (Call::failed(ex, e), None),
     };
     let content_type = stream
         .headers

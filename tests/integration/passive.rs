@@ -360,19 +360,36 @@ fn trans_01_forged_origin_and_host() {
         },
     );
     let (_, r) = scan(&on.url(), &[]);
-    let m: Vec<String> = findings(&r, "TRANS-01")
-        .iter()
-        .map(|f| message(f))
-        .collect();
-    assert!(
-        m.iter()
-            .any(|m| m.contains("tested header: Origin: https://evil.example")),
-        "{m:?}"
+    let f = findings(&r, "TRANS-01");
+    // The forged Origin accepted is enough for a rebinding page: high, and no Host test.
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        (f[0]["subcode"].as_str(), f[0]["severity"].as_str()),
+        (Some("origin"), Some("high"))
     );
     assert!(
-        m.iter()
-            .any(|m| m.contains("tested header: Host: evil.example")),
-        "{m:?}"
+        message(f[0]).contains("tested header: Origin: https://evil.example"),
+        "{f:?}"
+    );
+    // The Origin refused, the Host accepted, on loopback: medium, and the message says why.
+    let host = start(
+        &rt,
+        Behaviour {
+            accept_forged_host: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&host.url(), &[]);
+    let f = findings(&r, "TRANS-01");
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        (f[0]["subcode"].as_str(), f[0]["severity"].as_str()),
+        (Some("host"), Some("medium"))
+    );
+    assert!(
+        message(f[0]).contains("tested header: Host: evil.example")
+            && message(f[0]).contains("GET event stream"),
+        "{f:?}"
     );
     let off = start(&rt, quiet());
     let (_, r) = scan(&off.url(), &[]);
@@ -845,4 +862,344 @@ fn card_01_probes_the_advertised_endpoints() {
             .any(|r| ["SC3", "SC4", "SC8"].contains(&r.as_str())),
         "{fine:?}"
     );
+}
+
+/// The one finding of `check` with this sub-code.
+fn sub<'r>(r: &'r Value, check: &str, subcode: &str) -> Option<&'r Value> {
+    findings(r, check)
+        .into_iter()
+        .find(|f| f["subcode"] == subcode)
+}
+
+/// An indeterminate finding: info, confidence low, "indeterminate:", with its exchange.
+fn assert_indeterminate(f: Option<&Value>, r: &Value) {
+    let f = f.unwrap_or_else(|| panic!("no indeterminate finding: {r}"));
+    assert_eq!(
+        (f["severity"].as_str(), f["confidence"].as_str()),
+        (Some("info"), Some("low")),
+        "{f}"
+    );
+    assert!(message(f).starts_with("indeterminate:"), "{f}");
+    assert!(
+        f["evidence"]["exchanges"]
+            .as_array()
+            .is_some_and(|x| !x.is_empty()),
+        "no exchange: {f}"
+    );
+}
+
+#[test]
+fn trans_01_a_404_to_the_forged_origin_is_indeterminate() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            origin_refusal_status: 404,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    assert_indeterminate(sub(&r, "TRANS-01", "origin/indeterminate"), &r);
+    assert!(
+        message(sub(&r, "TRANS-01", "origin/indeterminate").expect("origin"))
+            .contains("answered 404")
+    );
+    // The Host test still ran and was refused with 403.
+    assert!(
+        sub(&r, "TRANS-01", "host").is_none()
+            && sub(&r, "TRANS-01", "host/indeterminate").is_none(),
+        "{r}"
+    );
+}
+
+#[test]
+fn auth_01_and_02_a_500_without_credentials_is_indeterminate() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            anonymous_failure: Some(500),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &["--token", TOKEN]);
+    assert_eq!(status(&r, "AUTH-01"), "ran");
+    assert_indeterminate(sub(&r, "AUTH-01", "anonymous/indeterminate"), &r);
+    assert!(
+        message(findings(&r, "AUTH-02")[0]).starts_with("indeterminate:"),
+        "{r}"
+    );
+}
+
+#[test]
+fn auth_02_and_03_accept_a_403_challenge() {
+    let rt = runtime();
+    let (good, issuer) = authorization_server(&rt, true);
+    let s = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            unauthorized_status: 403,
+            authorization_server: Some(issuer),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &["--token", TOKEN]);
+    assert_eq!(status(&r, "AUTH-02"), "ran", "{r}");
+    assert!(
+        findings(&r, "AUTH-02").is_empty(),
+        "{:?}",
+        findings(&r, "AUTH-02")
+    );
+    assert_eq!(status(&r, "AUTH-03"), "ran");
+    assert!(
+        findings(&r, "AUTH-03").is_empty(),
+        "{:?}",
+        findings(&r, "AUTH-03")
+    );
+    assert_eq!(good.count(), 1);
+    assert!(
+        findings(&r, "AUTH-01").is_empty(),
+        "{:?}",
+        findings(&r, "AUTH-01")
+    );
+}
+
+#[test]
+fn proto_02_an_answer_that_is_not_json_rpc_is_indeterminate() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            unknown_method_502: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    assert_eq!(status(&r, "PROTO-02"), "ran");
+    assert_indeterminate(sub(&r, "PROTO-02", "unknown-method/indeterminate"), &r);
+}
+
+#[test]
+fn proto_03_lenient_params_are_info() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            lenient_params: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    let f = sub(&r, "PROTO-03", "wrong-params").unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(f["severity"], "info", "{f}");
+    assert_eq!(
+        findings(&r, "PROTO-03").len(),
+        1,
+        "{:?}",
+        findings(&r, "PROTO-03")
+    );
+}
+
+#[test]
+fn trans_03_a_failed_preflight_is_indeterminate() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            preflight_status: Some(500),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    assert_indeterminate(sub(&r, "TRANS-03", "preflight/indeterminate"), &r);
+}
+
+#[test]
+fn sess_01_and_proto_03_a_session_that_does_not_open_is_indeterminate() {
+    let rt = runtime();
+    // The ladder's two handshakes get sessions; every later one gets 503.
+    let s = start(
+        &rt,
+        Behaviour {
+            max_sessions: Some(2),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    assert_indeterminate(sub(&r, "SESS-01", "ended/indeterminate"), &r);
+    assert_indeterminate(sub(&r, "PROTO-03", "session/indeterminate"), &r);
+    // The forged-id probe still ran, and was refused.
+    assert!(
+        sub(&r, "SESS-01", "forged").is_none()
+            && sub(&r, "SESS-01", "forged/indeterminate").is_none(),
+        "{r}"
+    );
+}
+
+#[test]
+fn card_01_a_500_at_a_card_location_is_indeterminate() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            server_card_status: Some(500),
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    assert_eq!(status(&r, "CARD-01"), "ran");
+    assert_indeterminate(sub(&r, "CARD-01", "location/indeterminate"), &r);
+}
+
+#[test]
+fn sess_01_latin1_session_ids_are_echoed_byte_for_byte() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            latin1_sessions: true,
+            ended_session_400: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    let charset = sub(&r, "SESS-01", "charset").unwrap_or_else(|| panic!("{r}"));
+    assert!(message(charset).contains("\\x"), "{charset}");
+    // The ended id, sent back exactly, was recognised: 400 instead of 404 is low.
+    let ended = sub(&r, "SESS-01", "ended-status").unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(ended["severity"], "low");
+    assert!(message(ended).contains("answered 400"), "{ended}");
+    // Nothing was indeterminate: every request of the Latin-1 sessions was answered.
+    let unknown: Vec<&Value> = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| message(f).starts_with("indeterminate"))
+        .collect();
+    assert!(unknown.is_empty(), "{unknown:?}");
+    assert!(
+        findings(&r, "PROTO-02").is_empty() && sub(&r, "SESS-01", "forged").is_none(),
+        "{r}"
+    );
+    // The evidence shows the real bytes, escaped.
+    let shown = ended["evidence"]["exchanges"][0]["request"]["headers"].to_string();
+    assert!(shown.contains("\\\\x"), "{shown}");
+}
+
+#[test]
+fn sess_01_an_ended_id_answered_400_is_low() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            ended_session_400: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    let f = findings(&r, "SESS-01");
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        (f[0]["subcode"].as_str(), f[0]["severity"].as_str()),
+        (Some("ended-status"), Some("low"))
+    );
+}
+
+#[test]
+fn sess_01_entropy_of_short_structured_ids_is_estimated_from_the_samples() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            sequential_sessions: true,
+            ..quiet()
+        },
+    );
+    let (_, r) = scan(&s.url(), &[]);
+    let f = sub(&r, "SESS-01", "entropy").unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        message(f).contains("about 0 bits") && message(f).contains("counts up"),
+        "{f}"
+    );
+}
+
+/// Fingerprints of a report, sorted, and whether two findings share one.
+fn fingerprints(r: &Value) -> Vec<String> {
+    let mut fps: Vec<String> = r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["fingerprint"].as_str().map(str::to_string))
+        .collect();
+    fps.sort();
+    fps
+}
+
+fn assert_distinct(r: &Value) {
+    let fps = fingerprints(r);
+    let all: Vec<&Value> = r["findings"].as_array().into_iter().flatten().collect();
+    for w in fps.windows(2) {
+        assert_ne!(
+            w[0],
+            w[1],
+            "two findings share a fingerprint: {:?}",
+            all.iter()
+                .filter(|f| f["fingerprint"] == w[0].as_str())
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn fingerprints_are_distinct_within_a_report_and_stable_across_runs() {
+    let demo = || -> Value {
+        let out = mcpprobe()
+            .args(["demo", "--format", "json"])
+            .output()
+            .expect("runs");
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let (a, b) = (demo(), demo());
+    assert_distinct(&a);
+    assert_eq!(
+        fingerprints(&a),
+        fingerprints(&b),
+        "the demo's fingerprints changed between runs"
+    );
+    let rt = runtime();
+    let every = Behaviour {
+        latin1_sessions: true,
+        bait_and_switch: false,
+        lenient_params: true,
+        server_card: Some(
+            json!({"serverInfo": {"name": "w", "version": "1"}, "authentication": {"apiKey": "sk-live-abcdefghijklmnopqrstuvwxyz"}}),
+        ),
+        ..mcpprobe::demo::vulnerable()
+    };
+    let one = start(&rt, every.clone());
+    let two = start(&rt, every);
+    let (_, r1) = scan(&one.url(), &[]);
+    let (_, r2) = scan(&two.url(), &[]);
+    assert_distinct(&r1);
+    assert_eq!(
+        fingerprints(&r1),
+        fingerprints(&r2),
+        "fingerprints depend on the port or the session ids"
+    );
+}
+
+#[test]
+fn trans_02_tls_failures_are_told_by_kind() {
+    let rt = runtime();
+    // https:// to a plain-HTTP port: rustls fails the handshake (not English error text).
+    let plain = start(&rt, quiet());
+    let url = plain.url().replace("http://", "https://");
+    let (_, r) = scan(&url, &["--checks", "TRANS-02"]);
+    let f = sub(&r, "TRANS-02", "tls").unwrap_or_else(|| panic!("{r}"));
+    assert!(message(f).starts_with("the TLS handshake failed"), "{f}");
+    // Plain http:// on loopback is no TLS failure and no plaintext finding.
+    let (_, r) = scan(&plain.url(), &["--checks", "TRANS-02"]);
+    assert!(findings(&r, "TRANS-02").is_empty(), "{r}");
 }

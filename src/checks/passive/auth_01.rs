@@ -3,20 +3,36 @@
 //! Metadata: `checks/passive/AUTH-01.toml`. Without `--token`/`--header`, the inventory itself
 //! was read anonymously (no request). With them, a separate client that never carries the
 //! credentials asks once more. High when the tools change, delete, send or run; medium otherwise.
+//! A 401/403 (or a JSON-RPC refusal with a 4xx) passes; no usable answer (a timeout, a 5xx,
+//! a 404/429, a session that did not open) is indeterminate.
 
 use serde_json::{Value, json};
 
-use crate::checks::probe::{self, session_2025};
+use crate::checks::probe::{self, try_session_2025};
 use crate::checks::{BoxFuture, Check, Live, Outcome, finding};
 use crate::finding::{Exchange, Severity};
 use crate::protocol::rpc::{self, MODERN};
-use crate::protocol::session::post_message;
+use crate::protocol::session::{Call, post_message};
 use crate::rules::capabilities::{Class, profile};
 use crate::rules::document::Document;
 
 pub struct Auth01;
 
 pub static CHECK: Auth01 = Auth01;
+
+/// What an anonymous `tools/list` (or the handshake before it) learned: the tools it got, a
+/// refusal (`Err(None)`: credentials are required), or no usable answer (`Err(Some(..))`).
+fn judge(call: &Call) -> Result<Vec<Value>, Option<String>> {
+    if call.result().is_some() {
+        return Ok(probe::tools(call));
+    }
+    match call.status {
+        Some(401 | 403) => Err(None),
+        // A JSON-RPC error with a 4xx (not 404/429) is a refusal the server means.
+        Some(s) if (400..500).contains(&s) && s != 404 && s != 429 && call.reply.is_some() => Err(None),
+        _ => Err(Some(probe::answered(call))),
+    }
+}
 
 impl Check for Auth01 {
     fn id(&self) -> &'static str {
@@ -28,34 +44,60 @@ impl Check for Auth01 {
             let (Some(client), Some(url)) = (cx.client, cx.url) else {
                 return Outcome::Skipped("a stdio server has no authentication".into());
             };
+            let unknown = |why: String, x: Option<Exchange>| {
+                Outcome::Ran(vec![probe::indeterminate(
+                    self,
+                    "anonymous",
+                    format_args!("the request without credentials got no usable answer ({why}), so whether tools/list answers without them is not known"),
+                    x,
+                )])
+            };
             let (tools, exchange): (Vec<Value>, Exchange) = if !cx.credentialed {
                 let Some(call) = cx.inventory.and_then(|i| i.first_tools_call.as_ref()) else {
-                    return Outcome::Ran(vec![]);
+                    // Every rung answered 401/403: nothing answers without credentials; or the
+                    // inventory asked for no tools (the server declares none).
+                    if cx.fingerprint.auth_required || cx.inventory.is_some() {
+                        return Outcome::Ran(vec![]);
+                    }
+                    let x = cx.fingerprint.exchanges.last().cloned();
+                    return unknown("no inventory could be read".into(), x);
                 };
-                if call.result().is_none() {
-                    return Outcome::Ran(vec![]);
+                match judge(call) {
+                    Ok(_) => (cx.inventory.map(|i| i.tools().to_vec()).unwrap_or_default(), call.exchange.clone()),
+                    Err(None) => return Outcome::Ran(vec![]),
+                    Err(Some(why)) => return unknown(why, Some(call.exchange.clone())),
                 }
-                (cx.inventory.map(|i| i.tools().to_vec()).unwrap_or_default(), call.exchange.clone())
+            } else if cx.oauth.as_ref().is_some_and(|d| d.challenge.is_some()) {
+                // OAuth discovery's handshake without credentials was already refused (401/403):
+                // the same question, answered; nothing more is sent.
+                return Outcome::Ran(vec![]);
             } else if cx.fingerprint.eras.iter().any(|e| e == MODERN) {
                 let anon = client.without_credentials();
                 let tp = anon.network().traceparent();
                 let msg = rpc::request(9101, "tools/list", json!({}), rpc::modern_meta(&tp));
                 let headers = [("MCP-Protocol-Version", MODERN.to_string()), ("Mcp-Method", "tools/list".to_string())];
                 let call = post_message(&anon, url, &msg, 9101, &headers).await;
-                if call.result().is_none() {
-                    return Outcome::Ran(vec![]);
+                match judge(&call) {
+                    Ok(tools) => (tools, call.exchange),
+                    Err(None) => return Outcome::Ran(vec![]),
+                    Err(Some(why)) => return unknown(why, Some(call.exchange)),
                 }
-                (probe::tools(&call), call.exchange)
             } else {
-                let Some((session, _)) = session_2025(cx, "mcpprobe-anonymous", true).await else {
-                    return Outcome::Ran(vec![]);
+                let session = match try_session_2025(cx, "mcpprobe-anonymous", true).await {
+                    Ok((session, _)) => session,
+                    Err(None) => return Outcome::Skipped("no 2025 era to open a session in".into()),
+                    Err(Some(call)) => match judge(&call) {
+                        Err(Some(why)) => return unknown(format!("the session could not be opened: {why}"), Some(call.exchange)),
+                        _ => return Outcome::Ran(vec![]),
+                    },
                 };
                 let call = session.call("tools/list", json!({})).await;
                 let _ = session.close().await;
-                if call.result().is_none() {
-                    return Outcome::Ran(vec![]);
+                match judge(&call) {
+                    Ok(tools) => (tools, call.exchange),
+                    Err(None) => return Outcome::Ran(vec![]),
+                    Err(Some(why)) => return unknown(why, Some(call.exchange)),
                 }
-                (probe::tools(&call), call.exchange)
             };
             // Severity by what the anonymous caller can reach.
             let doc_value = json!({"tools": tools});

@@ -72,7 +72,11 @@ impl Check for Auth03 {
                 Some(i) if same(i, issuer.as_str()) => {}
                 other => findings.push(
                     finding(self, None)
-                        .message(format!("issuer is {other:?}, but the metadata was fetched for {issuer}: clients must not use it"))
+                        .message(match other {
+                            // `{:?}` quotes the server's string as an escaped literal.
+                            Some(i) => format!("issuer is {i:?}, but the metadata was fetched for {issuer}: clients must not use it"),
+                            None => format!("the metadata has no issuer, but was fetched for {issuer}: clients must not use it"),
+                        })
                         .exchange(ex.clone())
                         .build(),
                 ),

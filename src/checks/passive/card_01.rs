@@ -42,8 +42,8 @@ async fn probe_endpoints(check: &Card01, cx: &Live<'_>, card: &Value, card_excha
         let msg = rpc::request(9301, "initialize", params, json!({}));
         let call = post_message(client, &target, &msg, 9301, &[]).await;
         let is_mcp = call.reply.is_some();
-        if let Some(sid) = call.header("mcp-session-id") {
-            let s = crate::protocol::session::Session::streamable(client.clone(), target.clone(), rpc::V2025_11, Some(sid.to_string()));
+        if let Some(sid) = call.session_id() {
+            let s = crate::protocol::session::Session::streamable(client.clone(), target.clone(), rpc::V2025_11, Some(sid));
             let _ = s.close().await;
         }
         answers.push((ep.url.to_string(), call.status, is_mcp, call.exchange));
@@ -51,7 +51,8 @@ async fn probe_endpoints(check: &Card01, cx: &Live<'_>, card: &Value, card_excha
     let mut out = Vec::new();
     for (u, status, is_mcp, x) in &answers {
         if status.is_some_and(|s| (200..300).contains(&s)) && !is_mcp {
-            out.push(finding(check, Some("SC3")).message(format!("{u} answered the handshake {status:?} without JSON-RPC")).exchange(x.clone()).build());
+            let status = status.map(|s| s.to_string()).unwrap_or_default();
+            out.push(finding(check, Some("SC3")).subcode(Url::parse(u).map(|x| x.path().to_string()).unwrap_or_else(|_| u.clone())).message(format!("{u} answered the handshake with {status} without JSON-RPC")).exchange(x.clone()).build());
         }
     }
     if !answers.is_empty() && answers.iter().all(|(_, s, _, _)| matches!(s, Some(404 | 410))) {
@@ -86,12 +87,21 @@ impl Check for Card01 {
                 return Outcome::Skipped("a stdio server has no server card".into());
             };
             let mut tried = Vec::new();
+            // Locations that gave no usable answer (a transport error, a 5xx, a 429).
+            let mut unanswered: Vec<(String, Exchange)> = Vec::new();
             for loc in locations(url) {
                 let req = Request::get(loc.clone()).header("Accept", "application/mcp-server-card+json, application/json");
                 let resp = match client.send(req).await {
                     Ok(r) => r,
-                    Err(_) => continue,
+                    Err((e, x)) => {
+                        unanswered.push((format!("{} got no answer ({e})", loc.path()), x));
+                        continue;
+                    }
                 };
+                if resp.status >= 500 || resp.status == 429 {
+                    unanswered.push((format!("{} answered {}", loc.path(), resp.status), resp.exchange.clone()));
+                    continue;
+                }
                 if resp.status != 200 {
                     tried.push(format!("{} answered {}", loc.path(), resp.status));
                     continue;
@@ -128,6 +138,17 @@ impl Check for Card01 {
                     }
                 }
                 return Outcome::Ran(findings);
+            }
+            if !unanswered.is_empty() {
+                let why: Vec<&str> = unanswered.iter().map(|(w, _)| w.as_str()).chain(tried.iter().map(String::as_str)).collect();
+                let mut f = crate::checks::probe::indeterminate(
+                    self,
+                    "location",
+                    format_args!("no server card found, but not every known location gave a usable answer ({})", why.join("; ")),
+                    None,
+                );
+                f.evidence.exchanges.extend(unanswered.into_iter().map(|(_, x)| x));
+                return Outcome::Ran(vec![f]);
             }
             Outcome::Skipped(format!("no server card at the known draft locations ({})", tried.join("; ")))
         })

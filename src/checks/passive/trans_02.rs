@@ -4,6 +4,7 @@
 //! addresses the gate pinned, and what the ladder's connections reported.
 
 use crate::checks::{BoxFuture, Check, Live, Outcome, finding};
+use crate::net::NetError;
 
 pub struct Trans02;
 
@@ -21,14 +22,16 @@ impl Check for Trans02 {
             };
             let mut findings = Vec::new();
             if url.scheme() == "http" && !cx.loopback {
-                findings.push(finding(self, None).message(format!("{url} is plain http:// on an address that is not loopback")).build());
+                findings.push(finding(self, None).subcode("plaintext").message(format!("{url} is plain http:// on an address that is not loopback")).build());
             }
             if url.scheme() == "https" {
-                let tls = cx.fingerprint.rungs.iter().find(|r| {
-                    r.status.is_none() && ["certificate", "tls", "handshake", "UnknownIssuer"].iter().any(|w| r.verdict.to_lowercase().contains(&w.to_lowercase()))
+                // By the kind of failure the client saw, never by its wording.
+                let tls = cx.fingerprint.rungs.iter().find_map(|r| match &r.failure {
+                    Some(NetError::Tls(why)) => Some((r, why)),
+                    _ => None,
                 });
-                if let Some(r) = tls {
-                    let mut b = finding(self, None).message(format!("the TLS handshake failed: {}", r.verdict));
+                if let Some((r, why)) = tls {
+                    let mut b = finding(self, None).subcode("tls").message(format!("the TLS handshake failed ({}): {why}", r.step));
                     if let Some(x) = r.exchange.clone() {
                         b = b.exchange(x);
                     }

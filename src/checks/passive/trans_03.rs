@@ -31,15 +31,22 @@ impl Check for Trans03 {
             let (Some(client), Some(url)) = (cx.client, cx.url) else {
                 return Outcome::Skipped("a stdio server has no CORS".into());
             };
-            let req = Request { method: reqwest::Method::OPTIONS, url: url.clone(), headers: vec![], body: None, closing: false }
+            let req = Request { method: reqwest::Method::OPTIONS, ..Request::get(url.clone()) }
                 .header("Origin", FORGED_ORIGIN)
                 .header("Access-Control-Request-Method", "POST")
                 .header("Access-Control-Request-Headers", "content-type, mcp-session-id, authorization");
             let preflight = client.send(req).await;
             let mut seen: Vec<Seen> = Vec::new();
-            if let Ok(r) = &preflight {
-                seen.push(("the preflight (OPTIONS) answer".into(), r.headers.clone(), Some(r.exchange.clone())));
-            }
+            // The preflight got no usable answer: unless an answer already seen is permissive,
+            // the check is indeterminate.
+            let unanswered = match &preflight {
+                Ok(r) if r.status >= 500 || r.status == 429 => Some((format!("answered {}", r.status), r.exchange.clone())),
+                Ok(r) => {
+                    seen.push(("the preflight (OPTIONS) answer".into(), r.headers.clone(), Some(r.exchange.clone())));
+                    None
+                }
+                Err((e, x)) => Some((format!("got no answer ({e})"), x.clone())),
+            };
             for rung in &cx.fingerprint.rungs {
                 seen.push((format!("the {} answer", rung.step), rung.headers.clone(), rung.exchange.clone()));
             }
@@ -62,6 +69,14 @@ impl Check for Trans03 {
                     b = b.exchange(x);
                 }
                 return Outcome::Ran(vec![b.build()]);
+            }
+            if let Some((why, x)) = unanswered {
+                return Outcome::Ran(vec![crate::checks::probe::indeterminate(
+                    self,
+                    "preflight",
+                    format_args!("the CORS preflight (OPTIONS from {FORGED_ORIGIN}) {why}, so what the endpoint allows cross-origin is not known"),
+                    Some(x),
+                )]);
             }
             Outcome::Ran(vec![])
         })
