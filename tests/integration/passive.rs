@@ -250,6 +250,7 @@ fn auth_02_and_03_protected_resource_and_authorization_server() {
         },
     );
     let (_, r) = scan(&target.url(), &["--token", TOKEN]);
+    assert_distinct(&r);
     assert!(
         findings(&r, "AUTH-02").is_empty(),
         "{:?}",

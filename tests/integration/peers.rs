@@ -144,6 +144,28 @@ fn assert_peer(url: &str, want: Expect<'_>) -> String {
     if let Some(tools) = want.tools {
         assert_eq!(tool_names(&first), tools, "tools of {url}");
     }
+    // Finding fingerprints: distinct within a report, the same set in two scans.
+    let fingerprints = |r: &Value| -> Vec<String> {
+        let mut f: Vec<String> = r["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["fingerprint"].as_str().map(str::to_string))
+            .collect();
+        f.sort();
+        f
+    };
+    let (fa, fb) = (fingerprints(&first), fingerprints(&second));
+    let distinct: std::collections::BTreeSet<&String> = fa.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        fa.len(),
+        "two findings of {url} share a fingerprint: {fired:#?}"
+    );
+    assert_eq!(
+        fa, fb,
+        "the finding fingerprints of {url} changed between two scans"
+    );
     for r in [&first, &second] {
         let sent = r["requests_sent"].as_u64().expect("requests_sent");
         assert!(sent <= BUDGET, "{sent} requests to {url}, budget {BUDGET}");

@@ -37,6 +37,7 @@ impl Check for Auth02 {
                 if let Some((why, x)) = &d.unanswered {
                     return Outcome::Ran(vec![
                         finding(self, None)
+                            .subcode("challenge/indeterminate")
                             .severity(Severity::Info)
                             .confidence(Confidence::Low)
                             .message(format!("indeterminate: the handshake without credentials got no usable answer ({why}), so whether the server asks for OAuth credentials is not known"))
@@ -48,7 +49,7 @@ impl Check for Auth02 {
             };
             let mut findings = Vec::new();
             if challenge.resource_metadata.is_none() {
-                let mut b = finding(self, None).message(match &challenge.www_authenticate {
+                let mut b = finding(self, None).subcode("challenge").message(match &challenge.www_authenticate {
                     Some(v) => format!("{} with `WWW-Authenticate: {}` but no `Bearer resource_metadata=…`", challenge.status, v.chars().take(200).collect::<String>()),
                     None => format!("{} without a WWW-Authenticate header", challenge.status),
                 });
@@ -60,11 +61,12 @@ impl Check for Auth02 {
             let Some((doc, doc_exchange)) = &d.document else {
                 let mut b = if d.document_unanswered {
                     finding(self, None)
+                        .subcode("document/indeterminate")
                         .severity(Severity::Info)
                         .confidence(Confidence::Low)
                         .message("indeterminate: the protected-resource metadata could not be fetched (no usable answer at the well-known paths)")
                 } else {
-                    finding(self, None).message("no protected-resource metadata document at the well-known paths")
+                    finding(self, None).subcode("document").message("no protected-resource metadata document at the well-known paths")
                 };
                 for x in &d.tried {
                     b = b.exchange(x.clone());
@@ -76,15 +78,16 @@ impl Check for Auth02 {
                 Some(r) if same_resource(r, url) => {}
                 Some(r) => findings.push(
                     finding(self, None)
+                        .subcode("resource")
                         .message(format!("`resource` is {r:?}, not this server ({url})"))
                         .exchange(doc_exchange.clone())
                         .build(),
                 ),
-                None => findings.push(finding(self, None).message("the metadata has no `resource`").exchange(doc_exchange.clone()).build()),
+                None => findings.push(finding(self, None).subcode("resource").message("the metadata has no `resource`").exchange(doc_exchange.clone()).build()),
             }
             if d.authorization_server.is_none() {
                 findings.push(
-                    finding(self, None).message("the metadata lists no `authorization_servers`").exchange(doc_exchange.clone()).build(),
+                    finding(self, None).subcode("authorization-servers").message("the metadata lists no `authorization_servers`").exchange(doc_exchange.clone()).build(),
                 );
             }
             Outcome::Ran(findings)

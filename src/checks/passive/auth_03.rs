@@ -44,17 +44,25 @@ impl Check for Auth03 {
                 Ok(r) => r,
                 Err((e, x)) => {
                     return Outcome::Ran(vec![
-                        finding(self, None).confidence(crate::finding::Confidence::Low).severity(crate::finding::Severity::Info)
-                            .message(format!("indeterminate: the one GET to {meta_url} failed ({e})")).exchange(x).build(),
+                        crate::checks::probe::indeterminate(self, "metadata", format_args!("the one GET to {meta_url} failed ({e})"), Some(x)),
                     ]);
                 }
             };
             let ex = resp.exchange.clone();
             let doc: Value = match (resp.status, serde_json::from_slice::<Value>(&resp.body)) {
                 (200, Ok(v)) if v.is_object() => v,
+                (status, _) if status >= 500 || status == 429 => {
+                    return Outcome::Ran(vec![crate::checks::probe::indeterminate(
+                        self,
+                        "metadata",
+                        format_args!("the one GET to {meta_url} answered {status}; mcpprobe sends no second one"),
+                        Some(ex),
+                    )]);
+                }
                 (status, _) => {
                     return Outcome::Ran(vec![
                         finding(self, None)
+                            .subcode("metadata")
                             .confidence(crate::finding::Confidence::Low)
                             .message(format!("no RFC 8414 metadata at {meta_url} (answered {status}); mcpprobe sends only this one GET to the authorization server"))
                             .exchange(ex)
@@ -65,13 +73,14 @@ impl Check for Auth03 {
             let mut findings = Vec::new();
             let methods: Vec<&str> = doc.get("code_challenge_methods_supported").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
             if !methods.contains(&"S256") {
-                findings.push(finding(self, None).message(format!("code_challenge_methods_supported is [{}]: no S256 (PKCE)", methods.join(", "))).exchange(ex.clone()).build());
+                findings.push(finding(self, None).subcode("pkce").message(format!("code_challenge_methods_supported is [{}]: no S256 (PKCE)", methods.join(", "))).exchange(ex.clone()).build());
             }
             let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
             match doc.get("issuer").and_then(Value::as_str) {
                 Some(i) if same(i, issuer.as_str()) => {}
                 other => findings.push(
                     finding(self, None)
+                        .subcode("issuer")
                         .message(match other {
                             // `{:?}` quotes the server's string as an escaped literal.
                             Some(i) => format!("issuer is {i:?}, but the metadata was fetched for {issuer}: clients must not use it"),
@@ -95,7 +104,7 @@ impl Check for Auth03 {
                 }
             }
             if !plain.is_empty() {
-                findings.push(finding(self, None).message(format!("endpoints not on https: {}", plain.join("; "))).exchange(ex).build());
+                findings.push(finding(self, None).subcode("plaintext").message(format!("endpoints not on https: {}", plain.join("; "))).exchange(ex).build());
             }
             Outcome::Ran(findings)
         })
