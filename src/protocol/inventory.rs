@@ -87,7 +87,10 @@ async fn list(session: &Session, method: &str, key: &str, inv: &mut Inventory) -
                     Some(super::rpc::Reply::Error { code, message, .. }) => {
                         format!("error {code}: {message}")
                     }
-                    _ => format!("status {:?}, no JSON-RPC result", call.status),
+                    _ => match call.status {
+                        Some(s) => format!("answered {s} without a JSON-RPC result"),
+                        None => "no answer".to_string(),
+                    },
                 });
                 inv.notes.push(format!(
                     "{method} page {page} could not be read ({why}); only what was read was checked"

@@ -165,7 +165,7 @@ impl StdioProcess {
             };
             let line = match next {
                 Err(_) => {
-                    let e = format!("no reply within {timeout:?}");
+                    let e = format!("no reply within {} s", timeout.as_secs_f64());
                     return Call {
                         exchange: stdio_exchange(msg, None, Some(e.clone())),
                         error: Some(e),
