@@ -794,11 +794,12 @@ fn raw_headers_of(resp: &reqwest::Response) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-/// A header value as it may be shown: printable ASCII as is, every other byte as `\xNN`.
+/// A header value as it may be shown: printable ASCII as is, every other byte (and the
+/// backslash, so that a literal `\x41` cannot pass for an escape) as `\xNN`.
 pub fn escape_header(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for &b in bytes {
-        if (0x20..0x7f).contains(&b) {
+        if (0x20..0x7f).contains(&b) && b != b'\\' {
             out.push(char::from(b));
         } else {
             out.push_str(&format!("\\x{b:02x}"));
