@@ -69,6 +69,38 @@ const KEYS: [&str; 9] = [
 ];
 
 impl Baseline {
+    /// Applies `redact` to every string the server sent (the user's secrets echoed in a
+    /// description never reach a file meant to be committed), and re-hashes the tools.
+    pub fn redact(&mut self, redact: &dyn Fn(&str) -> String) {
+        let mut all = Value::Array(
+            [
+                &self.tools,
+                &self.prompts,
+                &self.resources,
+                &self.resource_templates,
+            ]
+            .into_iter()
+            .map(|l| Value::Array(l.clone()))
+            .collect(),
+        );
+        crate::net::redact::redact_value(&mut all, redact);
+        if let Value::Array(mut lists) = all
+            && lists.len() == 4
+        {
+            let mut take = || match lists.pop() {
+                Some(Value::Array(l)) => l,
+                _ => Vec::new(),
+            };
+            self.resource_templates = take();
+            self.resources = take();
+            self.prompts = take();
+            self.tools = take();
+        }
+        self.instructions = self.instructions.as_deref().map(redact);
+        self.target = redact(&self.target);
+        self.tool_list_sha256 = fingerprint::tools_sha256(&self.tools);
+    }
+
     /// The baseline of a scan's inventory value (`{"tools", "prompts", "resources",
     /// "resourceTemplates", "instructions"}`, any key may be absent).
     pub fn from_inventory(target: &str, written_at: DateTime<Utc>, inventory: &Value) -> Baseline {
@@ -245,6 +277,18 @@ pub fn save(path: &Path, baseline: &Baseline) -> Result<(), BaselineError> {
     let text = baseline.to_pretty_json().map_err(|e| write_err(e.into()))?;
     // A baseline is a file to commit and share: it keeps the old file's permissions (0644 new).
     crate::gate::state::write_atomically(path, &text, crate::gate::state::Visibility::Shared)
+        .map_err(write_err)
+}
+
+/// Writes a first pin: only when no file is at `path` (a pin another scan wrote meanwhile is
+/// never replaced without a comparison).
+pub fn save_new(path: &Path, baseline: &Baseline) -> Result<(), BaselineError> {
+    let write_err = |source: std::io::Error| BaselineError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = baseline.to_pretty_json().map_err(|e| write_err(e.into()))?;
+    crate::gate::state::write_new_atomically(path, &text, crate::gate::state::Visibility::Shared)
         .map_err(write_err)
 }
 

@@ -86,7 +86,7 @@ pub enum BaselineView {
         findings: Vec<Finding>,
         accepted: bool,
     },
-    /// Nothing could be compared (why); the file is left as it was.
+    /// Nothing could be compared (why); the file is left as it was. BASE-01/02 end as errors.
     Unusable(String),
 }
 
@@ -98,7 +98,9 @@ impl BaselineView {
                 "{} did not exist: this scan's state was pinned to it; later scans compare with it",
                 path.display()
             )),
-            BaselineView::Unusable(why) => Outcome::Skipped(why.clone()),
+            // Asked to compare and could not: an error (exit 3), so that a server cannot silence
+            // the rug-pull check by failing a page.
+            BaselineView::Unusable(why) => Outcome::Error(why.clone()),
             BaselineView::Compared {
                 findings, accepted, ..
             } => Outcome::Ran(

@@ -51,8 +51,9 @@ use crate::protocol::ladder::{self, Fingerprint};
 use crate::protocol::session::Session;
 use crate::report::{GateRecord, Report, RunOutcome};
 
-/// How long an interrupted scan may take to end its sessions.
-pub const GRACE: Duration = Duration::from_secs(3);
+/// How long an interrupted scan may take to end its sessions (they are ended concurrently, each
+/// within a limiter wait and a reply of [`crate::net::CLOSING_TIMEOUT`]).
+pub const GRACE: Duration = Duration::from_secs(5);
 
 /// Where the engine learns the time (tests and the daemon may use their own).
 pub trait Clock: Send + Sync {
@@ -265,6 +266,9 @@ impl Scanner {
             report.reason = Some(why.reason());
             report.skip_rest("the scan was interrupted");
         }
+        // Whatever a finished scan left behind (a legacy SSE reader) stops now.
+        scan_cancel.cancel();
+        self.politeness.forget_idle();
         report.requests_sent += net.requests_sent();
         report.finish();
         // Whatever a server echoed back, the user's secrets never reach a report.
@@ -343,7 +347,13 @@ impl Scanner {
                     format!("dns-txt, valid until {}", p.expires_at.to_rfc3339())
                 }
             };
-            self.record_authorisation(req, &owned.target().host, &proof, hash.as_deref())?;
+            // No active run without its record: end the sessions, then report the error.
+            if let Err(e) =
+                self.record_authorisation(req, &owned.target().host, &proof, hash.as_deref())
+            {
+                close_all(sessions).await;
+                return Err(e);
+            }
         }
         let parts = Parts {
             fp: &fp,
@@ -354,9 +364,7 @@ impl Scanner {
             loopback: matches!(owned.proof(), gate::Proof::Local(_)),
         };
         self.assess(req, report, net, pinned, parts).await;
-        for s in sessions {
-            let _ = s.close().await;
-        }
+        close_all(sessions).await;
         Ok(())
     }
 
@@ -400,12 +408,15 @@ impl Scanner {
             let hash = inventory
                 .as_ref()
                 .map(|i| crate::fingerprint::tools_sha256(i.tools()));
-            self.record_authorisation(
+            if let Err(e) = self.record_authorisation(
                 req,
                 "stdio",
                 "local: a stdio server started by mcpprobe",
                 hash.as_deref(),
-            )?;
+            ) {
+                session.close().await;
+                return Err(e);
+            }
         }
         let sessions = std::slice::from_ref(&session);
         let parts = Parts {
@@ -440,7 +451,7 @@ impl Scanner {
                 .ok()
         });
         let doc = input.as_ref().map(|i| i.document());
-        let (baseline, pin) = self.baseline_stage(req, pinned, parts.inventory);
+        let (baseline, pin) = self.baseline_stage(req, net, pinned, parts.inventory);
         let mut cx = Live {
             fingerprint: fp,
             inventory: parts.inventory,
@@ -484,7 +495,21 @@ impl Scanner {
         if (req.checks.includes("AUTH-02") || req.checks.includes("AUTH-03"))
             && parts.client.is_some()
         {
-            cx.oauth = Some(crate::checks::oauth::discover(&cx).await);
+            let discovery = std::panic::AssertUnwindSafe(crate::checks::oauth::discover(&cx))
+                .catch_unwind()
+                .await;
+            match discovery {
+                Ok(d) => cx.oauth = Some(d),
+                Err(panic) => {
+                    let why = format!(
+                        "OAuth discovery panicked: {}",
+                        panic_message(panic.as_ref())
+                    );
+                    for id in ["AUTH-02", "AUTH-03"] {
+                        report.record(id, Outcome::Error(why.clone()));
+                    }
+                }
+            }
         }
         for entry in &catalogue().entries {
             let id = entry.meta.id.as_str();
@@ -544,7 +569,13 @@ impl Scanner {
         if let (Some(new), Some(path)) = (pin, pinned.map(|p| &p.request.path))
             && !net.cancelled().is_cancelled()
         {
-            match crate::baseline::save_checked(path, &new) {
+            let first_pin = pinned.is_some_and(|p| p.old.is_none());
+            let written = if first_pin {
+                crate::baseline::save_new(path, &new)
+            } else {
+                crate::baseline::save_checked(path, &new)
+            };
+            match written {
                 Ok(()) => {
                     tracing::info!(target: "mcpprobe::progress", "baseline written to {}", path.display())
                 }
@@ -565,6 +596,7 @@ impl Scanner {
     fn baseline_stage(
         &self,
         req: &ScanRequest,
+        net: &Network,
         pinned: Option<&Pinned>,
         inventory: Option<&Inventory>,
     ) -> (
@@ -593,24 +625,34 @@ impl Scanner {
                 None,
             );
         }
-        let new = crate::baseline::Baseline::from_inventory(
+        let mut new = crate::baseline::Baseline::from_inventory(
             &req.target.to_string(),
             self.clock.now(),
             &inv.value,
         );
+        let secrets = net.secrets().clone();
+        new.redact(&|s| secrets.redact(s));
         let path = p.request.path.clone();
         match &p.old {
             None => (Some(BaselineView::Pinning { path }), Some(new)),
             Some(old) => {
+                let mut findings = crate::baseline::compare(old, &new);
                 if old.target != new.target {
-                    tracing::warn!(
-                        "the baseline {} was pinned for {}, not {}",
-                        path.display(),
-                        old.target,
-                        new.target
+                    // Said in the report, not only in a log: every difference may come from
+                    // scanning another server.
+                    findings.push(
+                        crate::checks::finding(&crate::checks::other_base_01::CHECK, None)
+                            .subcode("target")
+                            .severity(crate::finding::Severity::Info)
+                            .message(format!(
+                                "the baseline {} was pinned for {}, and this scan is of {}: its differences may come from another server",
+                                path.display(),
+                                old.target,
+                                new.target
+                            ))
+                            .build(),
                     );
                 }
-                let findings = crate::baseline::compare(old, &new);
                 let accepted = p.request.update;
                 // An accepted change rewrites the file; an unchanged state leaves it as it is.
                 let write = (accepted && !findings.is_empty()).then_some(new);
@@ -655,6 +697,11 @@ impl Scanner {
         });
         Ok(self.state.save_authorisation(&record, host, now)?)
     }
+}
+
+/// Ends every session at once (an interrupted scan has [`GRACE`] for all of them).
+async fn close_all(sessions: Vec<Session>) {
+    futures_util::future::join_all(sessions.into_iter().map(Session::close)).await;
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {

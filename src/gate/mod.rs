@@ -42,6 +42,10 @@ pub enum TargetError {
     Scheme(String),
     #[error("{0:?} has no host")]
     NoHost(String),
+    #[error(
+        "the target URL carries credentials (user:password@); pass them with --header or --token, which are redacted everywhere"
+    )]
+    Credentials,
     #[error("{url:?}: {host:?} is not a DNS host name")]
     BadHost { url: String, host: String },
 }
@@ -54,6 +58,11 @@ impl HttpTarget {
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(TargetError::Scheme(raw.to_string()));
+        }
+        // The HTTP stack would send them as Basic credentials with every request, the
+        // anonymous view of AUTH-01 included, and the URL is shown in every report.
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(TargetError::Credentials);
         }
         let (host, ip) = match url.host() {
             Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),

@@ -45,6 +45,25 @@ pub enum Visibility {
 /// synced, then renamed over `path` (two writers never share a temporary file; a reader sees
 /// the old file or the new one, never half of one, and no temporary file is left behind).
 pub fn write_atomically(path: &Path, text: &str, visibility: Visibility) -> std::io::Result<()> {
+    write_file(path, text, visibility, true)
+}
+
+/// [`write_atomically`], but only when nothing is at `path` yet: a file that appeared meanwhile
+/// (another scan's first pin) is left alone and the write fails with `AlreadyExists`.
+pub fn write_new_atomically(
+    path: &Path,
+    text: &str,
+    visibility: Visibility,
+) -> std::io::Result<()> {
+    write_file(path, text, visibility, false)
+}
+
+fn write_file(
+    path: &Path,
+    text: &str,
+    visibility: Visibility,
+    replace: bool,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -65,7 +84,11 @@ pub fn write_atomically(path: &Path, text: &str, visibility: Visibility) -> std:
             tmp.as_file().set_permissions(p)?;
         }
     }
-    tmp.persist(path).map_err(|e| e.error)?;
+    if replace {
+        tmp.persist(path).map_err(|e| e.error)?;
+    } else {
+        tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    }
     Ok(())
 }
 

@@ -58,8 +58,8 @@ impl Default for Limits {
     }
 }
 
-/// Settings of one scan's network.
-#[derive(Debug, Clone)]
+/// Settings of one scan's network. Its `Debug` never shows the token or header values.
+#[derive(Clone)]
 pub struct Settings {
     pub rate: u32,
     pub limits: Limits,
@@ -68,6 +68,25 @@ pub struct Settings {
     /// `--header NAME: VALUE`, sent by credentialed clients.
     pub headers: Vec<(String, String)>,
     pub trace_file: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("rate", &self.rate)
+            .field("limits", &self.limits)
+            .field("token", &self.token.as_ref().map(|_| "redacted"))
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("trace_file", &self.trace_file)
+            .finish()
+    }
 }
 
 impl Default for Settings {
@@ -262,8 +281,17 @@ impl Politeness {
         self.rate
     }
 
-    async fn wait(&self, host: &str) {
-        self.limiter.until_key_ready(&host.to_string()).await;
+    /// Waits for a slot of every key (the host name and each address it was pinned to, so that
+    /// two names of one server, or a name and its IP literal, share a rate).
+    async fn wait(&self, keys: &[String]) {
+        for k in keys {
+            self.limiter.until_key_ready(k).await;
+        }
+    }
+
+    /// Forgets hosts whose limiters are back to full (a daemon meets many hosts).
+    pub fn forget_idle(&self) {
+        self.limiter.retain_recent();
     }
 }
 
@@ -331,6 +359,18 @@ pub async fn with_budget<F: std::future::Future>(
         exceeded: budget.refused.load(Ordering::SeqCst),
     };
     (out, used)
+}
+
+/// The keys of the per-host limiter for a request to `host` pinned to `addrs`.
+fn limiter_keys(host: &str, addrs: &[IpAddr]) -> Vec<String> {
+    let mut keys = vec![format!(
+        "name:{}",
+        host.trim_end_matches('.').to_ascii_lowercase()
+    )];
+    keys.extend(addrs.iter().map(|a| format!("addr:{a}")));
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 /// What every client of one scan shares: the rate limiters, the request counter, the trace,
@@ -425,6 +465,29 @@ impl Network {
         })
     }
 
+    /// Charges one request to the budget of the check that is running (a logical request: its
+    /// redirect hops are not charged again; a session end is never refused for budget).
+    fn charge(&self, req: &Request) -> Result<(), (NetError, Exchange)> {
+        if req.closing {
+            return Ok(());
+        }
+        match BUDGET.try_with(|b| b.take()) {
+            Ok(Err(e)) => Err((
+                e,
+                Exchange {
+                    request: Message {
+                        method: Some(req.method.to_string()),
+                        url: Some(self.shared.secrets.redact(req.url.as_str())),
+                        ..Message::default()
+                    },
+                    response: None,
+                    note: Some("not sent: over the check's request budget".into()),
+                },
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The scan was interrupted: requests (but session ends) are no longer sent.
     pub fn cancelled(&self) -> &CancellationToken {
         &self.shared.cancel
@@ -493,7 +556,9 @@ impl Network {
         let http = self
             .http(&origin.host, addrs)
             .map_err(|e| (e, Exchange::default()))?;
-        self.execute(&http, Request::get(url), &[], None).await
+        let keys = limiter_keys(&origin.host, addrs);
+        self.execute(&http, &keys, Request::get(url), &[], None)
+            .await
     }
 
     /// The scan's client for the target: only for a target that passed the gate.
@@ -506,9 +571,11 @@ impl Network {
         if let Some(t) = &self.shared.settings.token {
             credentials.push(("Authorization".into(), format!("Bearer {t}")));
         }
+        let keys = Arc::new(limiter_keys(&origin.host, addrs));
         Ok(Client {
             net: self.clone(),
             http,
+            keys,
             origin,
             addrs: addrs.to_vec(),
             credentials: Arc::new(credentials),
@@ -522,11 +589,12 @@ impl Network {
     async fn execute(
         &self,
         http: &reqwest::Client,
+        keys: &[String],
         req: Request,
         credentials: &[(String, String)],
         until: Option<&Until>,
     ) -> Result<Response, (NetError, Exchange)> {
-        let (resp, shown_request, started) = self.start(http, req, credentials).await?;
+        let (resp, shown_request, started) = self.start(http, keys, req, credentials).await?;
         let deadline = started + self.shared.settings.limits.response_timeout;
         let status = resp.status().as_u16();
         let resp_headers = headers_of(&resp);
@@ -588,6 +656,7 @@ impl Network {
     async fn start(
         &self,
         http: &reqwest::Client,
+        keys: &[String],
         req: Request,
         credentials: &[(String, String)],
     ) -> Result<(reqwest::Response, Message, Instant), (NetError, Exchange)> {
@@ -610,18 +679,9 @@ impl Network {
         if !closing && s.cancel.is_cancelled() {
             return Err(not_sent(NetError::Interrupted));
         }
-        if let Ok(Err(e)) = BUDGET.try_with(|b| b.take()) {
-            return Err(not_sent(e));
-        }
-        let host = req
-            .url
-            .host_str()
-            .unwrap_or_default()
-            .trim_end_matches('.')
-            .to_ascii_lowercase();
         let wait = async {
             s.limiter.until_ready().await;
-            s.politeness.wait(&host).await;
+            s.politeness.wait(keys).await;
         };
         if closing {
             if tokio::time::timeout(CLOSING_TIMEOUT, wait).await.is_err() {
@@ -775,8 +835,10 @@ impl Network {
         let http = self
             .http(&host, &addrs)
             .map_err(|e| (e, Exchange::default()))?;
-        self.execute(&http, Request::get(url.clone()), &[], None)
-            .await
+        let req = Request::get(url.clone());
+        self.charge(&req)?;
+        let keys = limiter_keys(&host, &addrs);
+        self.execute(&http, &keys, req, &[], None).await
     }
 }
 
@@ -945,6 +1007,8 @@ impl ToolGuard {
 pub struct Client {
     net: Network,
     http: reqwest::Client,
+    /// The per-host limiter keys of the target (its name and pinned addresses).
+    keys: Arc<Vec<String>>,
     origin: Origin,
     addrs: Vec<IpAddr>,
     credentials: Arc<Vec<(String, String)>>,
@@ -1016,12 +1080,19 @@ impl Client {
         until: Option<&Until>,
     ) -> Result<Response, (NetError, Exchange)> {
         self.admit(&req).map_err(|e| (e, Exchange::default()))?;
+        self.net.charge(&req)?;
         let mut req = req;
         let mut visited = vec![req.url.clone()];
         for _ in 0..=MAX_REDIRECTS {
             let mut resp = self
                 .net
-                .execute(&self.http, req.clone(), &self.credentials, until)
+                .execute(
+                    &self.http,
+                    &self.keys,
+                    req.clone(),
+                    &self.credentials,
+                    until,
+                )
                 .await?;
             if !(300..400).contains(&resp.status) {
                 return Ok(resp);
@@ -1068,7 +1139,11 @@ impl Client {
         duration: Duration,
     ) -> Result<OpenStream, (NetError, Exchange)> {
         self.admit(&req).map_err(|e| (e, Exchange::default()))?;
-        let (resp, shown, started) = self.net.start(&self.http, req, &self.credentials).await?;
+        self.net.charge(&req)?;
+        let (resp, shown, started) = self
+            .net
+            .start(&self.http, &self.keys, req, &self.credentials)
+            .await?;
         let status = resp.status().as_u16();
         let headers = headers_of(&resp);
         let exchange = self.net.record(

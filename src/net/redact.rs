@@ -82,3 +82,20 @@ mod tests {
         assert_eq!(s.header("Accept", "application/json").1, "application/json");
     }
 }
+
+/// Applies `redact` to every string of `v`, object keys included.
+pub fn redact_value(v: &mut serde_json::Value, redact: &dyn Fn(&str) -> String) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => *s = redact(s),
+        Value::Array(items) => items.iter_mut().for_each(|i| redact_value(i, redact)),
+        Value::Object(m) => {
+            let old = std::mem::take(m);
+            for (k, mut x) in old {
+                redact_value(&mut x, redact);
+                m.insert(redact(&k), x);
+            }
+        }
+        _ => {}
+    }
+}

@@ -54,7 +54,7 @@ pub async fn read(session: &Session, fp: &Fingerprint) -> Inventory {
         if method != "tools/list" && has(fp, cap) == Some(false) {
             continue;
         }
-        let items = list(session, method, key, &mut inv).await;
+        let items = list(session, method, key, has(fp, cap), &mut inv).await;
         value.insert(key.to_string(), Value::Array(items));
     }
     if let Some(i) = &fp.instructions {
@@ -64,7 +64,13 @@ pub async fn read(session: &Session, fp: &Fingerprint) -> Inventory {
     inv
 }
 
-async fn list(session: &Session, method: &str, key: &str, inv: &mut Inventory) -> Vec<Value> {
+async fn list(
+    session: &Session,
+    method: &str,
+    key: &str,
+    declared: Option<bool>,
+    inv: &mut Inventory,
+) -> Vec<Value> {
     let mut items = Vec::new();
     let mut cursors: HashSet<String> = HashSet::new();
     let mut cursor: Option<String> = None;
@@ -80,9 +86,17 @@ async fn list(session: &Session, method: &str, key: &str, inv: &mut Inventory) -
             inv.first_tools_call = Some(call.clone());
         }
         let Some(result) = result else {
-            // A server without prompts or resources may say so with an error: only a failure
-            // after the first page, or on tools, is a gap in what was checked.
-            if page > 1 || method == "tools/list" {
+            // A server without prompts or resources may say so with a JSON-RPC error (-32601, or
+            // any error when it did not declare the capability). Anything else — a failure after
+            // the first page, on tools, a declared list that errs, no usable answer — is a gap in
+            // what was checked (and a baseline must not read it as "everything was removed").
+            let clear_refusal = match &call.reply {
+                Some(super::rpc::Reply::Error { code, .. }) => {
+                    *code == -32601 || declared != Some(true)
+                }
+                _ => false,
+            };
+            if page > 1 || method == "tools/list" || !clear_refusal {
                 let why = call.error.clone().unwrap_or_else(|| match &call.reply {
                     Some(super::rpc::Reply::Error { code, message, .. }) => {
                         format!("error {code}: {message}")

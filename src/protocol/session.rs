@@ -82,6 +82,17 @@ impl Call {
     }
 }
 
+/// The task that reads a legacy SSE stream; dropping it (a session dropped without `close`,
+/// an interrupted scan) stops it.
+#[derive(Debug)]
+pub struct Reader(tokio::task::JoinHandle<()>);
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Which dialect a session speaks.
 #[derive(Debug)]
 pub enum Dialect {
@@ -97,7 +108,7 @@ pub enum Dialect {
     LegacySse {
         endpoint: Url,
         replies: tokio::sync::Mutex<mpsc::Receiver<Value>>,
-        task: tokio::task::JoinHandle<()>,
+        task: Reader,
     },
     /// A process mcpprobe started.
     Stdio {
@@ -456,7 +467,7 @@ impl Session {
                 })
             }
             Dialect::LegacySse { task, .. } => {
-                task.abort();
+                drop(task);
                 None
             }
             Dialect::Stdio { process, .. } => {
@@ -630,7 +641,7 @@ pub async fn open_legacy(
         dialect: Dialect::LegacySse {
             endpoint,
             replies: tokio::sync::Mutex::new(rx),
-            task,
+            task: Reader(task),
         },
         next_id: AtomicU64::new(100),
     };

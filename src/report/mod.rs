@@ -270,22 +270,38 @@ impl Report {
 
     /// Applies `redact` to every string of the report (evidence, messages, the ladder's verdicts):
     /// the last safety net that keeps the user's secrets out of anything written.
+    /// Fails closed: when the redacted form no longer reads as a report (a secret that is also
+    /// an enum tag, say), every piece of evidence is withheld instead.
     pub fn redact(&mut self, redact: impl Fn(&str) -> String) {
-        fn walk(v: &mut Value, redact: &dyn Fn(&str) -> String) {
-            match v {
-                Value::String(s) => *s = redact(s),
-                Value::Array(items) => items.iter_mut().for_each(|i| walk(i, redact)),
-                Value::Object(m) => m.values_mut().for_each(|i| walk(i, redact)),
-                _ => {}
+        let redacted = serde_json::to_value(&*self).ok().and_then(|mut v| {
+            crate::net::redact::redact_value(&mut v, &redact);
+            serde_json::from_value::<Report>(v).ok()
+        });
+        match redacted {
+            Some(r) => *self = r,
+            None => self.withhold_evidence(),
+        }
+    }
+
+    /// Drops everything a server sent from the report (evidence, messages, the fingerprint's
+    /// details, the gate's exchanges); keeps ids, severities and counts.
+    fn withhold_evidence(&mut self) {
+        const WITHHELD: &str = "withheld: the report could not be redacted";
+        for f in &mut self.findings {
+            f.evidence = crate::finding::Evidence::default();
+            f.message = Some(WITHHELD.into());
+            f.location = crate::finding::Location::default();
+        }
+        for c in &mut self.checks {
+            if c.reason.is_some() {
+                c.reason = Some(WITHHELD.into());
             }
         }
-        let Ok(mut v) = serde_json::to_value(&*self) else {
-            return;
-        };
-        walk(&mut v, &redact);
-        if let Ok(r) = serde_json::from_value(v) {
-            *self = r;
+        if let Some(fp) = &mut self.fingerprint {
+            fp.extra = serde_json::Map::new();
         }
+        self.gate = None;
+        self.reason = Some(WITHHELD.into());
     }
 
     pub fn counting(&self) -> impl Iterator<Item = &Finding> {

@@ -450,3 +450,21 @@ fn concurrent_state_writes_leave_one_whole_file_and_no_temporary_files() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn credentials_in_the_target_url_are_refused() {
+    assert!(matches!(
+        Target::http("https://user:pass@mcp.example.com/mcp"),
+        Err(ConfigError::Target(_))
+    ));
+    let out = crate::support::mcpprobe()
+        .args(["scan", "http://ada:hunter2@127.0.0.1:9/mcp"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--header") && !err.contains("hunter2"),
+        "{err}"
+    );
+}

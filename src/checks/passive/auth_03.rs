@@ -31,10 +31,16 @@ impl Check for Auth03 {
 
     fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
+            if cx.client.is_none() {
+                return Outcome::Skipped("a stdio server has no authentication".into());
+            }
             if !cx.follow_authorization_server {
                 return Outcome::Skipped("--no-follow-as: no request to the authorization server".into());
             }
-            let Some(issuer) = cx.oauth.as_ref().and_then(|d| d.authorization_server.clone()) else {
+            let Some(oauth) = &cx.oauth else {
+                return Outcome::Error("OAuth discovery did not run".into());
+            };
+            let Some(issuer) = oauth.authorization_server.clone() else {
                 return Outcome::Skipped("no authorization server advertised (see AUTH-02)".into());
             };
             let (Some(client), Some(dns), Some(meta_url)) = (cx.client, cx.dns, metadata_url(&issuer)) else {
