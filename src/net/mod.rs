@@ -467,6 +467,7 @@ impl Network {
 
     /// Charges one request to the budget of the check that is running (a logical request: its
     /// redirect hops are not charged again; a session end is never refused for budget).
+    #[allow(clippy::result_large_err)] // the error type of every send, as the callers return it
     fn charge(&self, req: &Request) -> Result<(), (NetError, Exchange)> {
         if req.closing {
             return Ok(());

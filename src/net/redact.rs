@@ -66,23 +66,6 @@ impl Secrets {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redacts_values_and_sensitive_headers() {
-        let s = Secrets::new(["s3cr3t-token".to_string()], ["X-Tenant".to_string()]);
-        assert_eq!(
-            s.redact("Bearer s3cr3t-token here"),
-            "Bearer [REDACTED] here"
-        );
-        assert_eq!(s.header("Authorization", "Bearer x").1, REDACTED);
-        assert_eq!(s.header("x-tenant", "acme").1, REDACTED);
-        assert_eq!(s.header("Accept", "application/json").1, "application/json");
-    }
-}
-
 /// Applies `redact` to every string of `v`, object keys included.
 pub fn redact_value(v: &mut serde_json::Value, redact: &dyn Fn(&str) -> String) {
     use serde_json::Value;
@@ -97,5 +80,22 @@ pub fn redact_value(v: &mut serde_json::Value, redact: &dyn Fn(&str) -> String) 
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_values_and_sensitive_headers() {
+        let s = Secrets::new(["s3cr3t-token".to_string()], ["X-Tenant".to_string()]);
+        assert_eq!(
+            s.redact("Bearer s3cr3t-token here"),
+            "Bearer [REDACTED] here"
+        );
+        assert_eq!(s.header("Authorization", "Bearer x").1, REDACTED);
+        assert_eq!(s.header("x-tenant", "acme").1, REDACTED);
+        assert_eq!(s.header("Accept", "application/json").1, "application/json");
     }
 }
