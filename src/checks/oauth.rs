@@ -15,6 +15,8 @@ use crate::net::Request;
 #[derive(Debug, Clone)]
 pub struct Challenge {
     pub status: u16,
+    /// The refused request carried no credentials (so it also answers AUTH-01's question).
+    pub anonymous: bool,
     pub www_authenticate: Option<String>,
     /// `resource_metadata="…"` of a `Bearer` challenge.
     pub resource_metadata: Option<String>,
@@ -54,6 +56,7 @@ pub fn resource_metadata(header: &str) -> Option<String> {
 
 fn challenge_of(
     status: u16,
+    anonymous: bool,
     headers: &[(String, String)],
     exchange: Option<Exchange>,
 ) -> Challenge {
@@ -63,6 +66,7 @@ fn challenge_of(
         .map(|(_, v)| v.clone());
     Challenge {
         status,
+        anonymous,
         resource_metadata: www.as_deref().and_then(resource_metadata),
         www_authenticate: www,
         exchange,
@@ -77,17 +81,36 @@ pub async fn discover(cx: &Live<'_>) -> Discovery {
     let (Some(client), Some(url)) = (cx.client, cx.url) else {
         return d;
     };
+    // A challenge is a 401, or a 403 that says it is one (`WWW-Authenticate`), to a POST rung
+    // of the ladder (a refused legacy GET says nothing about OAuth).
+    let is_challenge = |status: Option<u16>, headers: &[(String, String)]| match status {
+        Some(401) => true,
+        Some(403) => headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("www-authenticate")),
+        _ => false,
+    };
     let seen = cx
         .fingerprint
         .rungs
         .iter()
-        .find(|r| matches!(r.status, Some(401 | 403)))
-        .map(|r| challenge_of(r.status.unwrap_or(401), &r.headers, r.exchange.clone()));
+        .filter(|r| !r.step.starts_with("GET "))
+        .find(|r| is_challenge(r.status, &r.headers))
+        .map(|r| {
+            // The ladder sends the user's credentials when there are any.
+            challenge_of(
+                r.status.unwrap_or(401),
+                !cx.credentialed,
+                &r.headers,
+                r.exchange.clone(),
+            )
+        });
     d.challenge = match seen {
         Some(c) => Some(c),
         None if cx.credentialed => match handshake(cx, &[], true).await {
-            Some(c) if matches!(c.status, Some(401 | 403)) => Some(challenge_of(
+            Some(c) if is_challenge(c.status, &c.headers) => Some(challenge_of(
                 c.status.unwrap_or(401),
+                true,
                 &c.headers,
                 Some(c.exchange.clone()),
             )),

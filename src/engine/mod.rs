@@ -119,8 +119,8 @@ impl Interruption {
         match self {
             Interruption::Cancelled => "interrupted: the scan was cancelled".into(),
             Interruption::Cap(d) => format!(
-                "interrupted: the scan hit its {}-second cap (a slow server?)",
-                d.as_secs()
+                "interrupted: the scan hit its {} s cap (a slow server?)",
+                d.as_secs_f64()
             ),
         }
     }
@@ -191,6 +191,7 @@ impl Scanner {
             }),
             None => None,
         };
+        req.limits.validate()?;
         let mut report = Report::new(req.target.to_string(), Default::default());
         // SPEC §1.3: an unauthorised --active stops before anything is sent.
         if let Some(active) = &req.active

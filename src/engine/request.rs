@@ -124,6 +124,27 @@ pub struct ScanLimits {
     pub scan_cap: Duration,
 }
 
+impl ScanLimits {
+    /// Every limit within what a scan can keep (a host may build these from any input).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let hour = Duration::from_secs(3600);
+        let bad = |what: &str| Err(ConfigError::Limits(what.to_string()));
+        if self.connect_timeout.is_zero() || self.connect_timeout > hour {
+            return bad("the connect timeout must be between 1 ms and 1 hour");
+        }
+        if self.response_timeout.is_zero() || self.response_timeout > hour {
+            return bad("the response timeout must be between 1 ms and 1 hour");
+        }
+        if self.scan_cap.is_zero() || self.scan_cap > 24 * hour {
+            return bad("the whole-scan cap must be between 1 ms and 24 hours");
+        }
+        if self.max_body == 0 || self.max_body > 256 * 1024 * 1024 {
+            return bad("the body cap must be between 1 byte and 256 MiB");
+        }
+        Ok(())
+    }
+}
+
 impl Default for ScanLimits {
     fn default() -> Self {
         let net = crate::net::Limits::default();
@@ -278,6 +299,8 @@ pub enum ConfigError {
     Header { name: String, reason: String },
     #[error(transparent)]
     Rate(#[from] crate::net::RateError),
+    #[error("scan limits refused: {0}")]
+    Limits(String),
     #[error("{}", unknown_check(id, suggestion.as_deref()))]
     UnknownCheck {
         id: String,

@@ -15,6 +15,8 @@ use super::session::{Call, stdio_exchange};
 
 /// The longest line read from the server.
 pub const MAX_LINE: usize = 8 * 1024 * 1024;
+/// How long one message may take to be written to the server's stdin.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most stderr kept.
 pub const MAX_STDERR: usize = 64 * 1024;
 
@@ -83,19 +85,26 @@ impl StdioProcess {
             .unwrap_or_default()
     }
 
+    /// Writes one line; a server that stops reading its stdin cannot hold the scan (a write
+    /// is bounded in time and ends when the scan is interrupted).
     async fn write(&mut self, msg: &Value) -> Result<(), String> {
+        let cancel = self.cancel.clone();
         let stdin = self.stdin.as_mut().ok_or("stdin is closed")?;
         let mut line = msg.to_string();
         line.push('\n');
         self.sent += 1;
-        stdin
-            .write_all(line.as_bytes())
-            .await
-            .map_err(|e| format!("cannot write to the server: {e}"))?;
-        stdin
-            .flush()
-            .await
-            .map_err(|e| format!("cannot write to the server: {e}"))
+        let write = async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.flush().await
+        };
+        tokio::select! {
+            r = tokio::time::timeout(WRITE_TIMEOUT, write) => match r {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(format!("cannot write to the server: {e}")),
+                Err(_) => Err(format!("the server did not read its stdin within {} s", WRITE_TIMEOUT.as_secs())),
+            },
+            () = cancel.cancelled() => Err("not written: the scan was interrupted".into()),
+        }
     }
 
     /// The next complete line from stdout (bounded).

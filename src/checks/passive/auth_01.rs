@@ -67,7 +67,7 @@ impl Check for Auth01 {
                     Err(None) => return Outcome::Ran(vec![]),
                     Err(Some(why)) => return unknown(why, Some(call.exchange.clone())),
                 }
-            } else if cx.oauth.as_ref().is_some_and(|d| d.challenge.is_some()) {
+            } else if cx.oauth.as_ref().and_then(|d| d.challenge.as_ref()).is_some_and(|c| c.anonymous) {
                 // OAuth discovery's handshake without credentials was already refused (401/403):
                 // the same question, answered; nothing more is sent.
                 return Outcome::Ran(vec![]);

@@ -66,7 +66,10 @@ impl Check for Auth02 {
                         .confidence(Confidence::Low)
                         .message("indeterminate: the protected-resource metadata could not be fetched (no usable answer at the well-known paths)")
                 } else {
-                    finding(self, None).subcode("document").message("no protected-resource metadata document at the well-known paths")
+                    finding(self, None).subcode("document").message(format!(
+                        "no protected-resource metadata document at {}",
+                        d.tried.iter().filter_map(|x| x.request.url.clone()).collect::<Vec<_>>().join(" or ")
+                    ))
                 };
                 for x in &d.tried {
                     b = b.exchange(x.clone());

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::checks::probe::{inventory_first_page, names};
+use crate::checks::probe::names;
 use crate::checks::{BoxFuture, Check, Live, Outcome, finding};
 use crate::finding::Exchange;
 use crate::net::Request;
@@ -125,13 +125,14 @@ impl Check for Card01 {
                     f.evidence.exchanges.push(resp.exchange.clone());
                 }
                 findings.extend(probe_endpoints(self, cx, &card, &resp.exchange).await);
-                // SC11: the card's tools against tools/list.
-                if let Some(card_tools) = card.get("tools").and_then(Value::as_array).filter(|t| t.iter().all(Value::is_object)) {
-                    let live = inventory_first_page(cx);
-                    if names(card_tools) != names(&live) {
+                // SC11: the card's tools against tools/list, only against a list read completely.
+                let complete = cx.inventory.filter(|i| i.first_tools_call.is_some() && i.notes.is_empty());
+                if let (Some(card_tools), Some(inv)) = (card.get("tools").and_then(Value::as_array).filter(|t| t.iter().all(Value::is_object)), complete) {
+                    let live = inv.tools();
+                    if names(card_tools) != names(live) {
                         findings.push(
                             finding(self, Some("SC11"))
-                                .message(format!("the card lists [{}], tools/list returns [{}]", names(card_tools), names(&live)))
+                                .message(format!("the card lists [{}], tools/list returns [{}]", names(card_tools), names(live)))
                                 .exchange(resp.exchange.clone())
                                 .build(),
                         );

@@ -102,7 +102,14 @@ impl Check for Proto03 {
                     findings.push(probe::indeterminate(self, sub, format_args!("{what}: {}", probe::answered(&call)), Some(call.exchange)));
                     continue;
                 }
-                if let Some((severity, message)) = judge(&call, sub == "wrong-params") {
+                let judged = judge(&call, sub == "wrong-params");
+                // A 5xx or 429 is no usable answer to "is this a clean JSON-RPC error?" (SPEC §3),
+                // unless the answer leaks something all the same.
+                if probe::unusable(&call) && judged.as_ref().is_none_or(|(sev, _)| *sev < Severity::Medium) {
+                    findings.push(probe::indeterminate(self, sub, format_args!("{what}: {}", probe::answered(&call)), Some(call.exchange)));
+                    continue;
+                }
+                if let Some((severity, message)) = judged {
                     let text: String = String::from_utf8_lossy(&call.body).chars().take(600).collect();
                     findings.push(
                         finding(self, None)

@@ -32,8 +32,16 @@ enum Verdict {
 /// A 4xx whose body says it is about the tested header (`Invalid Origin header`, a JSON-RPC
 /// error naming the host): a documented refusal, even without 403.
 fn refusal_about(call: &Call, header: &str) -> bool {
-    let body = String::from_utf8_lossy(&call.body).to_ascii_lowercase();
-    body.contains(&header.to_ascii_lowercase())
+    let head = &call.body[..call.body.len().min(4096)];
+    let body = String::from_utf8_lossy(head).to_ascii_lowercase();
+    let header = header.to_ascii_lowercase();
+    // The header as a word ("original" is not "origin", "localhost" is not "host"), and a word
+    // that says it was refused.
+    let names_header = crate::rules::text::words(&body).contains(&header);
+    let refused = ["invalid", "not allowed", "forbidden", "disallowed", "rejected", "untrusted", "mismatch", "denied", "unknown", "bad"]
+        .iter()
+        .any(|w| body.contains(w));
+    names_header && refused
 }
 
 fn verdict(call: &Call, header: &str) -> Verdict {
