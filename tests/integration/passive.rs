@@ -270,10 +270,26 @@ fn auth_02_and_03_protected_resource_and_authorization_server() {
         "exactly one GET to the authorization server"
     );
 
+    // AUTH-03 alone: OAuth discovery is a stage of its own, not AUTH-02's side effect.
+    let (_, alone) = scan(&target.url(), &["--token", TOKEN, "--checks", "AUTH-03"]);
+    assert_eq!(status(&alone, "AUTH-02"), "skipped");
+    assert_eq!(status(&alone, "AUTH-03"), "ran", "{alone}");
+    assert!(
+        findings(&alone, "AUTH-03")
+            .iter()
+            .any(|f| message(f).contains("no S256")),
+        "{alone}"
+    );
+    assert_eq!(
+        weak.count(),
+        2,
+        "one GET to the authorization server per scan"
+    );
+
     // --no-follow-as: not even that one.
     let (_, r) = scan(&target.url(), &["--token", TOKEN, "--no-follow-as"]);
     assert_eq!(status(&r, "AUTH-03"), "skipped");
-    assert_eq!(weak.count(), 1);
+    assert_eq!(weak.count(), 2);
 
     // AUTH-02 fires: no metadata document, then a wrong resource, then no challenge.
     let no_doc = start(
