@@ -250,3 +250,61 @@ fn tools_call_of_a_guarded_tool_is_refused_by_the_client() {
     assert_eq!(server.count(), 1, "only the opt-out GET reached the server");
     assert!(server.seen().iter().all(|s| !s.body.contains("tools/call")));
 }
+
+#[test]
+fn a_check_budget_counts_logical_requests_not_redirect_hops_and_never_refuses_a_session_end() {
+    let rt = runtime();
+    let target = TestHttp::start(
+        &rt,
+        vec![
+            (
+                "GET /hop",
+                Answer::new(307, "").header("Location", "/final"),
+            ),
+            ("GET /final", Answer::new(200, "same origin")),
+            ("DELETE /mcp", Answer::new(200, "")),
+        ],
+    );
+    rt.block_on(async {
+        let (_, client) = client_for(
+            &target.url("/mcp"),
+            Settings {
+                rate: 10,
+                ..Settings::default()
+            },
+        )
+        .await;
+        let hop = Url::parse(&target.url("/hop")).expect("url");
+        let (sent, used) = mcpprobe::net::with_budget("TEST-01", 1, async {
+            let first = client
+                .send(Request::get(hop.clone()))
+                .await
+                .map(|r| r.status);
+            let second = client
+                .send(Request::get(hop.clone()))
+                .await
+                .map(|r| r.status);
+            let mut end = Request::get(Url::parse(&target.url("/mcp")).expect("url"));
+            end.method = reqwest::Method::DELETE;
+            end.closing = true;
+            let closing = client.send(end).await.map(|r| r.status);
+            (first, second, closing)
+        })
+        .await;
+        assert_eq!(
+            sent.0.map_err(|(e, _)| e),
+            Ok(200),
+            "a redirected request is one request"
+        );
+        assert!(
+            matches!(sent.1, Err((NetError::OverBudget { budget: 1, .. }, _))),
+            "the second is over the budget"
+        );
+        assert_eq!(
+            sent.2.map_err(|(e, _)| e),
+            Ok(200),
+            "a session end is never refused for budget"
+        );
+        assert_eq!((used.sent, used.exceeded), (1, true));
+    });
+}
