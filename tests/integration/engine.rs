@@ -214,27 +214,38 @@ fn a_panicking_check_is_an_errored_check_not_a_dead_process() {
 
 #[test]
 fn two_concurrent_scans_of_one_host_share_its_rate() {
+    shared_rate(|srv| (srv.url(), srv.url()));
+}
+
+#[test]
+fn a_name_and_an_ip_literal_of_one_server_share_its_rate() {
+    shared_rate(|srv| (srv.url(), srv.url().replace("127.0.0.1", "localhost")));
+}
+
+/// Two concurrent scans of one server (by the URLs `urls` gives) together stay within the rate.
+fn shared_rate(urls: impl Fn(&Running) -> (String, String)) {
     let rt = runtime();
     let dir = state_dir();
     let rate = 5;
     rt.block_on(async {
         let srv = server::start(tracking(), 0).await.expect("server");
         let s = Arc::new(scanner(dir.path(), rate, vec![]));
-        let spawn = || {
-            let (s, url) = (s.clone(), srv.url());
+        let (first, second) = urls(&srv);
+        let spawn = |url: String| {
+            let s = s.clone();
             tokio::spawn(async move {
                 let mut req = request(&url, rate);
                 req.checks = Selection::new(&["META-02"], &[] as &[&str]).expect("ids");
                 s.scan(&req, CancellationToken::new()).await
             })
         };
-        let (a, b) = (spawn(), spawn());
+        let (a, b) = (spawn(first), spawn(second));
         let (a, b) = tokio::time::timeout(BOUND, async { (a.await, b.await) })
             .await
             .expect("both end");
         let (a, b) = (a.expect("a").expect("a ok"), b.expect("b").expect("b ok"));
-        assert_eq!(a.outcome, RunOutcome::Complete);
-        assert_eq!(b.outcome, RunOutcome::Complete);
+        assert_eq!(a.outcome, RunOutcome::Complete, "{:?}", a.reason);
+        assert_eq!(b.outcome, RunOutcome::Complete, "{:?}", b.reason);
         let times = srv.arrivals();
         assert!(
             times.len() >= 16,
