@@ -122,7 +122,14 @@ static BYTE_CLASS: [u8; 256] = {
             BREAK
         } else if b == b' ' {
             SPACE
-        } else if b == b'<' || b == b'\\' || b == b'&' || b == b':' {
+        } else if b == b'<'
+            || b == b'\\'
+            || b == b'&'
+            || b == b':'
+            || b == b'%'
+            || b < 0x20
+            || b == 0x7f
+        {
             SPECIAL
         } else if b.is_ascii_alphanumeric() || b == b'+' || b == b'/' {
             B64

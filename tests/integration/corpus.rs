@@ -13,6 +13,8 @@ use mcpprobe::finding::{Confidence, Finding};
 use mcpprobe::offline::check_report;
 use mcpprobe::report::Policy;
 use mcpprobe::rules::Input;
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use crate::support::root;
@@ -47,8 +49,7 @@ fn family(f: &Finding) -> String {
 }
 
 fn findings(path: &std::path::Path) -> Vec<Finding> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let input = Input::parse(&text, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let policy = Policy {
         fail_on: None,
@@ -59,6 +60,12 @@ fn findings(path: &std::path::Path) -> Vec<Finding> {
         .into_iter()
         .filter(counts)
         .collect()
+}
+
+/// The figures, for `--nocapture` and `scripts/corpus.sh` (a test may print; the engine never does).
+#[allow(clippy::print_stdout)]
+fn show(report: &str) {
+    print!("{report}");
 }
 
 #[derive(Default)]
@@ -131,28 +138,38 @@ fn published_attacks_are_detected_and_real_servers_stay_quiet() {
             }
         }
     }
-    println!("corpus wild-dev: per source (poisoned detected / files, benign tools flagged / tools)");
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "corpus wild-dev: per source (poisoned detected / files, benign tools flagged / tools)"
+    );
     for (source, t) in &by_source {
-        println!(
+        let _ = writeln!(
+            out,
             "  {source:40} poisoned {:>2}/{:<2}  benign flagged {:>2}/{}",
             t.detected, t.poisoned, t.flagged, t.benign_tools
         );
     }
-    println!("per family (poisoned files it fires on, benign tools it flags):");
+    let _ = writeln!(
+        out,
+        "per family (poisoned files it fires on, benign tools it flags):"
+    );
     for (f, (p, b)) in &by_family {
-        println!("  {f:32} poisoned {p:>2}  benign {b:>2}");
+        let _ = writeln!(out, "  {f:32} poisoned {p:>2}  benign {b:>2}");
     }
     let flagged = false_positives.len();
-    println!(
+    let _ = writeln!(
+        out,
         "total: {detected} of {poisoned} poisoned files detected, {flagged} of {benign_tools} \
          benign tools flagged (P1–P5)"
     );
     for m in &misses {
-        println!("  miss: {m}");
+        let _ = writeln!(out, "  miss: {m}");
     }
     for f in &false_positives {
-        println!("  flagged: {f}");
+        let _ = writeln!(out, "  flagged: {f}");
     }
+    show(&out);
     assert!(
         detected >= POISONED_MIN && flagged <= BENIGN_MAX,
         "{detected} of {poisoned} poisoned files detected (at least {POISONED_MIN} needed), \
