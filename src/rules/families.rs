@@ -110,6 +110,14 @@ pub enum Trigger {
     Whenever,
     /// "before using", "when calling": followed by a tool name.
     BeforeUsing,
+    /// "when": … send_message is invoked, change …
+    When,
+    /// "unaware": keep the user unaware.
+    Unaware,
+    /// "recommended for", "preferred for": … all / any / sensitive …
+    Recommended,
+    /// "the recipient", "the wallet address": changed to somewhere else.
+    Recipient,
 }
 
 /// The trigger phrases (lowercase; matched case-insensitively, whole words).
@@ -275,6 +283,44 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("when calling", Trigger::BeforeUsing),
     ("after using", Trigger::BeforeUsing),
     ("after calling", Trigger::BeforeUsing),
+    ("when", Trigger::When),
+    ("unaware", Trigger::Unaware),
+    ("the user won't notice", Trigger::HidePhrase),
+    ("the user will not notice", Trigger::HidePhrase),
+    ("the user never sees", Trigger::HidePhrase),
+    ("warn", Trigger::Disclose),
+    ("recommended for", Trigger::Recommended),
+    ("preferred for", Trigger::Recommended),
+    ("the preferred tool", Trigger::Recommended),
+    ("the official tool", Trigger::Recommended),
+    ("the trusted tool", Trigger::Recommended),
+    ("the recipient", Trigger::Recipient),
+    ("the recipients", Trigger::Recipient),
+    ("the destination", Trigger::Recipient),
+    ("the receiver", Trigger::Recipient),
+    ("the beneficiary", Trigger::Recipient),
+    ("the wallet address", Trigger::Recipient),
+    ("the account number", Trigger::Recipient),
+    ("the iban", Trigger::Recipient),
+    ("the to address", Trigger::Recipient),
+    ("note to the ai", Trigger::RolePhrase),
+    ("note to the assistant", Trigger::RolePhrase),
+    ("note for the assistant", Trigger::RolePhrase),
+    ("note to the model", Trigger::RolePhrase),
+    ("note to the llm", Trigger::RolePhrase),
+    ("instructions for the assistant", Trigger::RolePhrase),
+    ("instructions for the ai", Trigger::RolePhrase),
+    ("instructions for the model", Trigger::RolePhrase),
+    ("override", Trigger::Bypass),
+    ("forget", Trigger::Bypass),
+    ("last messages", Trigger::Secret),
+    ("recent messages", Trigger::Secret),
+    ("chat messages", Trigger::Secret),
+    ("system prompt", Trigger::Secret),
+    ("email", Trigger::SendTo),
+    ("share", Trigger::SendTo),
+    ("mail", Trigger::SendTo),
+    ("submit", Trigger::SendTo),
 ];
 
 /// One family match: where it is in the text it was matched in, and how sure.
@@ -522,7 +568,37 @@ fn destination(token: &str) -> bool {
     if let Some((user, host)) = t.split_once('@') {
         return !user.is_empty() && host.contains('.') && !host.starts_with('.');
     }
+    // A phone number (+ and at least eight digits): where a messaging tool's message goes.
+    if let Some(digits) = t.strip_prefix('+')
+        && digits.len() >= 8
+        && digits.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+    {
+        return true;
+    }
     matches!(t.as_str(), "attacker" | "attacker's" | "attackers")
+}
+
+/// A tool-name-like token: snake_case, kebab-case, camelCase, or quoted.
+fn identifier(token: &str) -> Option<&str> {
+    let name = token
+        .trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | ',' | '(' | ')' | ':' | '.' | ';'));
+    let quoted = token.starts_with(['`', '"', '\'']);
+    let ok = name.len() >= 3
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && name.bytes().any(|b| b.is_ascii_alphabetic())
+        && (name.contains(['_', '-'])
+            || name
+                .as_bytes()
+                .windows(2)
+                .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+            || quoted)
+        && !matches!(
+            name.to_ascii_lowercase().as_str(),
+            "this" | "the" | "any" | "it"
+        );
+    ok.then_some(name)
 }
 
 fn hit(family: Family, confidence: Confidence, start: usize, end: usize) -> Option<Hit> {
@@ -543,7 +619,7 @@ pub fn check(
     end: usize,
     is_tool: &dyn Fn(&str) -> bool,
 ) -> Option<Hit> {
-    use Confidence::{High, Low, Medium};
+    use Confidence::{High, Medium};
     let b = |n| before(t, start, n);
     let a = |n| after(t, end, n);
     match trigger {
@@ -714,7 +790,37 @@ pub fn check(
         }
         Trigger::Bypass => {
             let next = a(4);
-            let all = any_of(&next[..next.len().min(2)], &["all", "any", "every"]);
+            let head = &next[..next.len().min(2)];
+            // "disregard prior instructions", "forget the earlier rules".
+            let earlier = any_of(
+                &next[..next.len().min(3)],
+                &[
+                    "previous",
+                    "prior",
+                    "earlier",
+                    "above",
+                    "preceding",
+                    "former",
+                    "original",
+                    "your",
+                ],
+            ) && any_of(
+                &next,
+                &[
+                    "instructions",
+                    "rules",
+                    "guidelines",
+                    "prompts",
+                    "directions",
+                    "context",
+                    "messages",
+                    "instruction",
+                ],
+            );
+            if earlier {
+                return hit(Family::Role, High, start, end);
+            }
+            let all = any_of(head, &["all", "any", "every"]);
             (all && any_of(&next, SAFETY)).then_some(())?;
             hit(Family::Role, Medium, start, end)
         }
@@ -735,8 +841,20 @@ pub fn check(
             let prev = b(6);
             let next = a(10);
             let moved = any_of(&prev, MOVE_VERBS);
-            let whose = any_of(&prev, QUANTIFIERS);
+            let whose = any_of(&prev, QUANTIFIERS)
+                || next
+                    .first()
+                    .is_some_and(|w| matches!(norm(w).as_str(), "so"));
             moved.then_some(())?;
+            // "the conversation id" names a field, not the conversation.
+            if next.first().is_some_and(|w| {
+                matches!(
+                    norm(w).as_str(),
+                    "id" | "ids" | "name" | "title" | "topic" | "type" | "field" | "parameter"
+                )
+            }) {
+                return None;
+            }
             if next.iter().any(|w| destination(w)) {
                 return hit(Family::Exfiltration, High, start, end);
             }
@@ -745,7 +863,9 @@ pub fn check(
         }
         Trigger::SendTo => {
             let next = a(10);
-            let to = next.iter().position(|w| norm(w) == "to")?;
+            let to = next
+                .iter()
+                .position(|w| matches!(norm(w).as_str(), "to" | "with"))?;
             next.get(to + 1..to + 4)?
                 .iter()
                 .any(|w| destination(w))
@@ -838,36 +958,83 @@ pub fn check(
         }
         Trigger::BeforeUsing => {
             let next = a(20);
-            let first = next.first()?;
-            let name = first.trim_matches(|c: char| {
-                matches!(c, '`' | '"' | '\'' | ',' | '(' | ')' | ':' | '.')
-            });
-            let quoted = first.starts_with(['`', '"', '\'']);
-            let identifier = name.len() >= 3
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-                && (name.contains(['_', '-'])
-                    || name
-                        .as_bytes()
-                        .windows(2)
-                        .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
-                    || quoted);
-            identifier.then_some(())?;
-            if matches!(name.to_lowercase().as_str(), "this" | "the" | "any" | "it") {
-                return None;
-            }
+            let name = identifier(next.first()?)?;
             // The rest of the sentence must change what that tool does (add, bcc, send …).
             let rest: Vec<&str> = next.iter().skip(1).copied().collect();
             any_of(&rest, INTERCEPT).then_some(())?;
-            let conf = if is_tool(name) { Medium } else { Low };
-            let family = if is_tool(name) {
-                Family::Interception
-            } else {
-                Family::UnknownTool
-            };
-            hit(family, conf, start, end)
+            sibling(name, is_tool, start, end)
         }
+        Trigger::When => {
+            // "when send_message is invoked, change the recipient …"
+            let next = a(20);
+            let k = next.iter().take(4).position(|w| identifier(w).is_some())?;
+            let name = identifier(next.get(k)?)?;
+            let called = next.iter().skip(k + 1).take(3).any(|w| {
+                matches!(
+                    norm(w).as_str(),
+                    "called" | "invoked" | "used" | "runs" | "executed" | "triggered" | "run"
+                )
+            });
+            called.then_some(())?;
+            any_of(&next[k + 1..], INTERCEPT).then_some(())?;
+            sibling(name, is_tool, start, end)
+        }
+        Trigger::Unaware => {
+            let prev = b(4);
+            any_of(&prev, PERSONS).then_some(())?;
+            hit(Family::Concealment, High, start, end)
+        }
+        Trigger::Recommended => {
+            let next = a(3);
+            any_of(
+                &next,
+                &[
+                    "all",
+                    "any",
+                    "every",
+                    "sensitive",
+                    "confidential",
+                    "secure",
+                    "private",
+                    "critical",
+                ],
+            )
+            .then_some(())?;
+            hit(Family::Preference, Medium, start, end)
+        }
+        Trigger::Recipient => {
+            let prev = b(3);
+            let next = a(6);
+            let changed = any_of(
+                &prev,
+                &[
+                    "change",
+                    "set",
+                    "replace",
+                    "switch",
+                    "redirect",
+                    "overwrite",
+                    "swap",
+                    "modify",
+                    "update",
+                ],
+            );
+            let to = next.iter().position(|w| norm(w) == "to");
+            let elsewhere =
+                to.is_some_and(|k| next.iter().skip(k + 1).take(3).any(|w| destination(w)));
+            (changed && elsewhere).then_some(())?;
+            hit(Family::Exfiltration, High, start, end)
+        }
+    }
+}
+
+/// Interception of a tool named in the text: a sibling on this server (medium), or a name
+/// that is not on this server (low: single poisoned tools name tools of other servers).
+fn sibling(name: &str, is_tool: &dyn Fn(&str) -> bool, start: usize, end: usize) -> Option<Hit> {
+    if is_tool(name) {
+        hit(Family::Interception, Confidence::Medium, start, end)
+    } else {
+        hit(Family::UnknownTool, Confidence::Low, start, end)
     }
 }
 
