@@ -138,6 +138,12 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("alerting", Trigger::Disclose),
     ("let the user know", Trigger::Disclose),
     ("show the user", Trigger::Disclose),
+    ("let the user see", Trigger::Disclose),
+    ("let them know", Trigger::Disclose),
+    ("let anyone know", Trigger::Disclose),
+    ("keep it to yourself", Trigger::HidePhrase),
+    ("keep this to yourself", Trigger::HidePhrase),
+    ("keep this between us", Trigger::HidePhrase),
     ("secretly", Trigger::Secretly),
     ("covertly", Trigger::Secretly),
     ("surreptitiously", Trigger::Secretly),
@@ -167,10 +173,21 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("no need to inform", Trigger::HidePhrase),
     ("this tool", Trigger::ThisTool),
     ("this function", Trigger::ThisTool),
+    ("this utility", Trigger::ThisTool),
+    ("this method", Trigger::ThisTool),
+    ("this plugin", Trigger::ThisTool),
+    ("this extension", Trigger::ThisTool),
+    ("this skill", Trigger::ThisTool),
     ("other tools", Trigger::OtherTools),
     ("other tool", Trigger::OtherTools),
     ("other functions", Trigger::OtherTools),
     ("others", Trigger::OtherTools),
+    ("built-in tools", Trigger::OtherTools),
+    ("builtin tools", Trigger::OtherTools),
+    ("native tools", Trigger::OtherTools),
+    ("default tools", Trigger::OtherTools),
+    ("similar tools", Trigger::OtherTools),
+    ("alternative tools", Trigger::OtherTools),
     ("the only", Trigger::TheOnly),
     ("the best", Trigger::Superlative),
     ("most reliable", Trigger::Superlative),
@@ -248,6 +265,11 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("previous messages", Trigger::Secret),
     ("message history", Trigger::Secret),
     ("environment variables", Trigger::Secret),
+    ("ssh key", Trigger::Secret),
+    ("ssh keys", Trigger::Secret),
+    ("gpg keys", Trigger::Secret),
+    ("chat transcript", Trigger::Secret),
+    ("transcript", Trigger::Secret),
     ("env vars", Trigger::Secret),
     ("send", Trigger::SendTo),
     ("sends", Trigger::SendTo),
@@ -332,6 +354,15 @@ pub struct Hit {
     pub end: usize,
 }
 
+const UNIVERSAL: &[&str] = &[
+    "any",
+    "every",
+    "all",
+    "each",
+    "other",
+    "anything",
+    "everything",
+];
 const NEGATIONS: &[&str] = &[
     "never", "not", "don't", "dont", "no", "without", "nor", "avoid",
 ];
@@ -348,6 +379,9 @@ const PERSONS: &[&str] = &[
     "requester",
     "customer",
     "client",
+    "person",
+    "people",
+    "someone",
 ];
 const USE_VERBS: &[&str] = &[
     "call",
@@ -429,6 +463,9 @@ const MOVE_VERBS: &[&str] = &[
     "harvest",
     "steal",
     "grab",
+    "provide",
+    "supply",
+    "give",
 ];
 const QUANTIFIERS: &[&str] = &[
     "user's", "users'", "their", "all", "any", "every", "entire", "full", "whole", "complete",
@@ -632,7 +669,7 @@ pub fn check(
                     .to_lowercase()
                     .contains("user");
             // "never disclose your password to anyone" addresses the user: policy, not concealment.
-            let to_the_user = any_of(&next, &["your", "you"]);
+            let to_the_user = any_of(&next, &["your"]);
             (negated && person && !to_the_user).then_some(())?;
             hit(Family::Concealment, High, start, end)
         }
@@ -671,31 +708,31 @@ pub fn check(
                 let later = a(10);
                 // "call this tool to get the id" explains a step: workflow, not coercion.
                 let purpose = next.first().is_some_and(|w| norm(w) == "to");
-                let universal = any_of(
-                    &later,
-                    &["any", "every", "all", "each", "other", "anything"],
-                );
-                if next
-                    .iter()
-                    .take(2)
-                    .any(|w| matches!(norm(w).as_str(), "first" | "before" | "prior"))
-                {
-                    // Real servers say "call this function first, then …" about one step; the
-                    // attack puts this tool before any other.
-                    return universal
-                        .then_some(())
-                        .and_then(|_| hit(Family::Order, High, start, end));
+                let universal = any_of(&later, UNIVERSAL) || any_of(&prev, UNIVERSAL);
+                let ordered =
+                    next.iter().take(2).any(|w| {
+                        matches!(norm(w).as_str(), "first" | "before" | "prior" | "ahead")
+                    }) || any_of(near, &["first"]);
+                let before_it = any_of(&prev, &["before", "prior", "ahead"]);
+                // Real servers say "call this function first, then …" about one step; the
+                // attack puts this tool before any other.
+                if (ordered || before_it) && universal {
+                    return hit(Family::Order, High, start, end);
+                }
+                if before_it && !purpose {
+                    return hit(Family::Order, Medium, start, end);
+                }
+                if ordered {
+                    return None;
                 }
                 if any_of(near, &["only", "exclusively"])
                     || any_of(
-                        &next,
+                        &later,
                         &["instead", "rather", "exclusively", "regardless", "matter"],
                     )
+                    || any_of(&next, &["not", "never"])
                 {
                     return hit(Family::Preference, Medium, start, end);
-                }
-                if any_of(&prev, &["before", "prior"]) && !purpose {
-                    return hit(Family::Order, Medium, start, end);
                 }
                 return None;
             }
@@ -708,7 +745,7 @@ pub fn check(
             let prev = b(3);
             let word = norm(&t[floor(t, start)..ceil(t, end)]);
             if word == "others" {
-                return any_of(&prev, &["than", "of", "over", "ignore", "disregard"])
+                return any_of(&prev, &["than", "over", "ignore", "disregard"])
                     .then_some(())
                     .and_then(|_| hit(Family::Preference, Medium, start, end));
             }
@@ -726,6 +763,7 @@ pub fn check(
                     "disregard",
                     "bypass",
                     "replaces",
+                    "regardless",
                 ],
             );
             let negated_use = any_of(&prev, NEGATIONS) && any_of(&prev, USE_VERBS);
@@ -738,8 +776,8 @@ pub fn check(
             hit(Family::Preference, Medium, start, end)
         }
         Trigger::Superlative => {
-            let next = a(2);
-            any_of(&next, &["tool", "function", "choice", "option"]).then_some(())?;
+            let next = a(1);
+            any_of(&next, &["tool", "function", "choice", "option", "tools"]).then_some(())?;
             hit(Family::Preference, Medium, start, end)
         }
         Trigger::CalledFirst => {
@@ -813,6 +851,9 @@ pub fn check(
                     "prompts",
                     "directions",
                     "context",
+                    "directives",
+                    "commands",
+                    "orders",
                     "messages",
                     "instruction",
                 ],
@@ -884,6 +925,10 @@ pub fn check(
                     "any",
                     "everything",
                     "entire",
+                    "full",
+                    "whole",
+                    "transcript",
+                    "chat",
                     "each",
                     "credentials",
                     "keys",
