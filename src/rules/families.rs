@@ -207,6 +207,21 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("before every other", Trigger::BeforeAny),
     ("prior to any other", Trigger::BeforeAny),
     ("before doing anything else", Trigger::BeforeAny),
+    ("before every tool", Trigger::BeforeAny),
+    ("before each tool", Trigger::BeforeAny),
+    ("before any tool", Trigger::BeforeAny),
+    ("after every tool", Trigger::BeforeAny),
+    ("after each tool", Trigger::BeforeAny),
+    ("after any tool", Trigger::BeforeAny),
+    ("previous instructions", Trigger::RolePhrase),
+    ("prior instructions", Trigger::RolePhrase),
+    ("earlier instructions", Trigger::RolePhrase),
+    ("original instructions", Trigger::RolePhrase),
+    ("developer override", Trigger::RolePhrase),
+    ("admin override", Trigger::RolePhrase),
+    ("administrator override", Trigger::RolePhrase),
+    ("security override", Trigger::RolePhrase),
+    ("safety override", Trigger::RolePhrase),
     ("system override", Trigger::RolePhrase),
     ("developer mode", Trigger::RolePhrase),
     ("god mode", Trigger::RolePhrase),
@@ -605,6 +620,16 @@ fn destination(token: &str) -> bool {
     if let Some((user, host)) = t.split_once('@') {
         return !user.is_empty() && host.contains('.') && !host.starts_with('.');
     }
+    // An IBAN: two letters, two digits, 11 to 30 letters and digits.
+    let b = t.as_bytes();
+    if (15..=34).contains(&b.len())
+        && b[..2].iter().all(u8::is_ascii_alphabetic)
+        && b[2..4].iter().all(u8::is_ascii_digit)
+        && b[4..].iter().all(u8::is_ascii_alphanumeric)
+        && b[4..].iter().filter(|c| c.is_ascii_digit()).count() >= 8
+    {
+        return true;
+    }
     // A phone number (+ and at least eight digits): where a messaging tool's message goes.
     if let Some(digits) = t.strip_prefix('+')
         && digits.len() >= 8
@@ -670,7 +695,25 @@ pub fn check(
                     .contains("user");
             // "never disclose your password to anyone" addresses the user: policy, not concealment.
             let to_the_user = any_of(&next, &["your"]);
-            (negated && person && !to_the_user).then_some(())?;
+            // "do not mention this note": the instructions hide themselves.
+            let itself = any_of(&next[..next.len().min(2)], &["this", "these"])
+                && any_of(
+                    &next[..next.len().min(3)],
+                    &[
+                        "note",
+                        "instruction",
+                        "instructions",
+                        "message",
+                        "step",
+                        "paragraph",
+                        "text",
+                        "rule",
+                        "rules",
+                        "section",
+                        "part",
+                    ],
+                );
+            (negated && (person || itself) && !to_the_user).then_some(())?;
             hit(Family::Concealment, High, start, end)
         }
         Trigger::Secretly => hit(Family::Concealment, High, start, end),
@@ -977,6 +1020,9 @@ pub fn check(
                     "added",
                     "add",
                     "mirrored",
+                    "blind-copied",
+                    "bcc'd",
+                    "duplicated",
                 ],
             );
             (must && moved).then_some(())?;
@@ -1020,7 +1066,13 @@ pub fn check(
                     "called" | "invoked" | "used" | "runs" | "executed" | "triggered" | "run"
                 )
             });
-            called.then_some(())?;
+            let via = k.checked_sub(1).and_then(|j| next.get(j)).is_some_and(|w| {
+                matches!(
+                    norm(w).as_str(),
+                    "with" | "using" | "via" | "calling" | "call" | "invoking" | "through"
+                )
+            });
+            (called || via).then_some(())?;
             any_of(&next[k + 1..], INTERCEPT).then_some(())?;
             sibling(name, is_tool, start, end)
         }

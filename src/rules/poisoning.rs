@@ -117,6 +117,14 @@ pub const STORES: &[&str] = &[
     "keystore file",
     "mnemonic phrase",
     "/etc/sudoers",
+    // The same files spelled as words, as in a property name (`content_of_ssh_id_rsa`).
+    "id rsa",
+    "id ed25519",
+    "id ecdsa",
+    "private ssh key",
+    "ssh private key",
+    "aws credentials",
+    "git credentials",
 ];
 
 /// List C (P4): shadowing phrases.
