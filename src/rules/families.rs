@@ -580,14 +580,22 @@ fn after(t: &str, at: usize, n: usize) -> Vec<&str> {
     w.split_whitespace().take(n).collect()
 }
 
+/// A token trimmed of surrounding punctuation, not lowercased (no allocation).
+fn bare(token: &str) -> &str {
+    token.trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_'))
+}
+
+fn is_in(token: &str, set: &[&str]) -> bool {
+    let w = bare(token);
+    set.iter().any(|s| s.eq_ignore_ascii_case(w))
+}
+
 fn any_of(tokens: &[&str], set: &[&str]) -> bool {
-    tokens.iter().any(|t| set.contains(&norm(t).as_str()))
+    tokens.iter().any(|t| is_in(t, set))
 }
 
 fn last_is(tokens: &[&str], set: &[&str]) -> bool {
-    tokens
-        .last()
-        .is_some_and(|t| set.contains(&norm(t).as_str()))
+    tokens.last().is_some_and(|t| is_in(t, set))
 }
 
 /// A destination outside: a URL (not localhost), an e-mail address (not an example domain),
@@ -1192,7 +1200,10 @@ pub fn markers(t: &str) -> Option<Hit> {
         {
             return Some(h);
         }
-        if c == b'\n' {
+        // A header may also start a sentence: "Weather. SYSTEM: …".
+        let sentence_end =
+            matches!(c, b'.' | b'!' | b'?') && bytes.get(i + 1).is_some_and(|b| *b == b' ');
+        if c == b'\n' || sentence_end {
             line_start = true;
         } else if !c.is_ascii_whitespace() && !matches!(c, b'-' | b'*' | b'#' | b'>') {
             line_start = false;

@@ -332,6 +332,10 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
             name_phrases(doc, text, &names, &mut out);
             continue;
         }
+        // A tool name is read as written (below) and, when it reads as a sentence, word by word.
+        if text.field == Field::ToolName && !text.text.contains(' ') {
+            name_phrases(doc, text, &names, &mut out);
+        }
         if phrases(doc, text, &scan, &names, &mut out) {
             p4_names(doc, text, &names, &mut out);
         }
