@@ -118,6 +118,16 @@ pub enum Trigger {
     Recommended,
     /// "the recipient", "the wallet address": changed to somewhere else.
     Recipient,
+    /// "all other", "any other": … tools, with a word that sets this tool above them.
+    AllOther,
+    /// "find out", "notice": the user must never …
+    Learn,
+    /// "skipping it", "failure to call": … will break.
+    Threat,
+    /// "takes precedence over", "obey": … all / your instructions.
+    Precedence,
+    /// "pre-approved", "no need to ask for confirmation": consent claimed for the user.
+    Consent,
 }
 
 /// The trigger phrases (lowercase; matched case-insensitively, whole words).
@@ -355,6 +365,59 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("chat messages", Trigger::Secret),
     ("system prompt", Trigger::Secret),
     ("email", Trigger::SendTo),
+    ("all other", Trigger::AllOther),
+    ("any other", Trigger::AllOther),
+    ("every other", Trigger::AllOther),
+    ("find out", Trigger::Learn),
+    ("notice", Trigger::Learn),
+    ("know", Trigger::Learn),
+    ("learn", Trigger::Learn),
+    ("discover", Trigger::Learn),
+    ("realize", Trigger::Learn),
+    ("suspect", Trigger::Learn),
+    ("skipping it", Trigger::Threat),
+    ("skipping this", Trigger::Threat),
+    ("failure to use", Trigger::Threat),
+    ("failure to call", Trigger::Threat),
+    ("failing to call", Trigger::Threat),
+    ("failing to use", Trigger::Threat),
+    ("if you skip", Trigger::Threat),
+    ("if you do not call", Trigger::Threat),
+    ("if you don't call", Trigger::Threat),
+    ("takes precedence over", Trigger::Precedence),
+    ("take precedence over", Trigger::Precedence),
+    ("takes priority over", Trigger::Precedence),
+    ("take priority over", Trigger::Precedence),
+    ("obey", Trigger::Precedence),
+    ("above all else", Trigger::RolePhrase),
+    ("hidden instructions", Trigger::RolePhrase),
+    ("secret instructions", Trigger::RolePhrase),
+    ("hidden rules", Trigger::RolePhrase),
+    ("hidden prompt", Trigger::RolePhrase),
+    ("as an ai", Trigger::RolePhrase),
+    ("as an ai model", Trigger::RolePhrase),
+    ("as a language model", Trigger::RolePhrase),
+    ("as an llm", Trigger::RolePhrase),
+    ("pre-approved", Trigger::Consent),
+    ("preapproved", Trigger::Consent),
+    ("already authorized", Trigger::Consent),
+    ("already approved", Trigger::Consent),
+    ("no need to ask", Trigger::Consent),
+    ("without asking", Trigger::Consent),
+    ("without confirmation", Trigger::Consent),
+    ("without user confirmation", Trigger::Consent),
+    ("without the user's permission", Trigger::Consent),
+    ("without permission", Trigger::Consent),
+    ("ask for confirmation", Trigger::Consent),
+    ("ask for permission", Trigger::Consent),
+    ("all replies", Trigger::AllMessages),
+    ("all responses", Trigger::AllMessages),
+    ("every response", Trigger::AllMessages),
+    ("every reply", Trigger::AllMessages),
+    ("every answer", Trigger::AllMessages),
+    ("all answers", Trigger::AllMessages),
+    ("each response", Trigger::AllMessages),
+    ("environment variable", Trigger::Secret),
     ("share", Trigger::SendTo),
     ("mail", Trigger::SendTo),
     ("submit", Trigger::SendTo),
@@ -481,6 +544,8 @@ const MOVE_VERBS: &[&str] = &[
     "provide",
     "supply",
     "give",
+    "paste",
+    "obtain",
 ];
 const QUANTIFIERS: &[&str] = &[
     "user's", "users'", "their", "all", "any", "every", "entire", "full", "whole", "complete",
@@ -648,6 +713,28 @@ fn destination(token: &str) -> bool {
     matches!(t.as_str(), "attacker" | "attacker's" | "attackers")
 }
 
+/// An argument as the channel: "as `auth`", "into the notes argument", "via the note parameter".
+fn channel(next: &[&str]) -> bool {
+    next.iter().enumerate().any(|(i, w)| {
+        is_in(w, &["as", "in", "into", "via", "through", "inside"])
+            && next.iter().skip(i + 1).take(3).any(|x| {
+                x.starts_with('`')
+                    || is_in(
+                        x,
+                        &[
+                            "parameter",
+                            "argument",
+                            "field",
+                            "param",
+                            "sidenote",
+                            "notes",
+                            "note",
+                        ],
+                    )
+            })
+    })
+}
+
 /// A tool-name-like token: snake_case, kebab-case, camelCase, or quoted.
 fn identifier(token: &str) -> Option<&str> {
     let name = token
@@ -764,7 +851,19 @@ pub fn check(
                     next.iter().take(2).any(|w| {
                         matches!(norm(w).as_str(), "first" | "before" | "prior" | "ahead")
                     }) || any_of(near, &["first"]);
-                let before_it = any_of(&prev, &["before", "prior", "ahead"]);
+                let before_it = any_of(&prev, &["before", "prior", "ahead"])
+                    || (any_of(&prev, &["after"])
+                        && any_of(
+                            &prev,
+                            &[
+                                "only",
+                                "respond",
+                                "answer",
+                                "responding",
+                                "answering",
+                                "reply",
+                            ],
+                        ));
                 // Real servers say "call this function first, then …" about one step; the
                 // attack puts this tool before any other.
                 if (ordered || before_it) && universal {
@@ -779,13 +878,23 @@ pub fn check(
                 if any_of(near, &["only", "exclusively"])
                     || any_of(
                         &later,
-                        &["instead", "rather", "exclusively", "regardless", "matter"],
+                        &[
+                            "instead",
+                            "rather",
+                            "exclusively",
+                            "regardless",
+                            "matter",
+                            "place",
+                        ],
                     )
                     || any_of(&next, &["not", "never"])
                 {
                     return hit(Family::Preference, Medium, start, end);
                 }
                 return None;
+            }
+            if any_of(&next, &["exclusively", "alone"]) {
+                return hit(Family::Preference, Medium, start, end);
             }
             if last_is(&prev, &["prefer", "choose", "favor", "favour", "trust"]) {
                 return hit(Family::Preference, Medium, start, end);
@@ -815,6 +924,8 @@ pub fn check(
                     "bypass",
                     "replaces",
                     "regardless",
+                    "supersedes",
+                    "overrides",
                 ],
             );
             let negated_use = any_of(&prev, NEGATIONS) && any_of(&prev, USE_VERBS);
@@ -950,6 +1061,10 @@ pub fn check(
             if next.iter().any(|w| destination(w)) {
                 return hit(Family::Exfiltration, High, start, end);
             }
+            // "… and pass it as `auth`": a secret moved into an argument.
+            if channel(&next) {
+                return hit(Family::Exfiltration, Medium, start, end);
+            }
             whose.then_some(())?;
             hit(Family::Exfiltration, Medium, start, end)
         }
@@ -958,8 +1073,9 @@ pub fn check(
             let to = next
                 .iter()
                 .position(|w| matches!(norm(w).as_str(), "to" | "with"))?;
-            next.get(to + 1..to + 4)?
-                .iter()
+            next.iter()
+                .skip(to + 1)
+                .take(3)
                 .any(|w| destination(w))
                 .then_some(())?;
             let prev = b(4);
@@ -1054,6 +1170,140 @@ pub fn check(
             })?;
             any_of(&next[call + 1..], INTERCEPT).then_some(())?;
             hit(Family::Interception, Medium, start, end)
+        }
+        Trigger::AllOther => {
+            let prev = b(4);
+            let next = a(3);
+            any_of(
+                &next,
+                &[
+                    "tool",
+                    "tools",
+                    "function",
+                    "functions",
+                    "server",
+                    "servers",
+                    "service",
+                    "services",
+                ],
+            )
+            .then_some(())?;
+            if any_of(&prev, &["before", "prior", "ahead"]) {
+                return hit(Family::Order, High, start, end);
+            }
+            let above = any_of(
+                &prev,
+                &[
+                    "ignore",
+                    "avoid",
+                    "than",
+                    "instead",
+                    "over",
+                    "disregard",
+                    "bypass",
+                    "replaces",
+                    "supersedes",
+                    "overrides",
+                    "regardless",
+                    "of",
+                ],
+            ) || (any_of(&prev, NEGATIONS) && any_of(&prev, USE_VERBS));
+            above.then_some(())?;
+            hit(Family::Preference, High, start, end)
+        }
+        Trigger::Learn => {
+            let prev = b(6);
+            // A prohibition ("must never find out", "should not notice"), not a fact ("if the
+            // user does not know the id").
+            let never = any_of(&prev, &["never", "mustn't", "shouldn't"])
+                || (any_of(&prev, &["must", "should", "shall"]) && any_of(&prev, &["not"]));
+            (never && any_of(&prev, PERSONS)).then_some(())?;
+            hit(Family::Concealment, High, start, end)
+        }
+        Trigger::Threat => {
+            let next = a(8);
+            any_of(
+                &next,
+                &[
+                    "break",
+                    "breaks",
+                    "fail",
+                    "fails",
+                    "crash",
+                    "crashes",
+                    "corrupt",
+                    "lose",
+                    "harm",
+                    "wrong",
+                    "incorrect",
+                    "inaccurate",
+                    "error",
+                    "errors",
+                    "lost",
+                ],
+            )
+            .then_some(())?;
+            hit(Family::Order, Medium, start, end)
+        }
+        Trigger::Precedence => {
+            let next = a(3);
+            let head = norm(&t[floor(t, start)..ceil(t, end)]);
+            let about_instructions = any_of(
+                &next,
+                &[
+                    "instructions",
+                    "directions",
+                    "orders",
+                    "commands",
+                    "these",
+                    "this",
+                    "every",
+                    "all",
+                ],
+            );
+            let over_all = any_of(
+                &next,
+                &[
+                    "all", "any", "every", "other", "previous", "prior", "your", "system",
+                ],
+            );
+            // "obey the rate limits" is not about instructions; "id takes precedence over name"
+            // is not about all of them.
+            let fires = if head == "obey" {
+                about_instructions
+            } else {
+                over_all || about_instructions
+            };
+            fires.then_some(())?;
+            hit(Family::Role, High, start, end)
+        }
+        Trigger::Consent => {
+            let head = norm(&t[floor(t, start)..ceil(t, end)]);
+            let next = a(4);
+            let prev = b(4);
+            let strong = !head.starts_with("no need")
+                && !head.starts_with("without asking")
+                && !head.starts_with("ask for");
+            // "no need to ask / without asking / ask for confirmation": only about the user's
+            // consent, not "no need to ask questions".
+            let about_consent = any_of(
+                &next,
+                &[
+                    "confirmation",
+                    "permission",
+                    "approval",
+                    "consent",
+                    "user",
+                    "users",
+                ],
+            ) || head.starts_with("ask for");
+            let negated = !head.starts_with("ask for") || any_of(&prev, NEGATIONS);
+            // "avoid destructive commands without asking the user" is the opposite: guidance
+            // that keeps the user in the loop.
+            let guarded = head.starts_with("without")
+                && any_of(&b(8), &["avoid", "never", "not", "don't", "dont", "no"]);
+            ((strong || about_consent) && negated && !guarded).then_some(())?;
+            hit(Family::Role, Medium, start, end)
         }
         Trigger::BeforeUsing => {
             let next = a(20);
@@ -1241,7 +1491,17 @@ fn bracket(t: &str, i: usize) -> Option<Hit> {
     } else {
         // A markdown link `[system settings](…)` is not a marker; neither is `[0-9]`.
         if bytes.get(j + 1) == Some(&b'(') {
-            return None;
+            let rest = t.get(j + 2..ceil(t, j + 42)).unwrap_or("");
+            let target = rest
+                .get(..rest.find(')').unwrap_or(rest.len()))
+                .unwrap_or("");
+            let urlish = target.contains("://")
+                || target.starts_with(['/', '.'])
+                || target.starts_with("www")
+                || target.contains('.');
+            if urlish {
+                return None;
+            }
         }
         if !inner
             .bytes()
