@@ -128,6 +128,10 @@ pub enum Trigger {
     Precedence,
     /// "pre-approved", "no need to ask for confirmation": consent claimed for the user.
     Consent,
+    /// "encode all … in base64": data smuggled out in an encoding.
+    Encode,
+    /// "the other … tools are compromised": other tools disparaged.
+    OthersBad,
 }
 
 /// The trigger phrases (lowercase; matched case-insensitively, whole words).
@@ -418,6 +422,27 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("all answers", Trigger::AllMessages),
     ("each response", Trigger::AllMessages),
     ("environment variable", Trigger::Secret),
+    ("phone number", Trigger::Secret),
+    ("phone numbers", Trigger::Secret),
+    ("credit card", Trigger::Secret),
+    ("card number", Trigger::Secret),
+    ("card numbers", Trigger::Secret),
+    ("social security number", Trigger::Secret),
+    ("location history", Trigger::Secret),
+    ("browsing history", Trigger::Secret),
+    ("search history", Trigger::Secret),
+    ("contact list", Trigger::Secret),
+    ("contacts", Trigger::Secret),
+    ("email addresses", Trigger::Secret),
+    ("home address", Trigger::Secret),
+    ("file paths", Trigger::Secret),
+    ("you are no longer", Trigger::RolePhrase),
+    ("you're no longer", Trigger::RolePhrase),
+    ("you're now", Trigger::FromNowOn),
+    ("encode", Trigger::Encode),
+    ("encoded", Trigger::Encode),
+    ("tools are", Trigger::OthersBad),
+    ("tool is", Trigger::OthersBad),
     ("share", Trigger::SendTo),
     ("mail", Trigger::SendTo),
     ("submit", Trigger::SendTo),
@@ -791,9 +816,9 @@ pub fn check(
             // "never disclose your password to anyone" addresses the user: policy, not concealment.
             let to_the_user = any_of(&next, &["your"]);
             // "do not mention this note": the instructions hide themselves.
-            let itself = any_of(&next[..next.len().min(2)], &["this", "these"])
+            let itself = any_of(&next[..next.len().min(4)], &["this", "these"])
                 && any_of(
-                    &next[..next.len().min(3)],
+                    &next[..next.len().min(5)],
                     &[
                         "note",
                         "instruction",
@@ -806,6 +831,8 @@ pub fn check(
                         "rules",
                         "section",
                         "part",
+                        "description",
+                        "prompt",
                     ],
                 );
             (negated && (person || itself) && !to_the_user).then_some(())?;
@@ -842,6 +869,12 @@ pub fn check(
             let prev = b(10);
             let next = a(3);
             let near = &prev[prev.len().saturating_sub(2)..];
+            let only = prev.len() >= 2
+                && last_is(&prev, &["only", "exclusively", "just"])
+                && is_in(prev[prev.len() - 2], USE_VERBS);
+            if only {
+                return hit(Family::Preference, Medium, start, end);
+            }
             if last_is(&prev, USE_VERBS) {
                 let later = a(10);
                 // "call this tool to get the id" explains a step: workflow, not coercion.
@@ -1014,6 +1047,7 @@ pub fn check(
                     "directions",
                     "context",
                     "directives",
+                    "guidance",
                     "commands",
                     "orders",
                     "messages",
@@ -1061,6 +1095,13 @@ pub fn check(
             if next.iter().any(|w| destination(w)) {
                 return hit(Family::Exfiltration, High, start, end);
             }
+            // Verbs no honest tool asks the model for.
+            if any_of(
+                &prev,
+                &["grab", "steal", "harvest", "exfiltrate", "leak", "dump"],
+            ) {
+                return hit(Family::Exfiltration, High, start, end);
+            }
             // "… and pass it as `auth`": a secret moved into an argument.
             if channel(&next) {
                 return hit(Family::Exfiltration, Medium, start, end);
@@ -1094,6 +1135,14 @@ pub fn check(
                     "entire",
                     "full",
                     "whole",
+                    "results",
+                    "output",
+                    "response",
+                    "responses",
+                    "answers",
+                    "information",
+                    "details",
+                    "listing",
                     "transcript",
                     "chat",
                     "each",
@@ -1114,7 +1163,8 @@ pub fn check(
                     "messages",
                 ],
             );
-            sensitive.then_some(())?;
+            let moved_before = any_of(&b(8), MOVE_VERBS);
+            (sensitive || moved_before).then_some(())?;
             hit(Family::Exfiltration, High, start, end)
         }
         Trigger::AllMessages => {
@@ -1154,6 +1204,11 @@ pub fn check(
         }
         Trigger::Whenever => {
             let next = a(20);
+            if next.iter().any(|w| destination(w))
+                && (any_of(&next, INTERCEPT) || any_of(&next, MOVE_VERBS))
+            {
+                return hit(Family::Exfiltration, High, start, end);
+            }
             let call = next.iter().take(6).position(|w| {
                 matches!(
                     norm(w).as_str(),
@@ -1281,9 +1336,27 @@ pub fn check(
             let head = norm(&t[floor(t, start)..ceil(t, end)]);
             let next = a(4);
             let prev = b(4);
-            let strong = !head.starts_with("no need")
-                && !head.starts_with("without asking")
-                && !head.starts_with("ask for");
+            let strong = matches!(
+                head.as_str(),
+                "pre-approved" | "preapproved" | "already authorized" | "already approved"
+            ) || (head.starts_with("without")
+                && any_of(
+                    &prev,
+                    &[
+                        "proceed",
+                        "act",
+                        "execute",
+                        "run",
+                        "perform",
+                        "continue",
+                        "always",
+                        "just",
+                        "simply",
+                        "directly",
+                        "immediately",
+                        "go",
+                    ],
+                ));
             // "no need to ask / without asking / ask for confirmation": only about the user's
             // consent, not "no need to ask questions".
             let about_consent = any_of(
@@ -1304,6 +1377,45 @@ pub fn check(
                 && any_of(&b(8), &["avoid", "never", "not", "don't", "dont", "no"]);
             ((strong || about_consent) && negated && !guarded).then_some(())?;
             hit(Family::Role, Medium, start, end)
+        }
+        Trigger::Encode => {
+            let next = a(10);
+            let scheme = any_of(
+                &next,
+                &["base64", "hex", "rot13", "binary", "morse", "base32"],
+            );
+            let everything = any_of(&next, &["all", "every", "any", "user's", "everything"]);
+            let hidden = any_of(
+                &next,
+                &[
+                    "put", "include", "append", "hide", "embed", "add", "pass", "place",
+                ],
+            );
+            (scheme && everything && hidden).then_some(())?;
+            hit(Family::Exfiltration, Medium, start, end)
+        }
+        Trigger::OthersBad => {
+            let prev = b(4);
+            let next = a(2);
+            let bad = any_of(
+                &next,
+                &[
+                    "compromised",
+                    "deprecated",
+                    "malicious",
+                    "unsafe",
+                    "broken",
+                    "outdated",
+                    "insecure",
+                    "unreliable",
+                    "untrusted",
+                    "hacked",
+                    "disabled",
+                    "dangerous",
+                ],
+            );
+            (bad && any_of(&prev, &["other", "all", "any"])).then_some(())?;
+            hit(Family::Preference, High, start, end)
         }
         Trigger::BeforeUsing => {
             let next = a(20);
@@ -1455,7 +1567,8 @@ pub fn markers(t: &str) -> Option<Hit> {
             matches!(c, b'.' | b'!' | b'?') && bytes.get(i + 1).is_some_and(|b| *b == b' ');
         if c == b'\n' || sentence_end {
             line_start = true;
-        } else if !c.is_ascii_whitespace() && !matches!(c, b'-' | b'*' | b'#' | b'>') {
+        } else if !c.is_ascii_whitespace() && !matches!(c, b'-' | b'*' | b'#' | b'>' | b'=' | b'[')
+        {
             line_start = false;
         }
     }
@@ -1525,8 +1638,11 @@ fn bracket(t: &str, i: usize) -> Option<Hit> {
 fn header(t: &str, i: usize) -> Option<Hit> {
     let bytes = t.as_bytes();
     let limit = (i + 40).min(bytes.len());
-    let colon = (i..limit).find(|&k| bytes[k] == b':')?;
-    let head = &t[i..colon];
+    // "SYSTEM:" …, or a whole upper-case line ("NEW SYSTEM POLICY").
+    let colon = (i..limit)
+        .find(|&k| bytes[k] == b':')
+        .or_else(|| (i..limit).find(|&k| bytes[k] == b'\n'))?;
+    let head = t[i..colon].trim_end_matches(['=', '#', '-', '*', ' ', '\r', '[', ']']);
     if !head
         .bytes()
         .all(|b| b.is_ascii_uppercase() || b == b' ' || b == b'_')

@@ -117,6 +117,9 @@ pub const STORES: &[&str] = &[
     "keystore file",
     "mnemonic phrase",
     "/etc/sudoers",
+    "gh/hosts.yml",
+    ".config/gh",
+    ".git/config",
     // The same files spelled as words, as in a property name (`content_of_ssh_id_rsa`).
     "id rsa",
     "id ed25519",
