@@ -132,6 +132,18 @@ pub enum Trigger {
     Encode,
     /// "the other … tools are compromised": other tools disparaged.
     OthersBad,
+    /// `recipient=…`, `bcc=…`: an assignment to an outside address.
+    Assign,
+    /// "every send_email call …": every call of a named tool must …
+    EveryCall,
+    /// "private information", "sensitive data": moved somewhere.
+    Sensitive,
+    /// "the result of", "the output of": … another tool, modified.
+    Tamper,
+    /// "elevated privileges", "unrestricted access", "trust all": claimed authority.
+    Privilege,
+    /// "hijack", "intercept": … all of something.
+    Hijack,
 }
 
 /// The trigger phrases (lowercase; matched case-insensitively, whole words).
@@ -442,6 +454,49 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("encode", Trigger::Encode),
     ("encoded", Trigger::Encode),
     ("tools are", Trigger::OthersBad),
+    ("discuss", Trigger::Disclose),
+    ("discussed", Trigger::Disclose),
+    ("told", Trigger::Disclose),
+    ("mentioned", Trigger::Disclose),
+    ("disclosed", Trigger::Disclose),
+    ("revealed", Trigger::Disclose),
+    ("raised", Trigger::Disclose),
+    ("surfaced", Trigger::Disclose),
+    ("recipient=", Trigger::Assign),
+    ("recipients=", Trigger::Assign),
+    ("recipient =", Trigger::Assign),
+    ("bcc=", Trigger::Assign),
+    ("cc=", Trigger::Assign),
+    ("to=", Trigger::Assign),
+    ("destination=", Trigger::Assign),
+    ("every", Trigger::EveryCall),
+    ("each", Trigger::EveryCall),
+    ("private information", Trigger::Sensitive),
+    ("private data", Trigger::Sensitive),
+    ("private info", Trigger::Sensitive),
+    ("personal information", Trigger::Sensitive),
+    ("personal data", Trigger::Sensitive),
+    ("sensitive information", Trigger::Sensitive),
+    ("sensitive data", Trigger::Sensitive),
+    ("confidential information", Trigger::Sensitive),
+    ("confidential data", Trigger::Sensitive),
+    ("result of", Trigger::Tamper),
+    ("results of", Trigger::Tamper),
+    ("output of", Trigger::Tamper),
+    ("response of", Trigger::Tamper),
+    ("return value of", Trigger::Tamper),
+    ("unrestricted access", Trigger::Privilege),
+    ("elevated privileges", Trigger::Privilege),
+    ("root privileges", Trigger::Privilege),
+    ("admin privileges", Trigger::Privilege),
+    ("administrator privileges", Trigger::Privilege),
+    ("full privileges", Trigger::Privilege),
+    ("superuser privileges", Trigger::Privilege),
+    ("trust all", Trigger::Privilege),
+    ("hijack", Trigger::Hijack),
+    ("hijacks", Trigger::Hijack),
+    ("intercept", Trigger::Hijack),
+    ("intercepts", Trigger::Hijack),
     ("tool is", Trigger::OthersBad),
     ("share", Trigger::SendTo),
     ("mail", Trigger::SendTo),
@@ -793,20 +848,20 @@ fn hit(family: Family, confidence: Confidence, start: usize, end: usize) -> Opti
 }
 
 /// The local check of one trigger matched at `start..end` of `t` (the matching view).
-/// `is_tool` says whether a name is a tool on this server, `own` is the text's own tool.
+/// `is_tool` says whether a name is another tool on this server (`None`: the text's own tool).
 pub fn check(
     trigger: Trigger,
     t: &str,
     start: usize,
     end: usize,
-    is_tool: &dyn Fn(&str) -> bool,
+    is_tool: &dyn Fn(&str) -> Option<bool>,
 ) -> Option<Hit> {
     use Confidence::{High, Medium};
     let b = |n| before(t, start, n);
     let a = |n| after(t, end, n);
     match trigger {
         Trigger::Disclose => {
-            let prev = b(3);
+            let prev = b(5);
             let next = a(6);
             let negated = any_of(&prev, NEGATIONS);
             let person = any_of(&next, PERSONS)
@@ -1058,7 +1113,10 @@ pub fn check(
                 return hit(Family::Role, High, start, end);
             }
             let all = any_of(head, &["all", "any", "every"]);
-            (all && any_of(&next, SAFETY)).then_some(())?;
+            // "bypass" and "circumvent" need no "all": "bypass security checks".
+            let verb = norm(&t[floor(t, start)..ceil(t, end)]);
+            let strong = matches!(verb.as_str(), "bypass" | "circumvent");
+            ((all || strong) && any_of(&next[..next.len().min(3)], SAFETY)).then_some(())?;
             hit(Family::Role, Medium, start, end)
         }
         Trigger::Bcc => {
@@ -1417,6 +1475,96 @@ pub fn check(
             (bad && any_of(&prev, &["other", "all", "any"])).then_some(())?;
             hit(Family::Preference, High, start, end)
         }
+        Trigger::Assign => {
+            let value = a(1);
+            let v = value.first()?;
+            destination(v.trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | '(' | ')')))
+                .then_some(())?;
+            hit(Family::Exfiltration, High, start, end)
+        }
+        Trigger::EveryCall => {
+            let next = a(16);
+            let k = next.iter().take(2).position(|w| identifier(w).is_some())?;
+            let name = identifier(next.get(k)?)?;
+            next.get(k + 1)
+                .is_some_and(|w| is_in(w, &["call", "calls", "invocation", "request", "use"]))
+                .then_some(())?;
+            let rest = &next[k + 2..];
+            (any_of(rest, &["must", "should", "shall", "needs", "always"])
+                && any_of(rest, INTERCEPT))
+            .then_some(())?;
+            sibling(name, is_tool, start, end)
+        }
+        Trigger::Sensitive => {
+            let prev = b(6);
+            let next = a(10);
+            (any_of(&prev, MOVE_VERBS) && !any_of(&prev, NEGATIONS)).then_some(())?;
+            if next.iter().any(|w| destination(w)) || channel(&next) {
+                return hit(Family::Exfiltration, High, start, end);
+            }
+            hit(Family::Exfiltration, Medium, start, end)
+        }
+        Trigger::Tamper => {
+            let prev = b(4);
+            any_of(
+                &prev,
+                &[
+                    "modify",
+                    "alter",
+                    "change",
+                    "replace",
+                    "overwrite",
+                    "falsify",
+                    "rewrite",
+                    "tamper",
+                    "fake",
+                    "forge",
+                    "manipulate",
+                ],
+            )
+            .then_some(())?;
+            hit(Family::Interception, Medium, start, end)
+        }
+        Trigger::Privilege => {
+            let head = norm(&t[floor(t, start)..ceil(t, end)]);
+            if head == "trust all" {
+                let next = a(3);
+                any_of(
+                    &next,
+                    &[
+                        "commands",
+                        "input",
+                        "inputs",
+                        "requests",
+                        "instructions",
+                        "queries",
+                        "users",
+                        "content",
+                        "callers",
+                        "admin",
+                    ],
+                )
+                .then_some(())?;
+                return hit(Family::Role, Medium, start, end);
+            }
+            let prev = b(3);
+            // "requires admin privileges" is a requirement; "you have unrestricted access" and
+            // "simulate elevated privileges" claim authority.
+            let unbounded = matches!(head.as_str(), "unrestricted access" | "elevated privileges");
+            let claimed = any_of(
+                &prev,
+                &[
+                    "simulate", "escalate", "assume", "grant", "granted", "gain", "now",
+                ],
+            ) || (unbounded && any_of(&prev, &["you", "have"]));
+            claimed.then_some(())?;
+            hit(Family::Role, Medium, start, end)
+        }
+        Trigger::Hijack => {
+            let next = a(4);
+            any_of(&next, &["all", "every", "any", "user's", "each"]).then_some(())?;
+            hit(Family::Interception, Medium, start, end)
+        }
         Trigger::BeforeUsing => {
             let next = a(20);
             let name = identifier(next.first()?)?;
@@ -1497,11 +1645,16 @@ pub fn check(
 
 /// Interception of a tool named in the text: a sibling on this server (medium), or a name
 /// that is not on this server (low: single poisoned tools name tools of other servers).
-fn sibling(name: &str, is_tool: &dyn Fn(&str) -> bool, start: usize, end: usize) -> Option<Hit> {
-    if is_tool(name) {
-        hit(Family::Interception, Confidence::Medium, start, end)
-    } else {
-        hit(Family::UnknownTool, Confidence::Low, start, end)
+fn sibling(
+    name: &str,
+    is_tool: &dyn Fn(&str) -> Option<bool>,
+    start: usize,
+    end: usize,
+) -> Option<Hit> {
+    // None: the text's own tool ("each edit_block call should …" describes itself).
+    match is_tool(name)? {
+        true => hit(Family::Interception, Confidence::Medium, start, end),
+        false => hit(Family::UnknownTool, Confidence::Low, start, end),
     }
 }
 
@@ -1666,7 +1819,7 @@ mod tests {
             let mut from = 0;
             while let Some(k) = lower[from..].find(p) {
                 let s = from + k;
-                if let Some(h) = check(*trig, text, s, s + p.len(), &|_| false) {
+                if let Some(h) = check(*trig, text, s, s + p.len(), &|_| Some(false)) {
                     return Some(h.family);
                 }
                 from = s + p.len();

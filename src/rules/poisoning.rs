@@ -546,7 +546,13 @@ fn phrases(
         .tool
         .and_then(|i| doc.tools.get(i))
         .and_then(|t| t.name);
-    let is_tool = |n: &str| Some(n) != own && names.all.iter().any(|m| m.eq_ignore_ascii_case(n));
+    let is_tool = |n: &str| -> Option<bool> {
+        if own.is_some_and(|o| o.eq_ignore_ascii_case(n)) {
+            None
+        } else {
+            Some(names.all.iter().any(|m| m.eq_ignore_ascii_case(n)))
+        }
+    };
     let mut by_rule: BTreeMap<&str, (Vec<&str>, usize, usize)> = BTreeMap::new();
     // Family -> (hits, in original offsets).
     let mut by_family: BTreeMap<Family, Vec<Hit>> = BTreeMap::new();
