@@ -367,6 +367,19 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
 /// `content_from_reading_the_ssh_key`): the phrase rules run over its words, and the finding
 /// quotes the name as written. Shorter names are names, left to the capability rules.
 fn name_phrases(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
+    // Four words need three boundaries: count them before allocating any word.
+    let b = text.text.as_bytes();
+    let boundaries = b
+        .iter()
+        .zip(b.iter().skip(1))
+        .filter(|(x, y)| {
+            matches!(**x, b'_' | b'-' | b' ' | b'.')
+                || (x.is_ascii_lowercase() && y.is_ascii_uppercase())
+        })
+        .count();
+    if boundaries < 3 && text.text.is_ascii() {
+        return;
+    }
     let ws = words(text.text);
     if ws.len() < 4 {
         return;
@@ -589,7 +602,9 @@ fn phrases(
             }
         }
     }
-    if let Some(h) = families::markers(text.text) {
+    if scan.marker_candidate
+        && let Some(h) = families::markers(text.text)
+    {
         by_family.entry(h.family).or_default().push(h);
     }
     for (rule, (patterns, s, e)) in by_rule {
