@@ -144,6 +144,14 @@ pub enum Trigger {
     Privilege,
     /// "hijack", "intercept": … all of something.
     Hijack,
+    /// "your system instructions", "your prompt": revealed or passed on.
+    OwnInstructions,
+    /// "do not apply": safety rules said not to apply.
+    NotApply,
+    /// "regardless of what": … other tools return.
+    Regardless,
+    /// "as your own": another's output passed off.
+    AsYourOwn,
 }
 
 /// The trigger phrases (lowercase; matched case-insensitively, whole words).
@@ -494,6 +502,52 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("superuser privileges", Trigger::Privilege),
     ("trust all", Trigger::Privilege),
     ("hijack", Trigger::Hijack),
+    ("attention ai", Trigger::RolePhrase),
+    ("attention assistant", Trigger::RolePhrase),
+    ("attention model", Trigger::RolePhrase),
+    ("attention llm", Trigger::RolePhrase),
+    ("dear ai", Trigger::RolePhrase),
+    ("dear assistant", Trigger::RolePhrase),
+    ("priority instruction", Trigger::RolePhrase),
+    ("priority instructions", Trigger::RolePhrase),
+    ("mandatory instruction", Trigger::RolePhrase),
+    ("mandatory instructions", Trigger::RolePhrase),
+    ("critical instruction", Trigger::RolePhrase),
+    ("critical instructions", Trigger::RolePhrase),
+    ("you are authorized", Trigger::RolePhrase),
+    ("you're authorized", Trigger::RolePhrase),
+    ("you have been authorized", Trigger::RolePhrase),
+    ("this one", Trigger::ThisTool),
+    ("run before", Trigger::CalledFirst),
+    ("executed before", Trigger::CalledFirst),
+    ("used before", Trigger::CalledFirst),
+    ("full name", Trigger::Sensitive),
+    ("date of birth", Trigger::Sensitive),
+    ("birth date", Trigger::Sensitive),
+    ("passport number", Trigger::Sensitive),
+    ("bank details", Trigger::Sensitive),
+    ("bank account", Trigger::Sensitive),
+    ("system instructions", Trigger::OwnInstructions),
+    ("your instructions", Trigger::OwnInstructions),
+    ("your system prompt", Trigger::OwnInstructions),
+    ("your prompt", Trigger::OwnInstructions),
+    ("initial instructions", Trigger::OwnInstructions),
+    ("your rules", Trigger::OwnInstructions),
+    ("your guidelines", Trigger::OwnInstructions),
+    ("your configuration", Trigger::OwnInstructions),
+    ("do not apply", Trigger::NotApply),
+    ("don't apply", Trigger::NotApply),
+    ("no longer apply", Trigger::NotApply),
+    ("does not apply", Trigger::NotApply),
+    ("regardless of what", Trigger::Regardless),
+    ("as your own", Trigger::AsYourOwn),
+    ("deny that", Trigger::HidePhrase),
+    ("deny having", Trigger::HidePhrase),
+    ("deny using", Trigger::HidePhrase),
+    ("lie to the user", Trigger::HidePhrase),
+    ("mislead the user", Trigger::HidePhrase),
+    ("deceive the user", Trigger::HidePhrase),
+    ("other sources", Trigger::OtherTools),
     ("hijacks", Trigger::Hijack),
     ("intercept", Trigger::Hijack),
     ("intercepts", Trigger::Hijack),
@@ -783,6 +837,14 @@ fn destination(token: &str) -> bool {
     {
         return true;
     }
+    // A wallet address: 0x and 40 hex digits, or a bech32 bitcoin address.
+    if (t.len() == 42 && t.starts_with("0x") && t[2..].bytes().all(|c| c.is_ascii_hexdigit()))
+        || (t.starts_with("bc1")
+            && (26..=62).contains(&t.len())
+            && t.bytes().all(|c| c.is_ascii_alphanumeric()))
+    {
+        return true;
+    }
     // A phone number (+ and at least eight digits): where a messaging tool's message goes.
     if let Some(digits) = t.strip_prefix('+')
         && digits.len() >= 8
@@ -896,7 +958,14 @@ pub fn check(
         Trigger::Secretly => hit(Family::Concealment, High, start, end),
         Trigger::Silently => {
             let next = a(2);
-            any_of(&next, ACTIONS).then_some(())?;
+            (any_of(&next, ACTIONS)
+                || any_of(
+                    &next,
+                    &[
+                        "store", "save", "keep", "write", "track", "capture", "remember", "monitor",
+                    ],
+                ))
+            .then_some(())?;
             hit(Family::Concealment, Medium, start, end)
         }
         Trigger::Without => {
@@ -963,7 +1032,17 @@ pub fn check(
                 if ordered {
                     return None;
                 }
-                if any_of(near, &["only", "exclusively"])
+                // "only call this tool when the user asks …" restricts it; "only use this tool"
+                // with nothing after claims it.
+                let conditional = next.first().is_some_and(|w| {
+                    is_in(
+                        w,
+                        &[
+                            "when", "if", "after", "once", "unless", "while", "in", "to", "with",
+                        ],
+                    )
+                });
+                if (any_of(near, &["only", "exclusively"]) && !conditional)
                     || any_of(
                         &later,
                         &[
@@ -1016,7 +1095,12 @@ pub fn check(
                     "overrides",
                 ],
             );
-            let negated_use = any_of(&prev, NEGATIONS) && any_of(&prev, USE_VERBS);
+            let negated_use = any_of(&prev, NEGATIONS)
+                && (any_of(&prev, USE_VERBS)
+                    || any_of(
+                        &prev,
+                        &["cite", "consult", "query", "trust", "try", "check"],
+                    ));
             (direct || negated_use).then_some(())?;
             hit(Family::Preference, High, start, end)
         }
@@ -1032,6 +1116,16 @@ pub fn check(
         }
         Trigger::CalledFirst => {
             let prev = b(2);
+            let head = norm(&t[floor(t, start)..ceil(t, end)]);
+            if head.ends_with("before") {
+                // "must run before the assistant does anything else"; not "must be called
+                // before write_file" (one step of a workflow).
+                let next = a(8);
+                (any_of(&prev, &["be", "must", "should", "always", "shall"])
+                    && (any_of(&next, UNIVERSAL) || any_of(&next, &["else"])))
+                .then_some(())?;
+                return hit(Family::Order, High, start, end);
+            }
             any_of(&prev, &["be", "been", "always", "is", "are", "gets"]).then_some(())?;
             hit(Family::Order, Medium, start, end)
         }
@@ -1045,6 +1139,15 @@ pub fn check(
         }
         Trigger::FromNowOn => {
             let next = a(4);
+            // "… only call this one from now on."
+            if next.is_empty() || next.first().is_some_and(|w| w.starts_with(['.', ';', ','])) {
+                let prev = b(6);
+                let directive =
+                    any_of(&prev, USE_VERBS) && any_of(&prev, &["only", "always", "never"]);
+                return directive
+                    .then_some(())
+                    .and_then(|_| hit(Family::Preference, High, start, end));
+            }
             any_of(
                 &next,
                 &[
@@ -1564,6 +1667,65 @@ pub fn check(
             let next = a(4);
             any_of(&next, &["all", "every", "any", "user's", "each"]).then_some(())?;
             hit(Family::Interception, Medium, start, end)
+        }
+        Trigger::OwnInstructions => {
+            let prev = b(4);
+            any_of(
+                &prev,
+                &[
+                    "reveal", "include", "pass", "print", "output", "repeat", "show", "disclose",
+                    "send", "share", "leak", "dump", "write", "put", "copy", "paste", "append",
+                    "return", "expose", "provide",
+                ],
+            )
+            .then_some(())?;
+            hit(Family::Exfiltration, High, start, end)
+        }
+        Trigger::NotApply => {
+            let prev = b(4);
+            any_of(
+                &prev,
+                &[
+                    "safety",
+                    "rules",
+                    "restrictions",
+                    "policies",
+                    "guidelines",
+                    "guardrails",
+                    "instructions",
+                    "filters",
+                ],
+            )
+            .then_some(())?;
+            hit(Family::Role, Medium, start, end)
+        }
+        Trigger::Regardless => {
+            let next = a(6);
+            any_of(
+                &next,
+                &[
+                    "tool", "tools", "returns", "return", "output", "outputs", "results", "says",
+                ],
+            )
+            .then_some(())?;
+            hit(Family::Preference, High, start, end)
+        }
+        Trigger::AsYourOwn => {
+            let next = a(2);
+            any_of(
+                &next,
+                &[
+                    "knowledge",
+                    "answer",
+                    "words",
+                    "idea",
+                    "ideas",
+                    "work",
+                    "findings",
+                ],
+            )
+            .then_some(())?;
+            hit(Family::Concealment, Medium, start, end)
         }
         Trigger::BeforeUsing => {
             let next = a(20);

@@ -117,6 +117,7 @@ pub const STORES: &[&str] = &[
     "keystore file",
     "mnemonic phrase",
     "/etc/sudoers",
+    "%userprofile%",
     "gh/hosts.yml",
     ".config/gh",
     ".git/config",
@@ -584,6 +585,7 @@ fn phrases(
                     if rule == "P4" && about_a_value(vt, m.end()) {
                         continue;
                     }
+
                     let (s, e) = view.original_range(m.start(), m.end(), text.text);
                     let entry = by_rule.entry(rule).or_insert((Vec::new(), s, e));
                     if !entry.0.contains(pattern) {
@@ -599,6 +601,21 @@ fn phrases(
                         by_family.entry(h.family).or_default().push(h);
                     }
                 }
+            }
+        }
+    }
+    // A hidden file or folder in a home directory beyond the named ones: `~/.something` or
+    // `$HOME/.something` (not `~/...`).
+    if scan.marker_candidate && !by_rule.contains_key("P3") {
+        for home in ["~/.", "$HOME/.", "$home/."] {
+            if let Some(i) = vt.match_indices(home).map(|(i, _)| i).find(|&i| {
+                vt.as_bytes()
+                    .get(i + home.len())
+                    .is_some_and(u8::is_ascii_alphabetic)
+            }) {
+                let (s, e) = view.original_range(i, i + home.len(), text.text);
+                by_rule.insert("P3", (vec!["a hidden file in a home directory"], s, e));
+                break;
             }
         }
     }

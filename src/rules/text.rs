@@ -135,7 +135,7 @@ static BYTE_CLASS: [u8; 256] = {
             || b == 0x7f
         {
             SPECIAL
-        } else if b == b'[' {
+        } else if b == b'[' || b == b'~' || b == b'$' {
             MARK
         } else if b.is_ascii_alphanumeric() || b == b'+' || b == b'/' {
             B64
