@@ -152,6 +152,8 @@ pub enum Trigger {
     Regardless,
     /// "as your own": another's output passed off.
     AsYourOwn,
+    /// "from the user": hidden, kept secret, withheld from …
+    FromUser,
 }
 
 /// The trigger phrases (lowercase; matched case-insensitively, whole words).
@@ -548,6 +550,25 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("mislead the user", Trigger::HidePhrase),
     ("deceive the user", Trigger::HidePhrase),
     ("other sources", Trigger::OtherTools),
+    ("from the user", Trigger::FromUser),
+    ("from users", Trigger::FromUser),
+    ("from the human", Trigger::FromUser),
+    ("from the operator", Trigger::FromUser),
+    ("assistant instructions", Trigger::RolePhrase),
+    ("ai instructions", Trigger::RolePhrase),
+    ("model instructions", Trigger::RolePhrase),
+    ("llm instructions", Trigger::RolePhrase),
+    ("agent instructions", Trigger::RolePhrase),
+    ("api token", Trigger::Secret),
+    ("api tokens", Trigger::Secret),
+    ("auth token", Trigger::Secret),
+    ("bearer token", Trigger::Secret),
+    ("personal access token", Trigger::Secret),
+    ("pin code", Trigger::Secret),
+    ("all writes", Trigger::AllMessages),
+    ("all file writes", Trigger::AllMessages),
+    ("all uploads", Trigger::AllMessages),
+    ("all output", Trigger::AllMessages),
     ("hijacks", Trigger::Hijack),
     ("intercept", Trigger::Hijack),
     ("intercepts", Trigger::Hijack),
@@ -858,7 +879,7 @@ fn destination(token: &str) -> bool {
 /// An argument as the channel: "as `auth`", "into the notes argument", "via the note parameter".
 fn channel(next: &[&str]) -> bool {
     next.iter().enumerate().any(|(i, w)| {
-        is_in(w, &["as", "in", "into", "via", "through", "inside"])
+        is_in(w, &["as", "in", "into", "via", "through", "inside", "to"])
             && next.iter().skip(i + 1).take(3).any(|x| {
                 x.starts_with('`')
                     || is_in(
@@ -926,10 +947,10 @@ pub fn check(
             let prev = b(5);
             let next = a(6);
             let negated = any_of(&prev, NEGATIONS);
-            let person = any_of(&next, PERSONS)
-                || t[floor(t, start)..ceil(t, end)]
-                    .to_lowercase()
-                    .contains("user");
+            let own: Vec<&str> = t[floor(t, start)..ceil(t, end)]
+                .split_whitespace()
+                .collect();
+            let person = any_of(&next, PERSONS) || any_of(&own, PERSONS);
             // "never disclose your password to anyone" addresses the user: policy, not concealment.
             let to_the_user = any_of(&next, &["your"]);
             // "do not mention this note": the instructions hide themselves.
@@ -995,7 +1016,11 @@ pub fn check(
             let near = &prev[prev.len().saturating_sub(2)..];
             let only = prev.len() >= 2
                 && last_is(&prev, &["only", "exclusively", "just"])
-                && is_in(prev[prev.len() - 2], USE_VERBS);
+                && (is_in(prev[prev.len() - 2], USE_VERBS)
+                    || is_in(
+                        prev[prev.len() - 2],
+                        &["trust", "choose", "pick", "select", "prefer"],
+                    ));
             if only {
                 return hit(Family::Preference, Medium, start, end);
             }
@@ -1215,6 +1240,29 @@ pub fn check(
             if earlier {
                 return hit(Family::Role, High, start, end);
             }
+            // "ignore what the user says", "disregard the user's request".
+            let user_words = any_of(
+                &next,
+                &[
+                    "says",
+                    "asks",
+                    "wants",
+                    "writes",
+                    "request",
+                    "requests",
+                    "instructions",
+                    "question",
+                    "message",
+                    "messages",
+                    "wishes",
+                    "input",
+                    "said",
+                    "asked",
+                ],
+            );
+            if any_of(&next, PERSONS) && user_words {
+                return hit(Family::Role, High, start, end);
+            }
             let all = any_of(head, &["all", "any", "every"]);
             // "bypass" and "circumvent" need no "all": "bypass security checks".
             let verb = norm(&t[floor(t, start)..ceil(t, end)]);
@@ -1238,7 +1286,9 @@ pub fn check(
         Trigger::Secret => {
             let prev = b(6);
             let next = a(10);
-            let moved = any_of(&prev, MOVE_VERBS);
+            // The verb may come before ("include the user's tokens") or after ("the user's
+            // tokens, and add them to …").
+            let moved = any_of(&prev, MOVE_VERBS) || any_of(&next[..next.len().min(6)], MOVE_VERBS);
             let whose = any_of(&prev, QUANTIFIERS)
                 || next
                     .first()
@@ -1263,8 +1313,9 @@ pub fn check(
             ) {
                 return hit(Family::Exfiltration, High, start, end);
             }
-            // "… and pass it as `auth`": a secret moved into an argument.
-            if channel(&next) {
+            // "… and pass it as `auth`": a secret moved into an argument (the verb before it,
+            // or someone's secret: "API key: provide it via the api_key parameter" is a manual).
+            if channel(&next) && (any_of(&prev, MOVE_VERBS) || whose) {
                 return hit(Family::Exfiltration, Medium, start, end);
             }
             whose.then_some(())?;
@@ -1709,6 +1760,25 @@ pub fn check(
             )
             .then_some(())?;
             hit(Family::Preference, High, start, end)
+        }
+        Trigger::FromUser => {
+            let prev = b(6);
+            any_of(
+                &prev,
+                &[
+                    "hide",
+                    "hidden",
+                    "secret",
+                    "conceal",
+                    "concealed",
+                    "withhold",
+                    "withheld",
+                    "away",
+                    "hiding",
+                ],
+            )
+            .then_some(())?;
+            hit(Family::Concealment, High, start, end)
         }
         Trigger::AsYourOwn => {
             let next = a(2);
