@@ -5,7 +5,9 @@
 #   3. a full passive `mcpprobe demo` scan of the bundled reference server on loopback: requests
 #      sent, and wall time against 1.3 × requests ÷ rate;
 #   4. `mcpprobe diff` of a 10,000-tool list against the same list with every tool renamed
-#      (10,000 renames found through the content-hash map of src/fingerprint.rs).
+#      (10,000 renames found through the content-hash map of src/fingerprint.rs);
+#   5. detection on published attacks (../shared/corpus/wild-dev/, scripts/corpus.sh): per source
+#      and per family, poisoned files detected and benign tools flagged.
 # Usage: scripts/bench.sh [RUNS=5] [all|diff]   (`diff` runs only benchmark 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,3 +84,10 @@ print(f"demo scan at --rate {rate}: {n} requests (budget <= 40), wall {wall:.2f}
 PY
 done
 rm -rf "$state"
+
+# 5. Detection on published attacks, per source and per family.
+if [ -d ../shared/corpus/wild-dev ]; then
+  scripts/corpus.sh | sed -n '/^corpus wild-dev:/,/^total:/p'
+else
+  echo "corpus: ../shared/corpus/wild-dev not found (detection figures not measured)"
+fi

@@ -255,6 +255,73 @@ pub fn properties<'a>(tool: &Tool<'a>) -> Option<&'a Map<String, Value>> {
         .and_then(Value::as_object)
 }
 
+/// Verbs that, leading a sentence or clause of a description, say the tool changes, deletes,
+/// sends or runs ("Updates the record, deletes the draft"). Third-person forms anywhere a
+/// clause starts; the imperative forms only at the very start of the description ("Delete a
+/// branch"), where real servers use them; a noun in the same place ("Shows the commit log")
+/// is not a verb and never counts.
+#[rustfmt::skip]
+const DOES_VERBS: &[(&str, Class)] = &[
+    ("creates", Class::Changes), ("updates", Class::Changes), ("writes", Class::Changes),
+    ("edits", Class::Changes), ("modifies", Class::Changes), ("inserts", Class::Changes),
+    ("upserts", Class::Changes), ("overwrites", Class::Changes), ("renames", Class::Changes),
+    ("saves", Class::Changes), ("appends", Class::Changes), ("sets", Class::Changes),
+    ("adds", Class::Changes),
+    ("deletes", Class::Deletes), ("removes", Class::Deletes), ("drops", Class::Deletes),
+    ("truncates", Class::Deletes), ("purges", Class::Deletes), ("destroys", Class::Deletes),
+    ("erases", Class::Deletes), ("wipes", Class::Deletes),
+    ("sends", Class::Sends), ("publishes", Class::Sends), ("uploads", Class::Sends),
+    ("forwards", Class::Sends), ("notifies", Class::Sends), ("spawns", Class::Runs),
+    ("create", Class::Changes), ("update", Class::Changes), ("write", Class::Changes),
+    ("edit", Class::Changes), ("modify", Class::Changes), ("insert", Class::Changes),
+    ("overwrite", Class::Changes), ("rename", Class::Changes), ("delete", Class::Deletes),
+    ("remove", Class::Deletes), ("drop", Class::Deletes), ("truncate", Class::Deletes),
+    ("purge", Class::Deletes), ("destroy", Class::Deletes), ("erase", Class::Deletes),
+    ("send", Class::Sends), ("publish", Class::Sends), ("upload", Class::Sends),
+];
+/// Where the imperative forms begin in [`DOES_VERBS`]. ("Runs"/"executes" are left out: a
+/// read-only database tool "runs a read-only query".)
+const IMPERATIVE_FROM: usize = 27;
+
+/// What a description says the tool does, from the verbs that lead its sentences and clauses:
+/// the first effect verb found, if any.
+pub fn described_effect(desc: &str) -> Option<(Class, &'static str)> {
+    let mut first_clause = true;
+    for clause in desc.split(['.', ',', ';', '\n', ':', '!', '?', '(', ')']) {
+        let mut ws = clause.split_whitespace().map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_ascii_lowercase()
+        });
+        let mut w = ws.next();
+        // "…, and deletes the draft": the verb after a conjunction.
+        while matches!(w.as_deref(), Some("and" | "or" | "then" | "also" | "it")) {
+            w = ws.next();
+        }
+        let at_start = first_clause;
+        first_clause = first_clause && clause.trim().is_empty();
+        let Some(w) = w else { continue };
+        // A verb takes an object or a complement; a lone word in a list ("log, commits, tags")
+        // is a noun.
+        // … and a noun in a list is followed by a conjunction or a verb ("deletes and inserts
+        // seen in the trail", "updates since last week").
+        match ws.next().as_deref() {
+            None
+            | Some(
+                "and" | "or" | "nor" | "of" | "are" | "is" | "were" | "was" | "since" | "seen"
+                | "from" | "for" | "made" | "to",
+            ) => continue,
+            Some(_) => {}
+        }
+        let found = DOES_VERBS.iter().enumerate().find(|(_, (v, _))| *v == w);
+        if let Some((i, (v, c))) = found
+            && (i < IMPERATIVE_FROM || at_start)
+        {
+            return Some((*c, v));
+        }
+    }
+    None
+}
+
 /// Leading verbs that make a name a read (`get-annotated-message`, `list_posts`).
 #[rustfmt::skip]
 const READ_VERBS: &[&str] = &[
@@ -467,6 +534,26 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
             );
         }
         let annotations = tool.value.get("annotations").and_then(Value::as_object);
+        let read_only_hint =
+            annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));
+        if named.is_empty()
+            && read_only_hint
+            && let Some((class, verb)) = tool
+                .value
+                .get("description")
+                .and_then(Value::as_str)
+                .and_then(described_effect)
+        {
+            out.push(
+                tool_finding(tool, "C3")
+                    .pointer(format!("{}/annotations/readOnlyHint", tool.pointer))
+                    .message(format!(
+                        "readOnlyHint: true, but its description says it {} (\"{verb}\")",
+                        class.describe()
+                    ))
+                    .build(),
+            );
+        }
         if let Some(first) = named.first() {
             let read_only =
                 annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));

@@ -8,6 +8,97 @@ use serde_json::Value;
 pub const MAX_DEPTH: usize = 32;
 pub const MAX_TEXTS: usize = 2_000_000;
 
+/// The JSON Schema type names; any other `type` string is text.
+const JSON_TYPES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
+
+/// The keys of a tool the walk reads on purpose (or that carry no text); any other key is
+/// walked as an unknown key.
+const TOOL_KEYS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "icons",
+    "execution",
+];
+
+/// JSON Schema keywords (2020-12, draft-07 and the OpenAPI ones servers emit): a key outside
+/// this list is walked as an unknown key, with its strings.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "type",
+    "title",
+    "description",
+    "$comment",
+    "enum",
+    "const",
+    "default",
+    "examples",
+    "example",
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "prefixItems",
+    "required",
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "multipleOf",
+    "minProperties",
+    "maxProperties",
+    "minContains",
+    "maxContains",
+    "$schema",
+    "$id",
+    "$ref",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "dependentRequired",
+    "dependencies",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "nullable",
+    "discriminator",
+    "xml",
+    "externalDocs",
+    "x-mcp-header",
+];
+
 /// What a text is, which decides the rules that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
@@ -19,6 +110,9 @@ pub enum Field {
     /// An enum or const value, a default or an example.
     SchemaValue,
     PropertyName,
+    /// A key the model reads that is not a JSON Schema keyword nor a known tool field (an
+    /// `x-…` extension, a stray `note`), or a `required` entry: read like a property name.
+    Key,
     Instructions,
     /// Prompt and resource names, titles, descriptions, prompt argument texts.
     PromptOrResource,
@@ -296,9 +390,42 @@ impl<'a> Walker<'a, '_> {
                         self.schema(sub, p, tool, depth + 1);
                     }
                 }
+                // A `type` that is not a JSON Schema type is text the model reads.
+                ("type", Value::String(s)) if !JSON_TYPES.contains(&s.as_str()) => {
+                    let p = self.key(at, key);
+                    self.push(p, tool, Field::SchemaText, s);
+                }
+                ("type", Value::Array(items)) => {
+                    let group = self.key(at, key);
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(s) = item.as_str()
+                            && !JSON_TYPES.contains(&s)
+                        {
+                            let p = self.index(group, i);
+                            self.push(p, tool, Field::SchemaText, s);
+                        }
+                    }
+                }
+                ("required", Value::Array(items)) => {
+                    let group = self.key(at, key);
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(s) = item.as_str() {
+                            let p = self.index(group, i);
+                            self.push(p, tool, Field::Key, s);
+                        }
+                    }
+                }
+                (k, x) if !SCHEMA_KEYWORDS.contains(&k) => self.unknown(k, x, at, tool, depth),
                 _ => {}
             }
         }
+    }
+
+    /// A key no schema or tool vocabulary knows, and every string under it.
+    fn unknown(&mut self, key: &'a str, x: &'a Value, at: Path, tool: Option<usize>, depth: usize) {
+        let p = self.key(at, key);
+        self.push(p, tool, Field::Key, key);
+        self.values(x, p, tool, depth + 1);
     }
 
     fn tool(&mut self, v: &'a Value, at: Path) {
@@ -318,11 +445,28 @@ impl<'a> Walker<'a, '_> {
         if let Some(a) = v.get("annotations") {
             let p = self.key(at, "annotations");
             self.string_at(a, "title", p, t, Field::ToolTitle);
+            // Every other string in the annotations (hints are booleans; anything else is
+            // text a client may show the model).
+            if let Some(map) = a.as_object() {
+                for (k, x) in map {
+                    if k != "title" && !x.is_boolean() {
+                        self.unknown(k, x, p, t, 1);
+                    }
+                }
+            }
         }
         for key in ["inputSchema", "outputSchema"] {
             if let Some(s) = v.get(key) {
                 let p = self.key(at, key);
                 self.schema(s, p, t, 1);
+            }
+        }
+        // Extra top-level keys of the tool (`_meta`, vendor fields): their names and strings.
+        if let Some(map) = v.as_object() {
+            for (k, x) in map {
+                if !TOOL_KEYS.contains(&k.as_str()) {
+                    self.unknown(k, x, at, t, 1);
+                }
             }
         }
     }

@@ -7,7 +7,9 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 use super::document::{Document, Field, Text};
+use super::families::{self, Family, Hit, TRIGGERS, Trigger};
 use super::text::{MatchView, Scan, excerpt, is_p1, is_tag, visible, whole_word, words};
+use crate::finding::Confidence;
 use crate::finding::Finding;
 
 const CHECK: &str = "META-02";
@@ -65,6 +67,70 @@ pub const LIST_B: &[&str] = &[
     "recovery phrase",
 ];
 
+/// Beyond list B (SPEC §3.2): the files and stores attackers ask for — shell start-up files
+/// and history, cloud and cluster credentials, browser cookie and password stores, keychains,
+/// the process environment, SSH/GPG key folders, wallet files.
+pub const STORES: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_history",
+    ".zshrc",
+    ".zprofile",
+    ".zsh_history",
+    "~/.profile",
+    ".config/gcloud",
+    "gcloud/credentials",
+    "application_default_credentials",
+    "gcloud credentials",
+    ".azure/",
+    "azure credentials",
+    "azureprofile.json",
+    ".kube/config",
+    "kubeconfig",
+    "kube config",
+    ".docker/config.json",
+    "docker config",
+    "cookies.sqlite",
+    "login data",
+    "logins.json",
+    "key4.db",
+    "browser cookies",
+    "saved passwords",
+    "keychain",
+    "keychains",
+    "login.keychain",
+    "/proc/self/environ",
+    "/proc/self/",
+    ".gnupg",
+    "ssh private",
+    "authorized_keys",
+    "id_ecdsa",
+    "id_dsa",
+    ".pgpass",
+    ".netrc",
+    ".pypirc",
+    ".aws/config",
+    "aws_secret_access_key",
+    "wallet.dat",
+    "wallet file",
+    "wallet files",
+    "keystore file",
+    "mnemonic phrase",
+    "/etc/sudoers",
+    "%userprofile%",
+    "gh/hosts.yml",
+    ".config/gh",
+    ".git/config",
+    // The same files spelled as words, as in a property name (`content_of_ssh_id_rsa`).
+    "id rsa",
+    "id ed25519",
+    "id ecdsa",
+    "private ssh key",
+    "ssh private key",
+    "aws credentials",
+    "git credentials",
+];
+
 /// List C (P4): shadowing phrases.
 pub const LIST_C: &[&str] = &[
     "instead of using",
@@ -99,27 +165,52 @@ pub const LONG_TEXT: usize = 1000;
 
 const CONTEXT: usize = 60;
 
+/// What a pattern of the one automaton stands for (a phrase may stand for several).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A phrase of list A, B or C (or the grown list B): its rule code.
+    List(&'static str),
+    /// A shadowing word (for the name part of P4).
+    Shadow,
+    /// A family trigger: a local grammar check decides.
+    Family(Trigger),
+}
+
 struct Lists {
     ac: AhoCorasick,
-    /// For each pattern, its rule code.
-    rule: Vec<&'static str>,
+    /// For each pattern, what it stands for.
+    roles: Vec<Vec<Role>>,
     patterns: Vec<&'static str>,
 }
 
 static LISTS: LazyLock<Lists> = LazyLock::new(|| {
-    let mut patterns = Vec::new();
-    let mut rule = Vec::new();
-    // "shadow" words ride along so one pass also tells whether the name part of P4 applies.
+    let mut patterns: Vec<&'static str> = Vec::new();
+    let mut roles: Vec<Vec<Role>> = Vec::new();
+    let mut add =
+        |p: &'static str, role: Role| match patterns.iter().position(|q| q.eq_ignore_ascii_case(p))
+        {
+            Some(i) => roles[i].push(role),
+            None => {
+                patterns.push(p);
+                roles.push(vec![role]);
+            }
+        };
+    // "shadow" words and family triggers ride along: one pass finds them all.
     for (code, list) in [
         ("P2", LIST_A),
         ("P3", LIST_B),
+        ("P3", STORES),
         ("P4", LIST_C),
-        ("shadow", SHADOW_WORDS),
     ] {
         for p in list {
-            patterns.push(*p);
-            rule.push(code);
+            add(p, Role::List(code));
         }
+    }
+    for p in SHADOW_WORDS {
+        add(p, Role::Shadow);
+    }
+    for (p, t) in TRIGGERS {
+        add(p, Role::Family(*t));
     }
     let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
@@ -127,7 +218,11 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
         .kind(Some(AhoCorasickKind::DFA))
         .build(&patterns)
         .unwrap_or_else(|e| panic!("the phrase lists build: {e}"));
-    Lists { ac, rule, patterns }
+    Lists {
+        ac,
+        roles,
+        patterns,
+    }
 });
 
 static SHADOW: LazyLock<AhoCorasick> = LazyLock::new(|| {
@@ -144,6 +239,10 @@ static SHADOW: LazyLock<AhoCorasick> = LazyLock::new(|| {
 static MARKUP: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?i)(?P<comment><!--)",
+        r"|(?P<ansi>\x1b[\[\]()#;?0-9A-Za-z\\^_@]|\x9b|\\(?:x1b|u001b|033|e)\[)",
+        r"|(?P<ctrl>[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f])",
+        r"|(?P<pct>(?:%[0-9a-f]{2}){6,})",
+        r"|(?P<ents>(?:&#(?:x[0-9a-f]{2,6}|[0-9]{2,7});\s?){4,})",
         r"|(?P<hidden><[a-z][a-z0-9-]*(?-u:\b)[^<>]{0,300}?(?:(?-u:\b)hidden(?-u:\b)|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|em|rem|pt|%)?\s*[;\x22'>]|opacity\s*:\s*0(?:\.0+)?\s*[;\x22'>]))",
         r"|(?P<data>(?-u:\b)data:[a-z]+/[a-z0-9.+-]+[;,])",
         r"|(?P<uescape>\\u\{?[0-9a-f]{4,6}\}?|\\x[0-9a-f]{2})",
@@ -157,6 +256,24 @@ static MARKUP: LazyLock<Regex> = LazyLock::new(|| {
 fn p5_kind(caps: &regex::Captures<'_>) -> Option<(&'static str, String)> {
     if caps.name("comment").is_some() {
         return Some(("an HTML/XML comment", String::new()));
+    }
+    if caps.name("ansi").is_some() {
+        return Some((
+            "an ANSI/terminal escape sequence (it can recolour, hide or rewrite what a terminal shows)",
+            String::new(),
+        ));
+    }
+    if caps.name("ctrl").is_some() {
+        return Some(("a control character", String::new()));
+    }
+    if let Some(m) = caps.name("pct") {
+        return Some((
+            "percent-encoded text",
+            format!(" ({} encoded bytes)", m.as_str().len() / 3),
+        ));
+    }
+    if caps.name("ents").is_some() {
+        return Some(("text spelled as character entities", String::new()));
     }
     if caps.name("hidden").is_some() {
         return Some(("markup that hides text", String::new()));
@@ -213,12 +330,17 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     for text in &doc.texts {
         let scan = Scan::of(text.text);
         if scan.non_ascii {
-            p1(doc, text, &mut out);
+            p1(doc, text, &names, &mut out);
         }
-        if text.field == Field::PropertyName {
+        if matches!(text.field, Field::PropertyName | Field::Key) {
+            name_phrases(doc, text, &names, &mut out);
             continue;
         }
-        if phrases(doc, text, &scan, &mut out) {
+        // A tool name is read as written (below) and, when it reads as a sentence, word by word.
+        if text.field == Field::ToolName && !text.text.contains(' ') {
+            name_phrases(doc, text, &names, &mut out);
+        }
+        if phrases(doc, text, &scan, &names, &mut out) {
             p4_names(doc, text, &names, &mut out);
         }
         if scan.p5_candidate {
@@ -242,7 +364,47 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     out
 }
 
-fn p1(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
+/// A property name, key or `required` entry that reads as a sentence (four words or more,
+/// `content_from_reading_the_ssh_key`): the phrase rules run over its words, and the finding
+/// quotes the name as written. Shorter names are names, left to the capability rules.
+fn name_phrases(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
+    // Four words need three boundaries: count them before allocating any word.
+    let b = text.text.as_bytes();
+    let boundaries = b
+        .iter()
+        .zip(b.iter().skip(1))
+        .filter(|(x, y)| {
+            matches!(**x, b'_' | b'-' | b' ' | b'.')
+                || (x.is_ascii_lowercase() && y.is_ascii_uppercase())
+        })
+        .count();
+    if boundaries < 3 && text.text.is_ascii() {
+        return;
+    }
+    let ws = words(text.text);
+    if ws.len() < 4 {
+        return;
+    }
+    let joined = ws.join(" ");
+    let spelled = Text {
+        text: joined.as_str(),
+        ..text.clone()
+    };
+    let mut inner = Vec::new();
+    let _ = phrases(doc, &spelled, &Scan::of(&joined), names, &mut inner);
+    for mut f in inner {
+        f.message = Some(format!(
+            "{} (in the name \"{}\")",
+            f.message.unwrap_or_default(),
+            visible(text.text)
+        ));
+        f.evidence.text = Some(visible(text.text));
+        f.fingerprint = f.compute_fingerprint();
+        out.push(f);
+    }
+}
+
+fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
     let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
     let mut first = None;
     let mut hidden_runs: Vec<String> = Vec::new();
@@ -319,7 +481,7 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
             ..text.clone()
         };
         let mut inner = Vec::new();
-        let _ = phrases(doc, &decoded, &Scan::of(hidden), &mut inner);
+        let _ = phrases(doc, &decoded, &Scan::of(hidden), names, &mut inner);
         for mut f in inner {
             f.message = Some(format!(
                 "{} (in text hidden as Unicode tag characters)",
@@ -345,30 +507,122 @@ fn emoji_join(chars: &[(usize, char)], k: usize) -> bool {
     before && after
 }
 
-/// P2, P3 and the list-C part of P4. Returns whether the text holds a shadowing word (for
-/// the name part of P4).
-fn phrases(doc: &Document<'_>, text: &Text<'_>, scan: &Scan, out: &mut Vec<Finding>) -> bool {
+/// Words after a list-C phrase that make it about a parameter or a value, not a tool
+/// ("overrides the location parameter", "replaces the existing file").
+const NOT_A_TOOL: &[&str] = &[
+    "parameter",
+    "parameters",
+    "param",
+    "field",
+    "fields",
+    "value",
+    "values",
+    "option",
+    "options",
+    "argument",
+    "arguments",
+    "setting",
+    "settings",
+    "property",
+    "config",
+    "configuration",
+    "content",
+    "contents",
+    "file",
+    "files",
+    "text",
+];
+
+fn about_a_value(t: &str, end: usize) -> bool {
+    t[end..].split_whitespace().take(3).any(|w| {
+        NOT_A_TOOL.contains(
+            &w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+                .as_str(),
+        )
+    })
+}
+
+/// P2, P3 and the list-C part of P4, and the P2 families and the grown P4 (SPEC §3.2).
+/// Returns whether the text holds a shadowing word (for the name part of P4).
+fn phrases(
+    doc: &Document<'_>,
+    text: &Text<'_>,
+    scan: &Scan,
+    names: &ToolNames,
+    out: &mut Vec<Finding>,
+) -> bool {
     let mut shadow = false;
     let view = MatchView::with_scan(text.text, scan);
     let lists = &*LISTS;
+    let vt: &str = view.text.as_ref();
+    let own = text
+        .tool
+        .and_then(|i| doc.tools.get(i))
+        .and_then(|t| t.name);
+    let is_tool = |n: &str| -> Option<bool> {
+        if own.is_some_and(|o| o.eq_ignore_ascii_case(n)) {
+            None
+        } else {
+            Some(names.all.iter().any(|m| m.eq_ignore_ascii_case(n)))
+        }
+    };
     let mut by_rule: BTreeMap<&str, (Vec<&str>, usize, usize)> = BTreeMap::new();
-    for m in lists.ac.find_iter(view.text.as_ref()) {
-        if !whole_word(&view.text, m.start(), m.end()) {
+    // Family -> (hits, in original offsets).
+    let mut by_family: BTreeMap<Family, Vec<Hit>> = BTreeMap::new();
+    for m in lists.ac.find_iter(vt) {
+        if !whole_word(vt, m.start(), m.end()) {
             continue;
         }
         let idx = m.pattern().as_usize();
-        let (Some(rule), Some(pattern)) = (lists.rule.get(idx), lists.patterns.get(idx)) else {
+        let (Some(roles), Some(pattern)) = (lists.roles.get(idx), lists.patterns.get(idx)) else {
             continue;
         };
-        if *rule == "shadow" {
-            shadow = true;
-            continue;
+        for role in roles {
+            match *role {
+                Role::Shadow => shadow = true,
+                Role::List(rule) => {
+                    if rule == "P4" && about_a_value(vt, m.end()) {
+                        continue;
+                    }
+
+                    let (s, e) = view.original_range(m.start(), m.end(), text.text);
+                    let entry = by_rule.entry(rule).or_insert((Vec::new(), s, e));
+                    if !entry.0.contains(pattern) {
+                        entry.0.push(pattern);
+                    }
+                }
+                Role::Family(trigger) => {
+                    if let Some(mut h) = families::check(trigger, vt, m.start(), m.end(), &is_tool)
+                    {
+                        let (s, e) = view.original_range(h.start, h.end, text.text);
+                        h.start = s;
+                        h.end = e;
+                        by_family.entry(h.family).or_default().push(h);
+                    }
+                }
+            }
         }
-        let (s, e) = view.original_range(m.start(), m.end(), text.text);
-        let entry = by_rule.entry(rule).or_insert((Vec::new(), s, e));
-        if !entry.0.contains(pattern) {
-            entry.0.push(pattern);
+    }
+    // A hidden file or folder in a home directory beyond the named ones: `~/.something` or
+    // `$HOME/.something` (not `~/...`).
+    if scan.marker_candidate && !by_rule.contains_key("P3") {
+        for home in ["~/.", "$HOME/.", "$home/."] {
+            if let Some(i) = vt.match_indices(home).map(|(i, _)| i).find(|&i| {
+                vt.as_bytes()
+                    .get(i + home.len())
+                    .is_some_and(u8::is_ascii_alphabetic)
+            }) {
+                let (s, e) = view.original_range(i, i + home.len(), text.text);
+                by_rule.insert("P3", (vec!["a hidden file in a home directory"], s, e));
+                break;
+            }
         }
+    }
+    if scan.marker_candidate
+        && let Some(h) = families::markers(text.text)
+    {
+        by_family.entry(h.family).or_default().push(h);
     }
     for (rule, (patterns, s, e)) in by_rule {
         let what = match rule {
@@ -381,6 +635,38 @@ fn phrases(doc: &Document<'_>, text: &Text<'_>, scan: &Scan, out: &mut Vec<Findi
             finding(doc, text, rule)
                 .message(format!("{what}: {}", quoted.join(", ")))
                 .text(excerpt(text.text, s, e, CONTEXT))
+                .build(),
+        );
+    }
+    for (family, hits) in by_family {
+        let Some(first) = hits.first() else { continue };
+        // Confidence by family and by how much of the grammar matched: the best hit, one level
+        // up when the family matched in two or more places.
+        let best = hits
+            .iter()
+            .map(|h| h.confidence)
+            .max()
+            .unwrap_or(Confidence::Low);
+        let confidence = match (best, hits.len()) {
+            (Confidence::Medium, n) if n >= 2 => Confidence::High,
+            (c, _) => c,
+        };
+        let quoted: Vec<String> = hits
+            .iter()
+            .take(3)
+            .map(|h| {
+                format!(
+                    "\"{}\"",
+                    visible(text.text.get(h.start..h.end).unwrap_or(""))
+                )
+            })
+            .collect();
+        out.push(
+            finding(doc, text, family.rule())
+                .subcode(family.subcode())
+                .confidence(confidence)
+                .message(format!("{}: {}", family.describe(), quoted.join(", ")))
+                .text(excerpt(text.text, first.start, first.end, CONTEXT))
                 .build(),
         );
     }
@@ -409,6 +695,8 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
 struct ToolNames {
     ac: Option<AhoCorasick>,
     names: Vec<String>,
+    /// Every tool name of the document (for the grown P4: is a named tool on this server?).
+    all: Vec<String>,
 }
 
 impl ToolNames {
@@ -432,7 +720,13 @@ impl ToolNames {
                 .build(&names)
                 .ok()
         };
-        ToolNames { ac, names }
+        let all = doc
+            .tools
+            .iter()
+            .filter_map(|t| t.name)
+            .map(str::to_string)
+            .collect();
+        ToolNames { ac, names, all }
     }
 }
 
@@ -475,10 +769,30 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
             .map(|i| m.end() + i)
             .unwrap_or(t.len());
         let sentence = &t[s..e];
+        // A condition on the user's approval or a sequence ("do not call X again until the
+        // user approves") is workflow guidance, not shadowing.
+        let lower = sentence.to_ascii_lowercase();
+        if ["until", "unless", " again", "approv"]
+            .iter()
+            .any(|w| lower.contains(w))
+        {
+            continue;
+        }
+        // The word must govern the name: within the six words before it ("never use X",
+        // "instead of X"), not elsewhere in the sentence ("use X, never Y").
+        let lead = &t[s..m.start()];
+        let from = lead
+            .char_indices()
+            .rev()
+            .filter(|(_, c)| c.is_whitespace())
+            .nth(6)
+            .map(|(i, _)| s + i)
+            .unwrap_or(s);
+        let window = &t[from..m.start()];
         let word = SHADOW
-            .find_iter(sentence)
-            .find(|w| whole_word(sentence, w.start(), w.end()))
-            .map(|w| &sentence[w.start()..w.end()]);
+            .find_iter(window)
+            .find(|w| whole_word(window, w.start(), w.end()))
+            .map(|w| &window[w.start()..w.end()]);
         if let Some(word) = word {
             out.push(
                 finding(doc, text, "P4")

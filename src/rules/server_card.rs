@@ -234,7 +234,25 @@ pub fn run(card: &Value) -> Vec<Finding> {
     }
     sc5_walk(card, "", 0, &mut out);
     let doc = Document::from_server_card(card);
+    let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
     for tool in &doc.tools {
+        if let Some(name) = tool.name {
+            match seen.get(name) {
+                Some(first) => out.push(
+                    super::finding(CHECK, "SC10")
+                        .pointer(format!("{}/name", tool.pointer))
+                        .message(format!(
+                            "S2: the name \"{}\" is also used by the card's tool at {first}",
+                            visible(name)
+                        ))
+                        .tool(name)
+                        .build(),
+                ),
+                None => {
+                    seen.insert(name, &tool.pointer);
+                }
+            }
+        }
         for (rule, pointer, message) in tool_problems(tool) {
             let b = super::finding(CHECK, "SC10")
                 .pointer(pointer)

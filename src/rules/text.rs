@@ -103,6 +103,9 @@ pub struct Scan {
     /// A byte that starts markup, an escape or a data: URI, or 32+ base64 characters in a row:
     /// P5 must look.
     pub p5_candidate: bool,
+    /// A `[`, `<`, `:` or line break: a role or control marker may be there
+    /// ([`super::families::markers`] must look).
+    pub marker_candidate: bool,
 }
 
 const NON_ASCII: u8 = 1;
@@ -110,6 +113,7 @@ const BREAK: u8 = 2;
 const SPACE: u8 = 4;
 const SPECIAL: u8 = 8;
 const B64: u8 = 16;
+const MARK: u8 = 32;
 
 static BYTE_CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -122,8 +126,17 @@ static BYTE_CLASS: [u8; 256] = {
             BREAK
         } else if b == b' ' {
             SPACE
-        } else if b == b'<' || b == b'\\' || b == b'&' || b == b':' {
+        } else if b == b'<'
+            || b == b'\\'
+            || b == b'&'
+            || b == b':'
+            || b == b'%'
+            || b < 0x20
+            || b == 0x7f
+        {
             SPECIAL
+        } else if b == b'[' || b == b'~' || b == b'$' {
+            MARK
         } else if b.is_ascii_alphanumeric() || b == b'+' || b == b'/' {
             B64
         } else {
@@ -140,6 +153,9 @@ impl Scan {
         let (mut run, mut prev) = (0usize, 0u8);
         for &b in text.as_bytes() {
             let c = BYTE_CLASS[b as usize];
+            if c & (MARK | SPECIAL | BREAK) != 0 {
+                scan.marker_candidate = true;
+            }
             if c & NON_ASCII != 0 {
                 scan.non_ascii = true;
                 scan.needs_normalizing = true;

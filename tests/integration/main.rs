@@ -3,6 +3,7 @@
 mod baseline;
 mod catalogue;
 mod cli;
+mod corpus;
 mod engine;
 mod gate;
 mod network;
