@@ -137,28 +137,41 @@ fn canonical_tool(tool: &Value) -> String {
 
 /// The tools in canonical order: by name, ties (duplicate names) by canonical content. Each
 /// tool is canonicalised once.
-fn ordered(tools: &[Value]) -> Vec<(usize, String)> {
-    let mut idx: Vec<(usize, String)> = tools
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (i, canonical_tool(t)))
-        .collect();
-    idx.sort_by(|a, b| {
-        name(&tools[a.0])
-            .cmp(name(&tools[b.0]))
-            .then_with(|| a.1.cmp(&b.1))
-    });
+/// The tools' indices in canonical order (by name, then by canonical content), holding the
+/// canonical forms only of tools that share a name.
+fn order(tools: &[Value]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..tools.len()).collect();
+    idx.sort_by(|&a, &b| name(&tools[a]).cmp(name(&tools[b])));
+    let mut i = 0;
+    while i < idx.len() {
+        let n = name(&tools[idx[i]]);
+        let mut j = i + 1;
+        while j < idx.len() && name(&tools[idx[j]]) == n {
+            j += 1;
+        }
+        if j - i > 1 {
+            let mut group: Vec<(usize, String)> = idx[i..j]
+                .iter()
+                .map(|&k| (k, canonical_tool(&tools[k])))
+                .collect();
+            group.sort_by(|a, b| a.1.cmp(&b.1));
+            for (slot, (k, _)) in idx[i..j].iter_mut().zip(group) {
+                *slot = k;
+            }
+        }
+        i = j;
+    }
     idx
 }
 
 /// The canonical JSON of a tool list (tools sorted by name, then by content).
 pub fn canonical_tools(tools: &[Value]) -> String {
     let mut out = String::from("[");
-    for (n, (_, c)) in ordered(tools).into_iter().enumerate() {
+    for (n, k) in order(tools).into_iter().enumerate() {
         if n > 0 {
             out.push(',');
         }
-        out.push_str(&c);
+        out.push_str(&canonical_tool(&tools[k]));
     }
     out.push(']');
     out
@@ -167,18 +180,19 @@ pub fn canonical_tools(tools: &[Value]) -> String {
 /// SHA-256 (hex) of the canonical tool list (the same bytes as [`canonical_tools`], hashed
 /// tool by tool).
 pub fn tools_sha256(tools: &[Value]) -> String {
-    sha256_of_sorted(ordered(tools).iter().map(|(_, c)| c.as_str()))
+    // One tool's canonical form at a time: the list is never held twice.
+    sha256_of_sorted(order(tools).into_iter().map(|k| canonical_tool(&tools[k])))
 }
 
 /// SHA-256 (hex) of `[c1,c2,…]` for canonical forms already in canonical order.
-fn sha256_of_sorted<'c>(canonicals: impl Iterator<Item = &'c str>) -> String {
+fn sha256_of_sorted<S: AsRef<[u8]>>(canonicals: impl Iterator<Item = S>) -> String {
     let mut h = Sha256::new();
     h.update(b"[");
     for (n, c) in canonicals.enumerate() {
         if n > 0 {
             h.update(b",");
         }
-        h.update(c.as_bytes());
+        h.update(c.as_ref());
     }
     h.update(b"]");
     hex::encode(h.finalize())

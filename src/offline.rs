@@ -13,6 +13,10 @@ use crate::rules::{Input, InputKind};
 /// The largest document `check`, `fingerprint` and `diff` read.
 pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
+/// The reason a check gives when its rules were stopped before they read every text.
+pub const RULES_STOPPED: &str =
+    "the metadata rules were stopped (time cap or interruption) before they read every text";
+
 /// Reads a file, or stdin for `-`, up to [`MAX_INPUT_BYTES`].
 pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
@@ -20,7 +24,12 @@ pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
     let result = if path == "-" {
         std::io::stdin().lock().take(limit).read_to_end(&mut bytes)
     } else {
-        std::fs::File::open(path).and_then(|f| f.take(limit).read_to_end(&mut bytes))
+        // Sized from the file's length: growing by doubling would hold two copies at once.
+        std::fs::File::open(path).and_then(|f| {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0).min(limit);
+            bytes.reserve_exact(usize::try_from(len).unwrap_or(0).saturating_add(1));
+            f.take(limit).read_to_end(&mut bytes)
+        })
     };
     let name = if path == "-" { "stdin" } else { path };
     result.map_err(|e| format!("cannot read {name}: {e}"))?;
@@ -51,7 +60,15 @@ pub fn check_document(
 ) -> Report {
     let mut report = Report::new(target, policy);
     for entry in &catalogue().entries {
-        report.record(&entry.meta.id, entry.check.offline(input, doc));
+        let outcome = entry.check.offline(input, doc);
+        // Stopped rules found only part of what is there: that is not a result.
+        let outcome = match outcome {
+            crate::checks::Outcome::Ran(_) if doc.stopped() => {
+                crate::checks::Outcome::Error(RULES_STOPPED.into())
+            }
+            o => o,
+        };
+        report.record(&entry.meta.id, outcome);
     }
     if input.kind == InputKind::Tools || !doc.tools.is_empty() {
         report.tool_list_sha256 = Some(input.tools_sha256().to_string());

@@ -72,6 +72,26 @@ pub struct Live<'a> {
     /// OAuth discovery, a pipeline stage of its own (AUTH-02 reports on it, AUTH-03 follows
     /// it), so that no check depends on another having run first. `None` when neither runs.
     pub oauth: Option<oauth::Discovery>,
+    /// The metadata rules' outcomes, computed off the async threads before the checks run
+    /// (see [`Live::rules_outcome`]).
+    pub rules: Option<&'a RuleOutcomes>,
+}
+
+/// Outcomes of the checks that are metadata rules only (META-02, META-03, META-04), by id.
+pub type RuleOutcomes = std::collections::HashMap<&'static str, Outcome>;
+
+impl Live<'_> {
+    /// A metadata-rules check's outcome: the one computed off the async threads, or, when
+    /// there is none (a check the engine did not precompute), the rules run here.
+    pub fn rules_outcome(&self, check: &dyn Check) -> Outcome {
+        if let Some(o) = self.rules.and_then(|r| r.get(check.id())) {
+            return o.clone();
+        }
+        match self.metadata() {
+            Ok((input, doc)) => check.offline(input, doc),
+            Err(o) => o,
+        }
+    }
 }
 
 /// What the baseline stage hands BASE-01 and BASE-02.

@@ -170,6 +170,10 @@ pub struct CheckArgs {
     /// Force the document kind instead of detecting it.
     #[arg(long, value_enum)]
     pub kind: Option<crate::rules::InputKind>,
+    /// Stop the rules after this many seconds; what they had not read makes the result
+    /// incomplete (exit 3).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub time_cap: u64,
     #[command(flatten)]
     pub output: OutputArgs,
 }

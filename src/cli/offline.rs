@@ -15,8 +15,20 @@ pub fn check(args: &CheckArgs) -> i32 {
     } else {
         args.file.clone()
     };
-    let doc = input.document();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut doc = input.document();
+    doc.stop = Some(stop.clone());
+    // The rules run on this thread; a timer stops them at the cap (they look between texts).
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let cap = std::time::Duration::from_secs(args.time_cap);
+    let timer = std::thread::spawn(move || {
+        if finished.recv_timeout(cap).is_err() {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
     let mut report = check_document(&input, &doc, &target, Default::default());
+    let _ = done.send(());
+    let _ = timer.join();
     report.apply_policy(args.output.policy());
     let code = emit(&report, &args.output, &target);
     // The process ends here: freeing a large document tree would only cost time (a tenth of

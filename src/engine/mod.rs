@@ -55,6 +55,18 @@ use crate::report::{GateRecord, Report, RunOutcome};
 /// within a limiter wait and a reply of [`crate::net::CLOSING_TIMEOUT`]).
 pub const GRACE: Duration = Duration::from_secs(5);
 
+/// The checks that are metadata rules only: run off the async threads (see `run_rules`).
+const RULE_CHECKS: &[&str] = &["META-02", "META-03", "META-04"];
+
+/// Asks the rules to stop when the scan future that waits for them is dropped.
+struct StopOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Where the engine learns the time (tests and the daemon may use their own).
 pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
@@ -437,6 +449,75 @@ impl Scanner {
         Ok(())
     }
 
+    /// The metadata rules (META-02, META-03, META-04) over the inventory, on a blocking thread
+    /// so that a large or hostile inventory never holds an async worker. A cancelled scan (or
+    /// its whole-scan cap) stops them between texts; a dropped scan future does too.
+    async fn run_rules(
+        &self,
+        req: &ScanRequest,
+        net: &Network,
+        inventory: Option<&crate::protocol::inventory::Inventory>,
+    ) -> (
+        Option<crate::rules::Input>,
+        Option<crate::checks::RuleOutcomes>,
+    ) {
+        let Some(inv) = inventory else {
+            return (None, None);
+        };
+        let value = inv.value.clone();
+        let checks: Vec<&'static dyn Check> = catalogue()
+            .entries
+            .iter()
+            .filter(|e| {
+                RULE_CHECKS.contains(&e.meta.id.as_str()) && req.checks.includes(&e.meta.id)
+            })
+            .map(|e| self.check(&e.meta.id, e.check))
+            .collect();
+        let stop = StopOnDrop(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+            false,
+        )));
+        let flag = stop.0.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let input =
+                crate::rules::Input::from_value(value, Some(crate::rules::InputKind::Tools))
+                    .ok()?;
+            let mut outcomes = crate::checks::RuleOutcomes::new();
+            {
+                let mut doc = input.document();
+                doc.stop = Some(flag);
+                for check in checks {
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        check.offline(&input, &doc)
+                    }));
+                    let outcome = match run {
+                        Ok(Outcome::Ran(_)) if doc.stopped() => {
+                            Outcome::Error(crate::offline::RULES_STOPPED.into())
+                        }
+                        Ok(o) => o,
+                        Err(panic) => Outcome::Error(format!(
+                            "the check panicked: {}",
+                            panic_message(panic.as_ref())
+                        )),
+                    };
+                    outcomes.insert(check.id(), outcome);
+                }
+            }
+            Some((input, outcomes))
+        });
+        let mut task = std::pin::pin!(task);
+        let joined = tokio::select! {
+            r = &mut task => r,
+            () = net.cancelled().cancelled() => {
+                stop.0.store(true, std::sync::atomic::Ordering::Relaxed);
+                task.await
+            }
+        };
+        match joined {
+            Ok(Some((input, outcomes))) => (Some(input), Some(outcomes)),
+            Ok(None) | Err(_) => (None, None),
+        }
+    }
+
     /// Runs every check against what the ladder and the inventory found, and fills the report.
     async fn assess(
         &self,
@@ -447,10 +528,7 @@ impl Scanner {
         parts: Parts<'_>,
     ) {
         let fp = parts.fp;
-        let input = parts.inventory.and_then(|inv| {
-            crate::rules::Input::from_value(inv.value.clone(), Some(crate::rules::InputKind::Tools))
-                .ok()
-        });
+        let (input, rules) = self.run_rules(req, net, parts.inventory).await;
         let doc = input.as_ref().map(|i| i.document());
         let (baseline, pin) = self.baseline_stage(req, net, pinned, parts.inventory);
         let mut cx = Live {
@@ -467,6 +545,7 @@ impl Scanner {
             loopback: parts.loopback,
             baseline: baseline.as_ref(),
             oauth: None,
+            rules: rules.as_ref(),
         };
         let mut fingerprint = crate::report::Fingerprint {
             eras: fp.eras.clone(),

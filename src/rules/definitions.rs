@@ -118,6 +118,9 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut seen: HashMap<&str, &str> = HashMap::new();
     for tool in &doc.tools {
+        if doc.stopped() {
+            break;
+        }
         for (rule, pointer, message) in tool_problems(tool) {
             out.push(
                 tool_finding(tool, rule)

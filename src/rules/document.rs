@@ -194,6 +194,10 @@ pub struct Document<'a> {
     pub truncated: Vec<Truncation>,
     /// The `nextCursor` of a single tools/list page read offline: more pages exist unread.
     pub next_cursor: Option<&'a str>,
+    /// Set by a host to stop the rules early (a time cap, a cancelled scan): the rules look
+    /// at it between texts and tools, and [`Document::stopped`] tells afterwards that what
+    /// they found is incomplete.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     nodes: Vec<Node<'a>>,
 }
 
@@ -204,6 +208,7 @@ impl Default for Document<'_> {
             texts: Vec::new(),
             truncated: Vec::new(),
             next_cursor: None,
+            stop: None,
             nodes: vec![Node {
                 parent: ROOT,
                 seg: Seg::Key(""),
@@ -222,6 +227,13 @@ pub fn token(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 impl Document<'_> {
+    /// Whether a host asked the rules to stop (see [`Document::stop`]).
+    pub fn stopped(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// The JSON Pointer of a path, e.g. `/tools/3/inputSchema/properties/note/description`.
     pub fn pointer(&self, path: Path) -> String {
         let mut segs = Vec::new();

@@ -778,6 +778,7 @@ fn norm(token: &str) -> String {
 fn before(t: &str, at: usize, n: usize) -> Vec<&str> {
     let from = floor(t, at.saturating_sub(WINDOW));
     let mut w = &t[from..floor(t, at)];
+    super::work::add(w.len());
     for stop in [". ", "! ", "? ", "; "] {
         if let Some(i) = w.rfind(stop) {
             w = &w[i + stop.len()..];
@@ -792,6 +793,7 @@ fn before(t: &str, at: usize, n: usize) -> Vec<&str> {
 fn after(t: &str, at: usize, n: usize) -> Vec<&str> {
     let to = ceil(t, at + WINDOW);
     let mut w = &t[ceil(t, at)..to];
+    super::work::add(w.len());
     for stop in [". ", "! ", "? ", "; "] {
         if let Some(i) = w.find(stop) {
             w = &w[..i + 1];

@@ -195,3 +195,28 @@ impl Input {
         }
     }
 }
+
+/// A count of the bytes the rules' local checks examine beyond the one pass per text (the
+/// windows around matches, sentences read for P4, words after a phrase). It exists so that
+/// a test can hold the rules to linear work on adversarial inputs by counting, not by timing.
+#[doc(hidden)]
+pub mod work {
+    use std::cell::Cell;
+
+    thread_local! {
+        static BYTES: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub(crate) fn add(n: usize) {
+        BYTES.with(|b| b.set(b.get().saturating_add(n as u64)));
+    }
+
+    /// The bytes examined on this thread since the last [`reset`].
+    pub fn examined() -> u64 {
+        BYTES.with(Cell::get)
+    }
+
+    pub fn reset() {
+        BYTES.with(|b| b.set(0));
+    }
+}

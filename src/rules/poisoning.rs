@@ -164,6 +164,33 @@ const SHADOW_WORDS: &[&str] = &[
 pub const LONG_TEXT: usize = 1000;
 
 const CONTEXT: usize = 60;
+/// Tag-character runs decoded per text, and decoded characters in all: what they hide is quoted
+/// and matched, within a bound.
+const MAX_RUNS: usize = 16;
+const MAX_DECODED: usize = 16 * 1024;
+/// Matches of other tools' names examined per text (P4's name part).
+const MAX_NAME_MATCHES: usize = 4096;
+/// How far back (bytes) P4 looks for the word that governs a tool's name.
+const LEAD: usize = 200;
+/// Phrases quoted per rule, and hits kept per family, per text.
+const MAX_QUOTED: usize = 8;
+const MAX_HITS: usize = 16;
+
+fn ceil_char(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
 
 /// What a pattern of the one automaton stands for (a phrase may stand for several).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,6 +355,9 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let names = ToolNames::new(doc);
     for text in &doc.texts {
+        if doc.stopped() {
+            break;
+        }
         let scan = Scan::of(text.text);
         if scan.non_ascii {
             p1(doc, text, &names, &mut out);
@@ -409,9 +439,14 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
     let mut first = None;
     let mut hidden_runs: Vec<String> = Vec::new();
     let mut run = String::new();
-    let chars: Vec<(usize, char)> = text.text.char_indices().collect();
-    for (k, &(i, c)) in chars.iter().enumerate() {
-        if c == '\u{200D}' && emoji_join(&chars, k) {
+    // One pass with the neighbours at hand (an emoji joiner needs the character on each side).
+    let mut iter = text.text.char_indices().peekable();
+    let mut prev: Option<char> = None;
+    let mut decoded = 0usize;
+    while let Some((i, c)) = iter.next() {
+        let next = iter.peek().map(|&(_, n)| n);
+        let before = prev.replace(c);
+        if c == '\u{200D}' && emoji_join(before, next) {
             continue;
         }
         if is_p1(c) {
@@ -420,14 +455,19 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
         }
         if is_tag(c) {
             let ascii = (c as u32) - 0xE0000;
-            if (0x20..0x7F).contains(&ascii) {
+            if (0x20..0x7F).contains(&ascii) && decoded < MAX_DECODED {
                 run.push(char::from(ascii as u8));
+                decoded += 1;
             }
         } else if !run.is_empty() {
-            hidden_runs.push(std::mem::take(&mut run));
+            if hidden_runs.len() < MAX_RUNS {
+                hidden_runs.push(std::mem::take(&mut run));
+            } else {
+                run.clear();
+            }
         }
     }
-    if !run.is_empty() {
+    if !run.is_empty() && hidden_runs.len() < MAX_RUNS {
         hidden_runs.push(run);
     }
     let Some(first) = first else { return };
@@ -494,17 +534,12 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
 }
 
 /// A zero-width joiner between two pictographs is an emoji sequence (👩‍💻), not hidden text.
-fn emoji_join(chars: &[(usize, char)], k: usize) -> bool {
+fn emoji_join(before: Option<char>, after: Option<char>) -> bool {
     let pictograph = |c: char| {
         let u = c as u32;
         (0x1F000..=0x1FAFF).contains(&u) || (0x2600..=0x27BF).contains(&u) || u == 0xFE0F
     };
-    let before = k
-        .checked_sub(1)
-        .and_then(|j| chars.get(j))
-        .is_some_and(|(_, c)| pictograph(*c));
-    let after = chars.get(k + 1).is_some_and(|(_, c)| pictograph(*c));
-    before && after
+    before.is_some_and(pictograph) && after.is_some_and(pictograph)
 }
 
 /// Words after a list-C phrase that make it about a parameter or a value, not a tool
@@ -534,7 +569,11 @@ const NOT_A_TOOL: &[&str] = &[
 ];
 
 fn about_a_value(t: &str, end: usize) -> bool {
-    t[end..].split_whitespace().take(3).any(|w| {
+    // Three words are read from a bounded window, never from the whole rest of the text.
+    let to = ceil_char(t, end.saturating_add(64));
+    let rest = t.get(end..to).unwrap_or("");
+    super::work::add(rest.len());
+    rest.split_whitespace().take(3).any(|w| {
         NOT_A_TOOL.contains(
             &w.trim_matches(|c: char| !c.is_alphanumeric())
                 .to_lowercase()
@@ -564,7 +603,7 @@ fn phrases(
         if own.is_some_and(|o| o.eq_ignore_ascii_case(n)) {
             None
         } else {
-            Some(names.all.iter().any(|m| m.eq_ignore_ascii_case(n)))
+            Some(names.all.contains(&n.to_ascii_lowercase()))
         }
     };
     let mut by_rule: BTreeMap<&str, (Vec<&str>, usize, usize)> = BTreeMap::new();
@@ -588,7 +627,7 @@ fn phrases(
 
                     let (s, e) = view.original_range(m.start(), m.end(), text.text);
                     let entry = by_rule.entry(rule).or_insert((Vec::new(), s, e));
-                    if !entry.0.contains(pattern) {
+                    if entry.0.len() < MAX_QUOTED && !entry.0.contains(pattern) {
                         entry.0.push(pattern);
                     }
                 }
@@ -598,7 +637,10 @@ fn phrases(
                         let (s, e) = view.original_range(h.start, h.end, text.text);
                         h.start = s;
                         h.end = e;
-                        by_family.entry(h.family).or_default().push(h);
+                        let hits = by_family.entry(h.family).or_default();
+                        if hits.len() < MAX_HITS {
+                            hits.push(h);
+                        }
                     }
                 }
             }
@@ -695,8 +737,11 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
 struct ToolNames {
     ac: Option<AhoCorasick>,
     names: Vec<String>,
-    /// Every tool name of the document (for the grown P4: is a named tool on this server?).
-    all: Vec<String>,
+    /// Per name: whether it is an identifier of two words or more (`send_email`).
+    identifier: Vec<bool>,
+    /// Every tool name of the document, in ASCII lower case (for the grown P4: is a named tool
+    /// on this server?).
+    all: std::collections::HashSet<String>,
 }
 
 impl ToolNames {
@@ -724,9 +769,15 @@ impl ToolNames {
             .tools
             .iter()
             .filter_map(|t| t.name)
-            .map(str::to_string)
+            .map(str::to_ascii_lowercase)
             .collect();
-        ToolNames { ac, names, all }
+        let identifier = names.iter().map(|n| words(n).len() > 1).collect();
+        ToolNames {
+            ac,
+            names,
+            identifier,
+            all,
+        }
     }
 }
 
@@ -743,15 +794,20 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
         .tool
         .and_then(|i| doc.tools.get(i))
         .and_then(|t| t.name);
-    for m in ac.find_iter(t) {
-        let Some(name) = names.names.get(m.pattern().as_usize()) else {
+    // The sentence around the current match, found once per sentence as the matches move
+    // forward (each byte is read at most once backwards and once forwards), and whether it is
+    // workflow guidance.
+    let mut sentence: Option<(usize, usize, bool)> = None;
+    for m in ac.find_iter(t).take(MAX_NAME_MATCHES) {
+        let idx = m.pattern().as_usize();
+        let (Some(name), Some(&is_identifier)) = (names.names.get(idx), names.identifier.get(idx))
+        else {
             continue;
         };
         if Some(name.as_str()) == own || !whole_word(t, m.start(), m.end()) {
             continue;
         }
         let quoted = |b: Option<u8>| matches!(b, Some(b'`' | b'"' | b'\''));
-        let is_identifier = words(name).len() > 1;
         let before = m
             .start()
             .checked_sub(1)
@@ -759,35 +815,45 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
         if !is_identifier && !quoted(before) {
             continue;
         }
-        // The sentence around the name.
-        let s = t[..m.start()]
-            .rfind(['.', '!', '?', '\n'])
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        let e = t[m.end()..]
-            .find(['.', '!', '?', '\n'])
-            .map(|i| m.end() + i)
-            .unwrap_or(t.len());
-        let sentence = &t[s..e];
-        // A condition on the user's approval or a sequence ("do not call X again until the
-        // user approves") is workflow guidance, not shadowing.
-        let lower = sentence.to_ascii_lowercase();
-        if ["until", "unless", " again", "approv"]
-            .iter()
-            .any(|w| lower.contains(w))
-        {
+        let (s, _, guidance) = match sentence {
+            Some(cur @ (s, e, _)) if s <= m.start() && m.end() <= e => cur,
+            _ => {
+                let s = t[..m.start()]
+                    .rfind(['.', '!', '?', '\n'])
+                    .map(|i| i + 1)
+                    .unwrap_or(0);
+                let e = t[m.end()..]
+                    .find(['.', '!', '?', '\n'])
+                    .map(|i| m.end() + i)
+                    .unwrap_or(t.len());
+                super::work::add(e - s);
+                // A condition on the user's approval or a sequence ("do not call X again until
+                // the user approves") is workflow guidance, not shadowing.
+                let lower = t[s..e].to_ascii_lowercase();
+                let guidance = ["until", "unless", " again", "approv"]
+                    .iter()
+                    .any(|w| lower.contains(w));
+                let cur = (s, e, guidance);
+                sentence = Some(cur);
+                cur
+            }
+        };
+        if guidance {
             continue;
         }
         // The word must govern the name: within the six words before it ("never use X",
-        // "instead of X"), not elsewhere in the sentence ("use X, never Y").
-        let lead = &t[s..m.start()];
+        // "instead of X"), not elsewhere in the sentence ("use X, never Y"); six words are
+        // read from a bounded window.
+        let lead_from = floor_char(t, m.start().saturating_sub(LEAD).max(s));
+        let lead = &t[lead_from..m.start()];
+        super::work::add(lead.len());
         let from = lead
             .char_indices()
             .rev()
             .filter(|(_, c)| c.is_whitespace())
             .nth(6)
-            .map(|(i, _)| s + i)
-            .unwrap_or(s);
+            .map(|(i, _)| lead_from + i)
+            .unwrap_or(lead_from);
         let window = &t[from..m.start()];
         let word = SHADOW
             .find_iter(window)

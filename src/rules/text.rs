@@ -17,10 +17,14 @@ pub fn is_tag(c: char) -> bool {
 
 /// A text prepared for phrase matching: runs of whitespace collapsed to one space, P1
 /// characters dropped (so `ig\u{200B}nore previous` still matches), typographic apostrophes
-/// made ASCII. `map[i]` is the byte offset in the original of byte `i` of `text`.
+/// made ASCII. The way back to the original is sparse: one `(view, original)` pair of byte
+/// offsets wherever the two stop moving in step (a dropped character, a collapsed run, a
+/// replacement of another width), so a text costs memory for what changed, not per byte.
 pub struct MatchView<'a> {
     pub text: std::borrow::Cow<'a, str>,
-    map: Option<Vec<usize>>,
+    /// Sorted by view offset: from `view` on (until the next pair), view byte `view + k` is
+    /// original byte `original + k`.
+    shifts: Vec<(u32, u32)>,
     original_len: usize,
 }
 
@@ -31,65 +35,90 @@ impl<'a> MatchView<'a> {
 
     /// [`MatchView::new`] when the text was already scanned.
     pub fn with_scan(original: &'a str, scan: &Scan) -> MatchView<'a> {
-        if !scan.needs_normalizing {
+        // Offsets are kept as u32: a longer text (never one the walk lets through) is matched
+        // as written.
+        if !scan.needs_normalizing || original.len() > u32::MAX as usize {
             return MatchView {
                 text: original.into(),
-                map: None,
+                shifts: Vec::new(),
                 original_len: original.len(),
             };
         }
         let mut text = String::with_capacity(original.len());
-        let mut map = Vec::with_capacity(original.len());
+        let mut shifts: Vec<(u32, u32)> = Vec::new();
         let mut last_space = false;
+        // Whether view and original moved in step since the last pair.
+        let mut in_step = true;
         for (i, c) in original.char_indices() {
             if is_p1(c) {
+                in_step = false;
                 continue;
             }
-            let c = match c {
+            let out = match c {
                 '\u{2019}' | '\u{2018}' | '\u{02BC}' => '\'',
                 c if c.is_whitespace() => ' ',
                 c => c,
             };
-            if c == ' ' {
+            if out == ' ' {
                 if last_space {
+                    in_step = false;
                     continue;
                 }
                 last_space = true;
             } else {
                 last_space = false;
             }
-            let start = text.len();
-            text.push(c);
-            map.extend(std::iter::repeat_n(i, text.len() - start));
+            let same_width = out.len_utf8() == c.len_utf8();
+            if !in_step || !same_width {
+                shifts.push((text.len() as u32, i as u32));
+            }
+            text.push(out);
+            in_step = same_width;
         }
         MatchView {
             text: text.into(),
-            map: Some(map),
+            shifts,
             original_len: original.len(),
         }
     }
 
+    /// The original byte offset of view byte `v`. Replacements are all to one ASCII byte, so a
+    /// pair that starts a replaced character covers just that byte; within any other run the
+    /// two move in step.
+    fn original_at(&self, v: usize) -> usize {
+        let k = self.shifts.partition_point(|&(view, _)| view as usize <= v);
+        let at = match k.checked_sub(1).and_then(|k| self.shifts.get(k)) {
+            None => v,
+            Some(&(view, orig)) => orig as usize + (v - view as usize),
+        };
+        at.min(self.original_len)
+    }
+
     /// The original byte range of the view's byte range `start..end`.
     pub fn original_range(&self, start: usize, end: usize, original: &str) -> (usize, usize) {
-        match &self.map {
-            None => (start, end),
-            Some(map) => {
-                let s = map.get(start).copied().unwrap_or(self.original_len);
-                let e = if end == 0 {
-                    s
-                } else {
-                    // End of the last mapped character.
-                    let last = map.get(end - 1).copied().unwrap_or(self.original_len);
-                    let width = original[last..]
-                        .chars()
-                        .next()
-                        .map(char::len_utf8)
-                        .unwrap_or(0);
-                    last + width
-                };
-                (s, e.max(s))
-            }
+        if self.shifts.is_empty() {
+            return (start, end);
         }
+        let s = if start >= self.text.len() {
+            self.original_len
+        } else {
+            floor_char(original, self.original_at(start))
+        };
+        let e = if end == 0 {
+            s
+        } else if end > self.text.len() {
+            self.original_len
+        } else {
+            // End of the last mapped character.
+            let last = floor_char(original, self.original_at(end - 1));
+            let width = original
+                .get(last..)
+                .and_then(|t| t.chars().next())
+                .map(char::len_utf8)
+                .unwrap_or(0);
+            last + width
+        };
+        (s, e.max(s))
     }
 }
 
@@ -273,18 +302,31 @@ fn ascii_words(b: &[u8]) -> Vec<String> {
 /// each side, with invisible characters made visible (`[U+200B]`).
 pub fn excerpt(text: &str, start: usize, end: usize, context: usize) -> String {
     let start = floor_char(text, start.min(text.len()));
-    let end = floor_char(text, end.min(text.len())).max(start);
-    let before: Vec<(usize, char)> = text[..start].char_indices().collect();
-    let from = if before.len() > context {
-        before[before.len() - context].0
-    } else {
-        0
+    let mut end = floor_char(text, end.min(text.len())).max(start);
+    // Walk back from the match, never over the whole prefix.
+    let from = match context.checked_sub(1) {
+        None => start,
+        Some(n) => text[..start]
+            .char_indices()
+            .rev()
+            .nth(n)
+            .map_or(0, |(i, _)| i),
     };
-    let after_end = text[end..]
-        .char_indices()
-        .nth(context)
-        .map(|(i, _)| end + i)
-        .unwrap_or(text.len());
+    // A long match is quoted by its start.
+    let mut cut = false;
+    if let Some((i, _)) = text[start..end].char_indices().nth(2 * context.max(1)) {
+        end = start + i;
+        cut = true;
+    }
+    let after_end = if cut {
+        end
+    } else {
+        text[end..]
+            .char_indices()
+            .nth(context)
+            .map(|(i, _)| end + i)
+            .unwrap_or(text.len())
+    };
     let mut s = String::new();
     if from > 0 {
         s.push('…');

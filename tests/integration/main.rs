@@ -6,6 +6,7 @@ mod cli;
 mod corpus;
 mod engine;
 mod gate;
+mod linear;
 mod network;
 mod offline;
 mod passive;

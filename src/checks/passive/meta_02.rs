@@ -19,11 +19,6 @@ impl Check for Meta02 {
     }
 
     fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match cx.metadata() {
-                Ok((input, doc)) => self.offline(input, doc),
-                Err(o) => o,
-            }
-        })
+        Box::pin(async move { cx.rules_outcome(self) })
     }
 }

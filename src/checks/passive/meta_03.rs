@@ -22,11 +22,6 @@ impl Check for Meta03 {
     }
 
     fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match cx.metadata() {
-                Ok((input, doc)) => self.offline(input, doc),
-                Err(o) => o,
-            }
-        })
+        Box::pin(async move { cx.rules_outcome(self) })
     }
 }

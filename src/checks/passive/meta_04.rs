@@ -26,12 +26,9 @@ impl Check for Meta04 {
 
     fn live<'a>(&'a self, cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            let (input, doc) = match cx.metadata() {
-                Ok(x) => x,
-                Err(o) => return o,
-            };
-            let Outcome::Ran(mut findings) = self.offline(input, doc) else {
-                return self.offline(input, doc);
+            let mut findings = match cx.rules_outcome(self) {
+                Outcome::Ran(f) => f,
+                other => return other,
             };
             // N1: the pages of the live lists that could not be read.
             for note in cx.inventory.map(|i| i.notes.as_slice()).unwrap_or_default() {
