@@ -6,6 +6,8 @@ import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js
 import * as z from 'zod';
 
 const app = createMcpExpressApp({ host: '127.0.0.1' });
+// LOG_REQUESTS=1: one line per request on stdout, so a benchmark counts requests at the server.
+if (process.env.LOG_REQUESTS) app.use((req, _res, next) => { console.log(`REQ ${req.method} ${req.path}`); next(); });
 app.post('/mcp', async (req, res) => {
   const server = new McpServer({ name: 'ts-v1-probe', version: '1.0.0' });
   server.registerTool('echo', { description: 'Echo text back', inputSchema: { text: z.string() } },
