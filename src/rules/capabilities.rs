@@ -149,6 +149,11 @@ const READS: u16 = (1 << Class::ReadsUntrusted as u16)
     | (1 << Class::FileSystem as u16);
 const PARAMS: u16 = READS | (1 << Class::Credentials as u16);
 
+/// The most (class, word) pairs one text yields per class: the first ones are the evidence; a
+/// text that repeats a word a million times yields no more (and a class named late in a long
+/// text is still found).
+const MAX_PER_CLASS: usize = 8;
+
 /// Every (class, word) found in `text`, restricted to `mask`, in order of appearance.
 pub fn classify(text: &str, mask: u16) -> Vec<(Class, String)> {
     classify_words(&words(text), mask)
@@ -157,9 +162,11 @@ pub fn classify(text: &str, mask: u16) -> Vec<(Class, String)> {
 /// [`classify`] over words already split.
 pub fn classify_words(w: &[String], mask: u16) -> Vec<(Class, String)> {
     let mut found: Vec<(Class, String)> = Vec::new();
+    let mut per_class = [0usize; Class::ALL.len()];
     let mut push = |phrase: &str, bits: u16| {
         for c in Class::ALL {
-            if bits & mask & c.bit() != 0 {
+            if bits & mask & c.bit() != 0 && per_class[c as usize] < MAX_PER_CLASS {
+                per_class[c as usize] += 1;
                 found.push((c, phrase.to_string()));
             }
         }
@@ -190,6 +197,7 @@ pub fn classify_words(w: &[String], mask: u16) -> Vec<(Class, String)> {
 pub fn classify_prose(text: &str, mask: u16) -> Vec<(Class, String)> {
     let view = MatchView::new(text);
     let mut found = Vec::new();
+    let mut per_class = [0usize; Class::ALL.len()];
     for m in PROSE.find_iter(view.text.as_ref()) {
         if !whole_word(&view.text, m.start(), m.end()) {
             continue;
@@ -197,7 +205,8 @@ pub fn classify_prose(text: &str, mask: u16) -> Vec<(Class, String)> {
         let phrase = view.text[m.start()..m.end()].to_ascii_lowercase();
         if let Some(bits) = WORDS.get(phrase.as_str()) {
             for c in Class::ALL {
-                if bits & mask & c.bit() != 0 {
+                if bits & mask & c.bit() != 0 && per_class[c as usize] < MAX_PER_CLASS {
+                    per_class[c as usize] += 1;
                     found.push((c, phrase.clone()));
                 }
             }

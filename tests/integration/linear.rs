@@ -35,11 +35,6 @@ fn assert_linear(what: &str, make: impl Fn(usize) -> String, n: usize) {
     let (w1, _) = examined(two_tools(&small));
     let (w2, report) = examined(two_tools(&large));
     let per_byte = w2 as f64 / large.len() as f64;
-    eprintln!(
-        "{what}: {w1} bytes examined for {}, {w2} for {}",
-        small.len(),
-        large.len()
-    );
     assert!(
         w2 as f64 <= 2.2 * w1.max(1) as f64 + 4096.0,
         "{what}: work grew from {w1} to {w2} bytes when the input doubled"
