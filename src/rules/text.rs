@@ -374,6 +374,71 @@ mod tests {
         assert_eq!(&original[s..e], "ig\u{200B}nore\n previous");
     }
 
+    /// Every view range maps back to an original range on character boundaries whose own view
+    /// is the view's range (what a finding quotes is what matched), over texts mixing every kind
+    /// of rewrite: dropped P1 characters, collapsed and replaced whitespace, apostrophes of
+    /// another width, and multi-byte characters kept as they are.
+    #[test]
+    fn match_view_ranges_map_back_exactly() {
+        let parts = [
+            "a",
+            "é",
+            "\u{200B}",
+            " ",
+            "  ",
+            "\n",
+            "\u{00A0}",
+            "\u{2019}",
+            "'",
+            "日本",
+            "\u{E0041}",
+            "\t\t",
+            "x",
+        ];
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..3000 {
+            let mut original = String::new();
+            for _ in 0..(seed % 12 + 1) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                original.push_str(parts[(seed % parts.len() as u64) as usize]);
+            }
+            let v = MatchView::new(&original);
+            let view: &str = v.text.as_ref();
+            let bounds: Vec<usize> = (0..=view.len())
+                .filter(|&i| view.is_char_boundary(i))
+                .collect();
+            for (k, &a) in bounds.iter().enumerate() {
+                for &b in &bounds[k..] {
+                    let (s, e) = v.original_range(a, b, &original);
+                    assert!(
+                        original.is_char_boundary(s) && original.is_char_boundary(e) && s <= e,
+                        "{original:?}: view {a}..{b} -> {s}..{e}"
+                    );
+                    let again = MatchView::new(&original[s..e]);
+                    let want = view[a..b].trim_matches(' ');
+                    assert_eq!(
+                        again.text.trim_matches(' '),
+                        want,
+                        "{original:?}: view {a}..{b} -> original {s}..{e}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn excerpts_walk_back_and_cut_long_matches() {
+        let t = "αβγδε ".repeat(100);
+        let x = excerpt(&t, 300, 310, 5);
+        assert!(x.starts_with('…') && x.ends_with('…'), "{x}");
+        assert!(x.chars().count() <= 5 + 10 + 5 + 2, "{x}");
+        assert_eq!(excerpt("abc", 1, 2, 0), "…b…");
+        let long = excerpt(&t, 0, t.len(), 3);
+        assert!(long.chars().count() <= 8, "{long}");
+    }
+
     #[test]
     fn whole_words() {
         assert!(whole_word("use the db now", 8, 10));
