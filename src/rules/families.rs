@@ -774,19 +774,24 @@ fn norm(token: &str) -> String {
         .to_lowercase()
 }
 
+/// Where a clause ends: `.`, `!`, `?` or `;` followed by a space.
+fn is_stop(b: &[u8], i: usize) -> bool {
+    matches!(b.get(i), Some(b'.' | b'!' | b'?' | b';')) && b.get(i + 1) == Some(&b' ')
+}
+
 /// Up to `n` tokens before `at`, within the clause (stops at a sentence end), nearest last.
 fn before(t: &str, at: usize, n: usize) -> Vec<&str> {
     let from = floor(t, at.saturating_sub(WINDOW));
     let mut w = &t[from..floor(t, at)];
     super::work::add(w.len());
-    for stop in [". ", "! ", "? ", "; "] {
-        if let Some(i) = w.rfind(stop) {
-            w = &w[i + stop.len()..];
-        }
+    // After the last clause end in the window (one backward pass over its bytes).
+    let b = w.as_bytes();
+    if let Some(i) = (0..b.len()).rev().find(|&i| is_stop(b, i)) {
+        w = &w[i + 2..];
     }
-    let tokens: Vec<&str> = w.split_whitespace().collect();
-    let skip = tokens.len().saturating_sub(n);
-    tokens.into_iter().skip(skip).collect()
+    let mut tokens: Vec<&str> = w.split_whitespace().rev().take(n).collect();
+    tokens.reverse();
+    tokens
 }
 
 /// Up to `n` tokens after `at`, within the sentence.
@@ -794,10 +799,10 @@ fn after(t: &str, at: usize, n: usize) -> Vec<&str> {
     let to = ceil(t, at + WINDOW);
     let mut w = &t[ceil(t, at)..to];
     super::work::add(w.len());
-    for stop in [". ", "! ", "? ", "; "] {
-        if let Some(i) = w.find(stop) {
-            w = &w[..i + 1];
-        }
+    // Up to the first clause end, its punctuation kept.
+    let b = w.as_bytes();
+    if let Some(i) = (0..b.len()).find(|&i| is_stop(b, i)) {
+        w = &w[..i + 1];
     }
     w.split_whitespace().take(n).collect()
 }

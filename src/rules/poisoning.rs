@@ -603,7 +603,16 @@ fn phrases(
         if own.is_some_and(|o| o.eq_ignore_ascii_case(n)) {
             None
         } else {
-            Some(names.all.contains(&n.to_ascii_lowercase()))
+            // Lower-cased on the stack: this runs for words near every trigger phrase.
+            let mut buf = [0u8; 128];
+            match buf.get_mut(..n.len()) {
+                Some(b) => {
+                    b.copy_from_slice(n.as_bytes());
+                    b.make_ascii_lowercase();
+                    Some(std::str::from_utf8(b).is_ok_and(|l| names.all.contains(l)))
+                }
+                None => Some(names.all.contains(&n.to_ascii_lowercase())),
+            }
         }
     };
     let mut by_rule: BTreeMap<&str, (Vec<&str>, usize, usize)> = BTreeMap::new();
@@ -648,7 +657,10 @@ fn phrases(
     }
     // A hidden file or folder in a home directory beyond the named ones: `~/.something` or
     // `$HOME/.something` (not `~/...`).
-    if scan.marker_candidate && !by_rule.contains_key("P3") {
+    if scan.marker_candidate
+        && !by_rule.contains_key("P3")
+        && vt.bytes().any(|b| b == b'~' || b == b'$')
+    {
         for home in ["~/.", "$HOME/.", "$home/."] {
             if let Some(i) = vt.match_indices(home).map(|(i, _)| i).find(|&i| {
                 vt.as_bytes()
@@ -735,7 +747,8 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
 
 /// Other tools' names, for the name part of P4.
 struct ToolNames {
-    ac: Option<AhoCorasick>,
+    /// Built on first use: only a text with a shadowing word needs it.
+    ac: std::sync::OnceLock<Option<AhoCorasick>>,
     names: Vec<String>,
     /// Per name: whether it is an identifier of two words or more (`send_email`).
     identifier: Vec<bool>,
@@ -756,15 +769,6 @@ impl ToolNames {
             .filter(|n| n.chars().count() >= 4)
             .map(str::to_string)
             .collect();
-        let ac = if names.len() < 2 {
-            None
-        } else {
-            AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&names)
-                .ok()
-        };
         let all = doc
             .tools
             .iter()
@@ -773,16 +777,31 @@ impl ToolNames {
             .collect();
         let identifier = names.iter().map(|n| words(n).len() > 1).collect();
         ToolNames {
-            ac,
+            ac: std::sync::OnceLock::new(),
             names,
             identifier,
             all,
         }
     }
+
+    fn ac(&self) -> Option<&AhoCorasick> {
+        self.ac
+            .get_or_init(|| {
+                if self.names.len() < 2 {
+                    return None;
+                }
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&self.names)
+                    .ok()
+            })
+            .as_ref()
+    }
 }
 
 fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
-    let Some(ac) = &names.ac else { return };
+    let Some(ac) = names.ac() else { return };
     if matches!(
         text.field,
         Field::ToolName | Field::ToolTitle | Field::SchemaValue

@@ -178,32 +178,25 @@ static BYTE_CLASS: [u8; 256] = {
 
 impl Scan {
     pub fn of(text: &str) -> Scan {
-        let mut scan = Scan::default();
-        let (mut run, mut prev) = (0usize, 0u8);
+        // One pass without branches on the data: the classes of all bytes OR-ed together, plus
+        // the two things that need a neighbour (two spaces in a row, a long base64-like run).
+        let (mut all, mut prev) = (0u8, 0u8);
+        let (mut run, mut long, mut double_space) = (0u32, false, false);
         for &b in text.as_bytes() {
             let c = BYTE_CLASS[b as usize];
-            if c & (MARK | SPECIAL | BREAK) != 0 {
-                scan.marker_candidate = true;
-            }
-            if c & NON_ASCII != 0 {
-                scan.non_ascii = true;
-                scan.needs_normalizing = true;
-            } else if c & BREAK != 0 || (c & SPACE != 0 && prev & SPACE != 0) {
-                scan.needs_normalizing = true;
-            } else if c & SPECIAL != 0 {
-                scan.p5_candidate = true;
-            }
-            if c & B64 != 0 {
-                run += 1;
-                if run >= 32 {
-                    scan.p5_candidate = true;
-                }
-            } else {
-                run = 0;
-            }
+            all |= c;
+            double_space |= c & prev & SPACE != 0;
+            run = if c & B64 != 0 { run + 1 } else { 0 };
+            long |= run >= 32;
             prev = c;
         }
-        scan
+        let non_ascii = all & NON_ASCII != 0;
+        Scan {
+            non_ascii,
+            needs_normalizing: non_ascii || all & BREAK != 0 || double_space,
+            p5_candidate: all & SPECIAL != 0 || long,
+            marker_candidate: all & (MARK | SPECIAL | BREAK) != 0,
+        }
     }
 }
 
