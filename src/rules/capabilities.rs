@@ -5,7 +5,7 @@
 //! system), and parameter names also for credentials. Words match whole words, also inside
 //! snake_case, camelCase and kebab-case identifiers, never inside other words.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
@@ -114,9 +114,10 @@ const TABLE: &[(Class, &[&str])] = &[
     ]),
 ];
 
-/// Phrase (words joined by one space) → class bits.
-static WORDS: LazyLock<HashMap<String, u16>> = LazyLock::new(|| {
-    let mut m: HashMap<String, u16> = HashMap::new();
+/// Phrase (words joined by one space) → class bits. A fixed table (nothing a server sends is
+/// ever inserted), so the fast non-keyed hash cannot be driven into collisions.
+static WORDS: LazyLock<FxHashMap<String, u16>> = LazyLock::new(|| {
+    let mut m: FxHashMap<String, u16> = FxHashMap::default();
     for (class, list) in TABLE {
         for w in *list {
             *m.entry(words(w).join(" ")).or_default() |= class.bit();
@@ -126,7 +127,7 @@ static WORDS: LazyLock<HashMap<String, u16>> = LazyLock::new(|| {
 });
 
 /// First words of the multi-word entries.
-static PHRASE_STARTS: LazyLock<HashSet<String>> = LazyLock::new(|| {
+static PHRASE_STARTS: LazyLock<FxHashSet<String>> = LazyLock::new(|| {
     WORDS
         .keys()
         .filter_map(|k| k.split_once(' ').map(|(first, _)| first.to_string()))
