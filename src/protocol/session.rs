@@ -405,10 +405,25 @@ impl Session {
             call.error = Some(format!("the message endpoint answered {status}"));
             return call;
         }
-        let deadline = tokio::time::Instant::now() + REPLY_TIMEOUT;
+        // The wait for the reply on the stream counts against the slow-server budget too.
+        let net = client.network();
+        let probe = format!(
+            "{} (reply on the SSE stream)",
+            msg.get("method").and_then(Value::as_str).unwrap_or("?")
+        );
+        let Some(window) = net.slow_window(REPLY_TIMEOUT) else {
+            call.error = Some(format!(
+                "not waited for: {}",
+                net.slow_stop().unwrap_or_default()
+            ));
+            return call;
+        };
+        let started = std::time::Instant::now();
+        let deadline = tokio::time::Instant::now() + window;
         loop {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(m)) if m.get("id").and_then(Value::as_u64) == Some(id) => {
+                    net.record_slow(&probe, started.elapsed(), false);
                     call.reply = Reply::from_message(&m);
                     let text = m.to_string();
                     call.exchange.note = Some(format!(
@@ -424,9 +439,10 @@ impl Session {
                     return call;
                 }
                 Err(_) => {
+                    net.record_slow(&probe, started.elapsed(), true);
                     call.error = Some(format!(
-                        "no reply on the SSE stream within {} s",
-                        REPLY_TIMEOUT.as_secs()
+                        "no reply on the SSE stream within {:.1} s",
+                        window.as_secs_f64()
                     ));
                     return call;
                 }
