@@ -176,8 +176,7 @@ pub fn tools(call: &Call) -> Vec<Value> {
 /// The first page of tools the inventory read.
 pub fn inventory_first_page(cx: &Live<'_>) -> Vec<Value> {
     cx.inventory
-        .and_then(|i| i.first_tools_call.as_ref())
-        .map(tools)
+        .map(|i| i.first_page().to_vec())
         .unwrap_or_default()
 }
 

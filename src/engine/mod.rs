@@ -578,6 +578,11 @@ impl Scanner {
         if let Some(why) = stop {
             report.outcome = RunOutcome::Incomplete;
             report.reason = Some(why);
+        } else if let Some(why) = parts.inventory.and_then(|i| i.truncated.as_ref()) {
+            // The inventory's byte budget stopped the lists: N1 says what was left out, and
+            // the scan did not check everything.
+            report.outcome = RunOutcome::Incomplete;
+            report.reason = Some(format!("the inventory was truncated: {why}"));
         }
         // The pinned state is written only by a scan that was not interrupted.
         if let (Some(new), Some(path)) = (pin, pinned.map(|p| &p.request.path))

@@ -544,11 +544,11 @@ pub async fn post_message_with(
         Err((e, ex)) => return Call::failed(ex, e),
     };
     let mut call = Call::answered(resp);
-    let msgs = rpc::messages(call.content_type.as_deref(), &call.body);
+    let mut msgs = rpc::messages(call.content_type.as_deref(), &call.body);
     let reply = if id == 0 {
         None
     } else {
-        rpc::reply_to(&msgs, id).or_else(|| {
+        rpc::take_reply(&mut msgs, id).or_else(|| {
             // An error without an id (a transport-level rejection) still says something.
             msgs.iter()
                 .find(|m| m.get("id").is_none_or(Value::is_null) && m.get("error").is_some())
