@@ -6,6 +6,7 @@ mod cli;
 mod corpus;
 mod engine;
 mod gate;
+mod hostile;
 mod network;
 mod offline;
 mod passive;
