@@ -917,7 +917,13 @@ impl Network {
         started: Instant,
     ) -> Exchange {
         let s = &self.shared;
-        let (shown_body, cut) = cap(&s.secrets.redact(&String::from_utf8_lossy(body)));
+        // Only the start of the body is shown: redact just that (plus room for a secret that
+        // straddles the cut), never a copy of a whole 8 MiB body.
+        let room = EVIDENCE_BODY + s.secrets.longest() + 4;
+        let (shown_body, cut) = cap(&s
+            .secrets
+            .redact(&String::from_utf8_lossy(&body[..body.len().min(room)])));
+        let cut = cut || body.len() > room;
         let exchange = Exchange {
             request,
             response: Some(Message {

@@ -308,9 +308,13 @@ impl Session {
         }
         Some(match client.send(req).await {
             Ok(r) => {
+                let truncated = r.truncated;
                 let mut call = Call::answered(r);
-                let msgs = rpc::messages(call.content_type.as_deref(), &call.body);
-                call.reply = msgs.first().and_then(Reply::from_message);
+                // A body cut at a cap is not parsed (see `post_message_with`).
+                if !truncated {
+                    let msgs = rpc::messages(call.content_type.as_deref(), &call.body);
+                    call.reply = msgs.into_iter().next().and_then(Reply::from_owned);
+                }
                 call
             }
             Err((e, ex)) => Call::failed(ex, e),
@@ -543,7 +547,18 @@ pub async fn post_message_with(
         Ok(r) => r,
         Err((e, ex)) => return Call::failed(ex, e),
     };
+    // A body cut at a cap holds no reply: JSON cut short does not parse (and parsing 8 MiB of
+    // it would build most of a tree first), and an SSE reply in a complete event would have
+    // ended the read before the cap.
+    let truncated = resp.truncated;
     let mut call = Call::answered(resp);
+    if truncated {
+        call.error = Some(format!(
+            "no reply: the answer was cut at a cap ({})",
+            call.exchange.note.clone().unwrap_or_default()
+        ));
+        return call;
+    }
     let mut msgs = rpc::messages(call.content_type.as_deref(), &call.body);
     let reply = if id == 0 {
         None

@@ -237,3 +237,163 @@ fn hostile_reset_mid_body_is_a_gap() {
 fn hostile_sse_without_line_breaks_is_cut() {
     bounded(Scenario::SseNoLineBreaks);
 }
+
+mod authorization_server {
+    //! An authorization server advertised at 169.254.169.254 (cloud metadata, through a DNS
+    //! name) and at 127.0.0.1, by a target that is neither: in a network namespace (10.x only
+    //! there), proven by DNS TXT. Nothing is sent to either address; AUTH-03 names the URL.
+
+    use serde_json::{Value, json};
+
+    use crate::support::dns::TestDns;
+    use crate::support::http::TestHttp;
+    use crate::support::netns::{NS_IP, NetnsHost};
+    use crate::support::{mcpprobe, runtime, state_dir};
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    const TARGET: &str = "http://mcp.test:8080/mcp";
+
+    /// Scans the namespace target advertising `as_url`; returns the report, the traced URLs
+    /// and what the target received.
+    fn scan_advertising(
+        rt: &tokio::runtime::Runtime,
+        as_url: &str,
+    ) -> (Value, Vec<String>, Vec<String>) {
+        let prm = "http://mcp.test:8080/.well-known/oauth-protected-resource/mcp";
+        let host = NetnsHost::start(json!({
+            "POST /mcp": {"status": 401, "body": "{}", "headers": {
+                "WWW-Authenticate": format!("Bearer resource_metadata=\"{prm}\""),
+                "Content-Type": "application/json"}},
+            "GET /.well-known/oauth-protected-resource/mcp": {"status": 200,
+                "headers": {"Content-Type": "application/json"},
+                "body": json!({"resource": TARGET, "authorization_servers": [as_url]}).to_string()},
+        }));
+        let dns = TestDns::start(
+            rt,
+            &[
+                &format!("mcp 60 IN A {NS_IP}"),
+                &format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\""),
+                "metadata 60 IN A 169.254.169.254",
+                "lo 60 IN A 127.0.0.1",
+            ],
+        );
+        let state = state_dir();
+        let dir = std::path::PathBuf::from(state.path()).join("proofs");
+        std::fs::create_dir_all(&dir).expect("proofs dir");
+        let now = chrono::Utc::now();
+        let proof = json!({"host": "mcp.test", "method": "dns-txt", "token": TOKEN,
+            "verified_at": now.to_rfc3339(), "expires_at": (now + chrono::Duration::days(90)).to_rfc3339()});
+        std::fs::write(dir.join("mcp.test.json"), proof.to_string()).expect("write proof");
+        let trace = state.path().join("trace.jsonl");
+        let out = mcpprobe()
+            .env("MCPPROBE_STATE_DIR", state.path())
+            .args([
+                "scan",
+                TARGET,
+                "--resolver",
+                &dns.arg(),
+                "--format",
+                "json",
+                "--rate",
+                "10",
+            ])
+            .args(["--checks", "AUTH-02,AUTH-03", "--trace-file"])
+            .arg(&trace)
+            .output()
+            .expect("mcpprobe runs");
+        let code = out.status.code().unwrap_or(-1);
+        assert!([0, 1, 3].contains(&code), "exit {code}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "no JSON report ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let urls = std::fs::read_to_string(&trace)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| {
+                v.pointer("/request/url")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect();
+        (report, urls, host.finish())
+    }
+
+    fn auth_03(r: &Value) -> Vec<String> {
+        r["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["check"] == "AUTH-03")
+            .filter_map(|f| f["message"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    fn only_the_target(urls: &[String], seen: &[String]) {
+        assert!(!urls.is_empty());
+        for u in urls {
+            assert!(
+                u.starts_with("http://mcp.test:8080/"),
+                "a request off scope: {u}"
+            );
+        }
+        assert!(
+            seen.iter()
+                .all(|s| !s.contains("oauth-authorization-server")),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn hostile_authorization_server_at_cloud_metadata_is_refused_by_its_resolved_address() {
+        let rt = runtime();
+        let (r, urls, seen) = scan_advertising(&rt, "https://metadata.test/");
+        let f = auth_03(&r);
+        assert!(
+            f.iter().any(|m| m
+                .contains("https://metadata.test/.well-known/oauth-authorization-server")
+                && m.contains("169.254.169.254")
+                && m.contains("link-local")),
+            "{r}"
+        );
+        only_the_target(&urls, &seen);
+        // Plain http to the metadata address is refused for its scheme, before any lookup.
+        let (r, urls, seen) = scan_advertising(&rt, "http://169.254.169.254/latest/");
+        assert!(auth_03(&r).iter().any(|m| m.contains("only https")), "{r}");
+        only_the_target(&urls, &seen);
+    }
+
+    #[test]
+    fn hostile_authorization_server_on_loopback_for_a_remote_target_is_refused() {
+        let rt = runtime();
+        let local = TestHttp::start(&rt, vec![]);
+        let (r, urls, seen) = scan_advertising(&rt, &format!("https://{}/", local.addr));
+        assert!(
+            auth_03(&r)
+                .iter()
+                .any(|m| m.contains("127.0.0.1") && m.contains("loopback")),
+            "{r}"
+        );
+        only_the_target(&urls, &seen);
+        // A name that resolves to loopback, with userinfo: refused, and the userinfo never shown.
+        let (r, urls, seen) = scan_advertising(
+            &rt,
+            &format!("https://alice:hunter2@lo.test:{}/", local.addr.port()),
+        );
+        let f = auth_03(&r);
+        assert!(f.iter().any(|m| m.contains("loopback")), "{r}");
+        assert!(
+            !r.to_string().contains("hunter2"),
+            "the userinfo leaked: {r}"
+        );
+        only_the_target(&urls, &seen);
+        assert_eq!(
+            local.count(),
+            0,
+            "the loopback authorization server was reached"
+        );
+    }
+}
