@@ -328,6 +328,17 @@ tokio::task_local! {
     static BUDGET: Arc<Budget>;
 }
 
+tokio::task_local! {
+    /// A lower body cap for the requests of one future (the inventory's byte budget: a page
+    /// that would pass it is never read whole).
+    static BODY_LIMIT: usize;
+}
+
+/// Runs `f` with response bodies capped at `limit` bytes (never above [`Limits::max_body`]).
+pub async fn with_body_limit<F: std::future::Future>(limit: usize, f: F) -> F::Output {
+    BODY_LIMIT.scope(limit, f).await
+}
+
 /// What a check may send, and what it sent.
 #[derive(Debug)]
 pub struct Budget {
@@ -820,6 +831,13 @@ impl Network {
         Err((err, exchange))
     }
 
+    /// The body cap of a request sent now: [`Limits::max_body`], or less within
+    /// [`with_body_limit`].
+    fn body_limit(&self) -> usize {
+        let max = self.shared.settings.limits.max_body;
+        BODY_LIMIT.try_with(|l| (*l).min(max)).unwrap_or(max)
+    }
+
     /// A URL as evidence and traces show it: userinfo and the user's secrets redacted.
     pub fn shown_url(&self, url: &Url) -> String {
         self.shared.secrets.redact(&scope::shown_url(url))
@@ -1245,7 +1263,7 @@ impl Client {
                     req.clone(),
                     &self.credentials,
                     until,
-                    self.net.shared.settings.limits.max_body,
+                    self.net.body_limit(),
                 )
                 .await?;
             if !(300..400).contains(&resp.status) {

@@ -98,9 +98,34 @@ async fn list(
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let mut call = session.call(method, params).await;
+        // The byte budget caps the read itself: a page that would pass it is never whole in
+        // memory.
+        let room = MAX_BYTES.saturating_sub(inv.bytes);
+        if room == 0 {
+            let why = format!(
+                "{method} page {page} was not read: the inventory's budget of {MAX_BYTES} bytes was spent; only what was read was checked"
+            );
+            inv.notes.push(why.clone());
+            inv.truncated.get_or_insert(why);
+            return items;
+        }
+        let mut call = crate::net::with_body_limit(room, session.call(method, params)).await;
         inv.calls += 1;
         let page_bytes = call.body.len();
+        if call.result().is_none() && page_bytes >= room {
+            let why = format!(
+                "{method} page {page} would pass the inventory's budget of {MAX_BYTES} bytes ({} read before it); it and the rest were not read, only what was read was checked",
+                inv.bytes
+            );
+            if method == "tools/list" && inv.first_tools_call.is_none() {
+                call.body.truncate(KEPT_BODY);
+                call.body.shrink_to_fit();
+                inv.first_tools_call = Some(call);
+            }
+            inv.notes.push(why.clone());
+            inv.truncated.get_or_insert(why);
+            return items;
+        }
         // The page's items are moved out of the reply, never cloned; the raw body is dropped.
         let mut result = match call.reply.as_mut() {
             Some(super::rpc::Reply::Result(v)) => Some(std::mem::take(v)),
@@ -126,6 +151,7 @@ async fn list(
                 *v = r.clone();
             }
             call.body.truncate(KEPT_BODY);
+            call.body.shrink_to_fit();
         } else {
             call.body = Vec::new();
         }
