@@ -37,7 +37,8 @@ pub const EVIDENCE_BODY: usize = 4096;
 pub const MAX_REDIRECTS: usize = 3;
 /// Bytes read of the authorization server's metadata (an RFC 8414 document is small).
 pub const AS_MAX_BODY: usize = 64 * 1024;
-/// A request that took longer than this counts against the scan's slow-server budget.
+/// What a request may take for free: beyond it, its time counts against the scan's
+/// slow-server budget (a request stopped at a time cap counts whole).
 pub const SLOW_REQUEST: Duration = Duration::from_secs(1);
 
 pub fn user_agent() -> String {
@@ -51,8 +52,9 @@ pub struct Limits {
     /// From sending a request to the end of its body (or of the time we read an open stream).
     pub response_timeout: Duration,
     pub max_body: usize,
-    /// The scan-wide slow-server budget (SPEC §10): the time all slow requests (those that
-    /// took over [`SLOW_REQUEST`], hit a time cap or timed out) may take together. No request
+    /// The scan-wide slow-server budget (SPEC §10): the time slow requests may take together
+    /// (what each took beyond [`SLOW_REQUEST`]; all of it when it hit a time cap or timed
+    /// out). No request
     /// is given more than what is left of it; once it is spent, requests fail fast.
     pub slow_budget: Duration,
     /// Requests stopped at a time cap (or timed out) before the budget counts as spent.
@@ -859,13 +861,19 @@ impl Network {
     }
 
     /// Counts a wait of `elapsed` for `probe` against the slow-server budget (`capped`: it was
-    /// stopped at its time cap or timed out). Waits under [`SLOW_REQUEST`] are free.
+    /// stopped at its time cap or timed out, and counts whole). Otherwise only what it took
+    /// beyond [`SLOW_REQUEST`] counts: a server that answers in 1.2 s is not dripping.
     pub fn record_slow(&self, probe: &str, elapsed: Duration, capped: bool) {
-        if !capped && elapsed < SLOW_REQUEST {
+        if !capped && elapsed <= SLOW_REQUEST {
             return;
         }
         let s = &self.shared;
-        let ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        let counted = if capped {
+            elapsed
+        } else {
+            elapsed - SLOW_REQUEST
+        };
+        let ms = u64::try_from(counted.as_millis()).unwrap_or(u64::MAX);
         let spent = s
             .slow
             .spent_ms
