@@ -59,7 +59,7 @@ fn scan(server: &Hostile) -> Scan {
     }
 }
 
-fn n1<'r>(r: &'r Value) -> Vec<&'r str> {
+fn n1(r: &Value) -> Vec<&str> {
     r["findings"]
         .as_array()
         .into_iter()
