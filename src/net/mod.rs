@@ -242,6 +242,15 @@ impl Response {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+
+    /// The body as JSON. A body cut at a cap is never parsed: it cannot be whole, and parsing
+    /// megabytes of it would build most of a tree before failing.
+    pub fn json(&self) -> Result<serde_json::Value, String> {
+        if self.truncated {
+            return Err("the body was cut at a cap".into());
+        }
+        serde_json::from_slice(&self.body).map_err(|e| e.to_string())
+    }
 }
 
 /// The scheme, host and port a scan may talk to.

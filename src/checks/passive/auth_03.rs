@@ -113,8 +113,9 @@ impl Check for Auth03 {
                     ]);
                 }
             };
+            let parsed = resp.json();
             let ex = reduced(resp.exchange, &resp.body);
-            let doc: Value = match (resp.status, serde_json::from_slice::<Value>(&resp.body)) {
+            let doc: Value = match (resp.status, parsed) {
                 (200, Ok(v)) if v.is_object() => v,
                 (status, _) if status >= 500 || status == 429 => {
                     return Outcome::Ran(vec![crate::checks::probe::indeterminate(
