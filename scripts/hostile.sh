@@ -3,13 +3,21 @@
 # tests/integration/support/hostile.rs runs as `examples/hostile.rs` on 127.0.0.1, and the
 # release binary scans it (`--rate 10`); printed per scenario: exit code, outcome, requests,
 # wall time and peak RSS (GNU time), against the budget (30 s, 100 MB).
-# Usage: scripts/hostile.sh [SCENARIO…]    (default: every scenario)
-# Output: a table on stdout; `HOSTILE_TSV=FILE` also writes it as tab-separated values.
+# Usage: scripts/hostile.sh [MCPPROBE_BINARY] [SCENARIO…]    (default: the release build, every
+# scenario). Output: a table on stdout; `HOSTILE_TSV=FILE` also writes it as tab-separated values.
+# Exit 1 when a scan crashed or hung (an exit other than 0, 1, 3); a scenario over the 30 s / 100 MB
+# budget is marked OVER, and fails the script only with HOSTILE_STRICT=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --bin mcpprobe --example hostile
-bin=target/release/mcpprobe
-server=target/release/examples/hostile
+out=${CARGO_TARGET_DIR:-target}
+bin=$out/release/mcpprobe
+if [ $# -gt 0 ] && [ -f "$1" ] && [ -x "$1" ]; then bin=$1; shift; fi
+if [ "$bin" = "$out/release/mcpprobe" ]; then
+  cargo build --release --quiet --bin mcpprobe --example hostile
+else
+  cargo build --release --quiet --example hostile
+fi
+server=$out/release/examples/hostile
 [ -x /usr/bin/time ] || { echo "needs GNU time (/usr/bin/time)" >&2; exit 1; }
 work=$(mktemp -d)
 cleanup() {
@@ -46,7 +54,10 @@ try:
     r=json.load(open(sys.argv[1])); print(r.get("outcome","?"), r.get("requests_sent","?"))
 except Exception: print("no-report ?")' "$work/report.json")
   verdict=ok
-  if awk -v w="$wall" -v m="$rss" 'BEGIN{exit !(w>30 || m>100)}'; then verdict=OVER; fail=1; fi
+  if awk -v w="$wall" -v m="$rss" 'BEGIN{exit !(w>30 || m>100)}'; then
+    verdict=OVER
+    [ "${HOSTILE_STRICT:-0}" = 1 ] && fail=1
+  fi
   case $code in 0|1|3) ;; *) verdict="BAD EXIT"; fail=1 ;; esac
   printf '%-22s %4s %-10s %5s %8s %9s  %s\n' "$s" "$code" "$outcome" "$reqs" "$wall" "$rss" "$verdict"
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$code" "$outcome" "$reqs" "$wall" "$rss" >>"$tsv"
