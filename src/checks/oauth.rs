@@ -154,7 +154,7 @@ pub async fn discover(cx: &Live<'_>) -> Discovery {
     for u in candidates.into_iter().take(2) {
         match client.without_credentials().send(Request::get(u)).await {
             Ok(r) if r.status == 200 => {
-                if let Ok(v) = serde_json::from_slice::<Value>(&r.body) {
+                if let Ok(v) = r.json() {
                     d.document = Some((v, r.exchange));
                     break;
                 }

@@ -174,11 +174,20 @@ pub fn tools(call: &Call) -> Vec<Value> {
 }
 
 /// The first page of tools the inventory read.
-pub fn inventory_first_page(cx: &Live<'_>) -> Vec<Value> {
-    cx.inventory
-        .and_then(|i| i.first_tools_call.as_ref())
-        .map(tools)
-        .unwrap_or_default()
+pub fn inventory_first_page<'a>(cx: &Live<'a>) -> &'a [Value] {
+    cx.inventory.map(|i| i.first_page()).unwrap_or_default()
+}
+
+/// The tools of a reply, moved out of it (the call keeps its exchange; its body is dropped).
+pub fn take_tools(call: &mut crate::protocol::session::Call) -> Vec<Value> {
+    call.body = Vec::new();
+    match call.reply.as_mut().and_then(|r| match r {
+        crate::protocol::rpc::Reply::Result(v) => v.get_mut("tools"),
+        _ => None,
+    }) {
+        Some(Value::Array(a)) => std::mem::take(a),
+        _ => Vec::new(),
+    }
 }
 
 /// Tool names, sorted, for messages.

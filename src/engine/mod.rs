@@ -230,6 +230,7 @@ impl Scanner {
                 connect_timeout: req.limits.connect_timeout,
                 response_timeout: req.limits.response_timeout,
                 max_body: req.limits.max_body,
+                ..crate::net::Limits::default()
             },
             token: req
                 .credentials
@@ -278,6 +279,18 @@ impl Scanner {
             report.outcome = RunOutcome::Incomplete;
             report.reason = Some(why.reason());
             report.skip_rest("the scan was interrupted");
+        }
+        // A server that dripped or stalled spent the slow-server budget: what was not sent
+        // makes the scan incomplete (SPEC §10), naming the slow probes.
+        if let Some(why) = net.slow_stop() {
+            tracing::warn!("{why}");
+            if report.outcome == RunOutcome::Complete {
+                report.outcome = RunOutcome::Incomplete;
+                report.reason = Some(why);
+            } else if let Some(r) = report.reason.as_mut() {
+                r.push_str("; ");
+                r.push_str(&why);
+            }
         }
         // Whatever a finished scan left behind (a legacy SSE reader) stops now.
         scan_cancel.cancel();
@@ -644,6 +657,11 @@ impl Scanner {
         if let Some(why) = stop {
             report.outcome = RunOutcome::Incomplete;
             report.reason = Some(why);
+        } else if let Some(why) = parts.inventory.and_then(|i| i.truncated.as_ref()) {
+            // The inventory's byte budget stopped the lists: N1 says what was left out, and
+            // the scan did not check everything.
+            report.outcome = RunOutcome::Incomplete;
+            report.reason = Some(format!("the inventory was truncated: {why}"));
         }
         // The pinned state is written only by a scan that was not interrupted.
         if let (Some(new), Some(path)) = (pin, pinned.map(|p| &p.request.path))

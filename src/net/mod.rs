@@ -8,12 +8,13 @@
 
 pub mod dns;
 pub mod redact;
+pub mod scope;
 
 use std::fs::File;
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,11 @@ pub const DEFAULT_RATE: u32 = 5;
 pub const EVIDENCE_BODY: usize = 4096;
 /// Same-origin redirects followed before giving up (loops are never followed).
 pub const MAX_REDIRECTS: usize = 3;
+/// Bytes read of the authorization server's metadata (an RFC 8414 document is small).
+pub const AS_MAX_BODY: usize = 64 * 1024;
+/// What a request may take for free: beyond it, its time counts against the scan's
+/// slow-server budget (a request stopped at a time cap counts whole).
+pub const SLOW_REQUEST: Duration = Duration::from_secs(1);
 
 pub fn user_agent() -> String {
     format!("mcpprobe/{}", env!("CARGO_PKG_VERSION"))
@@ -46,6 +52,13 @@ pub struct Limits {
     /// From sending a request to the end of its body (or of the time we read an open stream).
     pub response_timeout: Duration,
     pub max_body: usize,
+    /// The scan-wide slow-server budget (SPEC §10): the time slow requests may take together
+    /// (what each took beyond [`SLOW_REQUEST`]; all of it when it hit a time cap or timed
+    /// out). No request
+    /// is given more than what is left of it; once it is spent, requests fail fast.
+    pub slow_budget: Duration,
+    /// Requests stopped at a time cap (or timed out) before the budget counts as spent.
+    pub max_capped: u32,
 }
 
 impl Default for Limits {
@@ -54,6 +67,8 @@ impl Default for Limits {
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(10),
             max_body: 8 * 1024 * 1024,
+            slow_budget: Duration::from_secs(15),
+            max_capped: 3,
         }
     }
 }
@@ -123,6 +138,12 @@ pub enum NetError {
     Interrupted,
     #[error("refused by mcpprobe: {check} already sent its budget of {budget} requests")]
     OverBudget { check: &'static str, budget: u32 },
+    /// The advertised authorization server is outside what mcpprobe may reach (SPEC §7).
+    #[error("refused by mcpprobe: {url} is not fetched: {why}")]
+    AuthorizationServer { url: String, why: scope::AsRefusal },
+    /// The scan's slow-server budget is spent: nothing more is sent to this server.
+    #[error("not sent: the server is too slow ({0})")]
+    SlowServer(String),
     #[error("{0}")]
     Other(String),
 }
@@ -221,6 +242,15 @@ impl Response {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+
+    /// The body as JSON. A body cut at a cap is never parsed: it cannot be whole, and parsing
+    /// megabytes of it would build most of a tree before failing.
+    pub fn json(&self) -> Result<serde_json::Value, String> {
+        if self.truncated {
+            return Err("the body was cut at a cap".into());
+        }
+        serde_json::from_slice(&self.body).map_err(|e| e.to_string())
+    }
 }
 
 /// The scheme, host and port a scan may talk to.
@@ -309,6 +339,17 @@ tokio::task_local! {
     static BUDGET: Arc<Budget>;
 }
 
+tokio::task_local! {
+    /// A lower body cap for the requests of one future (the inventory's byte budget: a page
+    /// that would pass it is never read whole).
+    static BODY_LIMIT: usize;
+}
+
+/// Runs `f` with response bodies capped at `limit` bytes (never above [`Limits::max_body`]).
+pub async fn with_body_limit<F: std::future::Future>(limit: usize, f: F) -> F::Output {
+    BODY_LIMIT.scope(limit, f).await
+}
+
 /// What a check may send, and what it sent.
 #[derive(Debug)]
 pub struct Budget {
@@ -387,6 +428,17 @@ struct Shared {
     trace: Option<Mutex<File>>,
     /// The one GET to an authorization server this scan may send.
     as_permit: AtomicBool,
+    slow: Slow,
+}
+
+/// The scan-wide slow-server budget: what slow requests spent, and the probe that spent it.
+#[derive(Debug, Default)]
+struct Slow {
+    spent_ms: AtomicU64,
+    capped: AtomicU32,
+    exhausted: AtomicBool,
+    /// The slow probes, in order (the first few), for the report.
+    probes: Mutex<Vec<String>>,
 }
 
 /// One scan's network: settings, limiter, counter, trace. Cheap to clone.
@@ -460,6 +512,7 @@ impl Network {
                 secrets,
                 trace,
                 as_permit: AtomicBool::new(true),
+                slow: Slow::default(),
                 settings,
             }),
         })
@@ -478,7 +531,7 @@ impl Network {
                 Exchange {
                     request: Message {
                         method: Some(req.method.to_string()),
-                        url: Some(self.shared.secrets.redact(req.url.as_str())),
+                        url: Some(self.shown_url(&req.url)),
                         ..Message::default()
                     },
                     response: None,
@@ -558,7 +611,8 @@ impl Network {
             .http(&origin.host, addrs)
             .map_err(|e| (e, Exchange::default()))?;
         let keys = limiter_keys(&origin.host, addrs);
-        self.execute(&http, &keys, Request::get(url), &[], None)
+        let limit = self.shared.settings.limits.max_body;
+        self.execute(&http, &keys, Request::get(url), &[], None, limit)
             .await
     }
 
@@ -594,9 +648,16 @@ impl Network {
         req: Request,
         credentials: &[(String, String)],
         until: Option<&Until>,
+        limit: usize,
     ) -> Result<Response, (NetError, Exchange)> {
-        let (resp, shown_request, started) = self.start(http, keys, req, credentials).await?;
-        let deadline = started + self.shared.settings.limits.response_timeout;
+        let Started {
+            resp,
+            shown: shown_request,
+            started,
+            cap,
+            probe,
+        } = self.start(http, keys, req, credentials).await?;
+        let deadline = started + cap;
         let status = resp.status().as_u16();
         let resp_headers = headers_of(&resp);
         let raw_headers = raw_headers_of(&resp);
@@ -610,9 +671,10 @@ impl Network {
         let mut stream = BodyStream {
             inner: Box::pin(resp.bytes_stream()),
             deadline,
-            limit: self.shared.settings.limits.max_body,
+            limit,
             read: 0,
             cancel: self.shared.cancel.clone(),
+            hit_time_cap: false,
         };
         loop {
             match stream.next_chunk().await {
@@ -633,6 +695,9 @@ impl Network {
                     break;
                 }
             }
+        }
+        if let Some(p) = &probe {
+            self.record_slow(p, started.elapsed(), stream.hit_time_cap);
         }
         let exchange = self.record(
             shown_request,
@@ -660,16 +725,17 @@ impl Network {
         keys: &[String],
         req: Request,
         credentials: &[(String, String)],
-    ) -> Result<(reqwest::Response, Message, Instant), (NetError, Exchange)> {
+    ) -> Result<Started, (NetError, Exchange)> {
         let s = &self.shared;
         let limits = s.settings.limits;
-        // A session end is still sent after an interruption (briefly); nothing else is.
-        let closing = req.closing && s.cancel.is_cancelled();
+        // A session end is still sent after an interruption or once the server proved too slow
+        // (briefly); nothing else is.
+        let closing = req.closing && (s.cancel.is_cancelled() || self.slow_spent());
         let not_sent = |err: NetError| {
             let exchange = Exchange {
                 request: Message {
                     method: Some(req.method.to_string()),
-                    url: Some(s.secrets.redact(req.url.as_str())),
+                    url: Some(self.shown_url(&req.url)),
                     ..Message::default()
                 },
                 response: None,
@@ -680,6 +746,16 @@ impl Network {
         if !closing && s.cancel.is_cancelled() {
             return Err(not_sent(NetError::Interrupted));
         }
+        // No request gets more time than what is left of the slow-server budget.
+        let time_cap = if closing {
+            CLOSING_TIMEOUT
+        } else {
+            match self.slow_window(limits.response_timeout) {
+                Some(cap) => cap,
+                None => return Err(not_sent(NetError::SlowServer(self.slow_summary()))),
+            }
+        };
+        let probe = (!closing).then(|| probe_name(&req));
         let wait = async {
             s.limiter.until_ready().await;
             s.politeness.wait(keys).await;
@@ -719,7 +795,7 @@ impl Network {
         }
         let shown_request = Message {
             method: Some(req.method.to_string()),
-            url: Some(s.secrets.redact(req.url.as_str())),
+            url: Some(self.shown_url(&req.url)),
             status: None,
             headers: headers
                 .iter()
@@ -732,24 +808,31 @@ impl Network {
             truncated: req.body.as_ref().is_some_and(|b| b.len() > EVIDENCE_BODY),
         };
         let started = Instant::now();
-        let cap = if closing {
-            CLOSING_TIMEOUT
-        } else {
-            limits.response_timeout
-        };
         let sent = tokio::select! {
-            r = tokio::time::timeout(cap, builder.send()) => Some(r),
+            r = tokio::time::timeout(time_cap, builder.send()) => Some(r),
             () = s.cancel.cancelled(), if !closing => None,
         };
         let err = match sent {
             None => NetError::Interrupted,
-            Some(Ok(Ok(r))) => return Ok((r, shown_request, started)),
-            Some(Err(_)) => NetError::Timeout(cap),
+            Some(Ok(Ok(r))) => {
+                return Ok(Started {
+                    resp: r,
+                    shown: shown_request,
+                    started,
+                    cap: time_cap,
+                    probe,
+                });
+            }
+            Some(Err(_)) => NetError::Timeout(time_cap),
             Some(Ok(Err(e))) if is_tls(&e) => NetError::Tls(root_cause(&e)),
             Some(Ok(Err(e))) if e.is_connect() => NetError::Connect(root_cause(&e)),
             Some(Ok(Err(e))) if e.is_timeout() => NetError::Timeout(limits.connect_timeout),
             Some(Ok(Err(e))) => NetError::Other(root_cause(&e)),
         };
+        if let Some(p) = &probe {
+            let capped = matches!(err, NetError::Timeout(_));
+            self.record_slow(p, started.elapsed(), capped);
+        }
         let exchange = Exchange {
             request: shown_request,
             response: None,
@@ -757,6 +840,103 @@ impl Network {
         };
         self.trace(&exchange, started);
         Err((err, exchange))
+    }
+
+    /// The body cap of a request sent now: [`Limits::max_body`], or less within
+    /// [`with_body_limit`].
+    fn body_limit(&self) -> usize {
+        let max = self.shared.settings.limits.max_body;
+        BODY_LIMIT.try_with(|l| (*l).min(max)).unwrap_or(max)
+    }
+
+    /// A URL as evidence and traces show it: userinfo and the user's secrets redacted.
+    pub fn shown_url(&self, url: &Url) -> String {
+        self.shared.secrets.redact(&scope::shown_url(url))
+    }
+
+    /// What is left of the slow-server budget for one wait of at most `want`; `None` once the
+    /// budget is spent (nothing more should wait on this server).
+    pub fn slow_window(&self, want: Duration) -> Option<Duration> {
+        let s = &self.shared;
+        if s.slow.exhausted.load(Ordering::SeqCst) {
+            return None;
+        }
+        let spent = Duration::from_millis(s.slow.spent_ms.load(Ordering::SeqCst));
+        let left = s.settings.limits.slow_budget.saturating_sub(spent);
+        if left.is_zero() {
+            return None;
+        }
+        Some(want.min(left))
+    }
+
+    /// Counts a wait of `elapsed` for `probe` against the slow-server budget (`capped`: it was
+    /// stopped at its time cap or timed out, and counts whole). Otherwise only what it took
+    /// beyond [`SLOW_REQUEST`] counts: a server that answers in 1.2 s is not dripping.
+    pub fn record_slow(&self, probe: &str, elapsed: Duration, capped: bool) {
+        if !capped && elapsed <= SLOW_REQUEST {
+            return;
+        }
+        let s = &self.shared;
+        let counted = if capped {
+            elapsed
+        } else {
+            elapsed - SLOW_REQUEST
+        };
+        let ms = u64::try_from(counted.as_millis()).unwrap_or(u64::MAX);
+        let spent = s
+            .slow
+            .spent_ms
+            .fetch_add(ms, Ordering::SeqCst)
+            .saturating_add(ms);
+        let capped_n = if capped {
+            s.slow.capped.fetch_add(1, Ordering::SeqCst) + 1
+        } else {
+            s.slow.capped.load(Ordering::SeqCst)
+        };
+        if let Ok(mut probes) = s.slow.probes.lock()
+            && probes.len() < 4
+        {
+            probes.push(format!(
+                "{probe}: {:.1} s{}",
+                elapsed.as_secs_f64(),
+                if capped {
+                    ", stopped at the time cap"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let budget_ms =
+            u64::try_from(s.settings.limits.slow_budget.as_millis()).unwrap_or(u64::MAX);
+        if capped_n >= s.settings.limits.max_capped || spent >= budget_ms {
+            s.slow.exhausted.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn slow_spent(&self) -> bool {
+        self.shared.slow.exhausted.load(Ordering::SeqCst)
+    }
+
+    fn slow_summary(&self) -> String {
+        let s = &self.shared.slow;
+        let probes = s.probes.lock().map(|p| p.join("; ")).unwrap_or_default();
+        format!(
+            "{} slow requests took {:.1} s of the scan's {} s slow-server budget; slow probes: {probes}",
+            s.capped.load(Ordering::SeqCst),
+            s.spent_ms.load(Ordering::SeqCst) as f64 / 1000.0,
+            self.shared.settings.limits.slow_budget.as_secs()
+        )
+    }
+
+    /// Why the scan stopped sending to this server, once its slow-server budget is spent
+    /// (the scan is then incomplete).
+    pub fn slow_stop(&self) -> Option<String> {
+        self.slow_spent().then(|| {
+            format!(
+                "the server is too slow: {}; the requests after that were not sent",
+                self.slow_summary()
+            )
+        })
     }
 
     /// The shown (redacted, capped) exchange of a response, also written to the trace.
@@ -772,7 +952,13 @@ impl Network {
         started: Instant,
     ) -> Exchange {
         let s = &self.shared;
-        let (shown_body, cut) = cap(&s.secrets.redact(&String::from_utf8_lossy(body)));
+        // Only the start of the body is shown: redact just that (plus room for a secret that
+        // straddles the cut), never a copy of a whole 8 MiB body.
+        let room = EVIDENCE_BODY + s.secrets.longest() + 4;
+        let (shown_body, cut) = cap(&s
+            .secrets
+            .redact(&String::from_utf8_lossy(&body[..body.len().min(room)])));
+        let cut = cut || body.len() > room;
         let exchange = Exchange {
             request,
             response: Some(Message {
@@ -806,41 +992,37 @@ impl Network {
             }
         }
     }
+}
 
-    /// The one GET this scan may send outside the target's origin: to the authorization server
-    /// the target advertises (AUTH-03). A second call is refused.
-    pub async fn authorization_server_get(
-        &self,
-        dns: &dns::Dns,
-        url: &Url,
-    ) -> Result<Response, (NetError, Exchange)> {
-        if !self.shared.as_permit.swap(false, Ordering::SeqCst) {
-            return Err((
-                NetError::Refused(
-                    "the one authorization-server GET of this scan was already sent".into(),
-                ),
-                Exchange::default(),
-            ));
-        }
-        let host = url.host_str().unwrap_or_default().to_string();
-        let addrs = match url.host() {
-            Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
-            Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
-            _ => dns.addresses(&host).await.map_err(|e| {
-                (
-                    NetError::Connect(format!("cannot resolve {host}: {e}")),
-                    Exchange::default(),
-                )
-            })?,
-        };
-        let http = self
-            .http(&host, &addrs)
-            .map_err(|e| (e, Exchange::default()))?;
-        let req = Request::get(url.clone());
-        self.charge(&req)?;
-        let keys = limiter_keys(&host, &addrs);
-        self.execute(&http, &keys, req, &[], None).await
+/// A request whose response head arrived.
+struct Started {
+    resp: reqwest::Response,
+    shown: Message,
+    started: Instant,
+    /// The time this request may take in all (the response timeout, or less of the
+    /// slow-server budget).
+    cap: Duration,
+    /// How the slow-server budget names this request (none for a session end).
+    probe: Option<String>,
+}
+
+/// How the slow-server budget names a request: its JSON-RPC method, HTTP method and path, and
+/// the check that sent it.
+fn probe_name(req: &Request) -> String {
+    let rpc = req
+        .body
+        .as_deref()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+        .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(str::to_string));
+    let check = BUDGET.try_with(|b| b.check).ok();
+    let mut name = format!("{} {}", req.method, req.url.path());
+    if let Some(m) = rpc {
+        name = format!("{m} ({name})");
     }
+    if let Some(c) = check {
+        name = format!("{c}: {name}");
+    }
+    name
 }
 
 fn headers_of(resp: &reqwest::Response) -> Vec<(String, String)> {
@@ -908,6 +1090,8 @@ pub struct BodyStream {
     limit: usize,
     read: usize,
     cancel: CancellationToken,
+    /// The read stopped at the time cap.
+    pub hit_time_cap: bool,
 }
 
 impl BodyStream {
@@ -920,7 +1104,10 @@ impl BodyStream {
             }
         };
         match next {
-            Err(_) => Chunk::Stopped("stopped reading at the time cap".into()),
+            Err(_) => {
+                self.hit_time_cap = true;
+                Chunk::Stopped("stopped reading at the time cap".into())
+            }
             Ok(None) => Chunk::End,
             Ok(Some(Err(e))) => Chunk::Failed(format!("body read failed: {}", root_cause(&e))),
             Ok(Some(Ok(chunk))) => {
@@ -1093,6 +1280,7 @@ impl Client {
                     req.clone(),
                     &self.credentials,
                     until,
+                    self.net.body_limit(),
                 )
                 .await?;
             if !(300..400).contains(&resp.status) {
@@ -1104,7 +1292,7 @@ impl Client {
             if Origin::of(&location).as_ref() != Some(&self.origin) {
                 resp.exchange.note = Some(format!(
                     "redirect to another origin not followed: {}",
-                    self.net.secrets().redact(location.as_str())
+                    self.net.shown_url(&location)
                 ));
                 return Ok(resp);
             }
@@ -1112,7 +1300,7 @@ impl Client {
             if visited.contains(&location) {
                 resp.exchange.note = Some(format!(
                     "redirect loop not followed: {}",
-                    self.net.secrets().redact(location.as_str())
+                    self.net.shown_url(&location)
                 ));
                 return Ok(resp);
             }
@@ -1141,7 +1329,12 @@ impl Client {
     ) -> Result<OpenStream, (NetError, Exchange)> {
         self.admit(&req).map_err(|e| (e, Exchange::default()))?;
         self.net.charge(&req)?;
-        let (resp, shown, started) = self
+        let Started {
+            resp,
+            shown,
+            started,
+            ..
+        } = self
             .net
             .start(&self.http, &self.keys, req, &self.credentials)
             .await?;
@@ -1162,6 +1355,7 @@ impl Client {
             limit: self.net.shared.settings.limits.max_body,
             read: 0,
             cancel: self.net.shared.cancel.clone(),
+            hit_time_cap: false,
         };
         Ok(OpenStream {
             status,
@@ -1174,5 +1368,68 @@ impl Client {
     /// The addresses this client is pinned to.
     pub fn addresses(&self) -> &[IpAddr] {
         &self.addrs
+    }
+
+    /// The one GET this scan may send outside the target's origin: to the authorization server
+    /// the target advertises (AUTH-03). Only a client that passed the gate has it. https only
+    /// (http when the target itself is loopback); the addresses the name resolves to (and the
+    /// request is pinned to) may be loopback, private, link-local, CGNAT or unspecified only
+    /// when the target's own address is in that same range. A refused URL is
+    /// [`NetError::AuthorizationServer`], and nothing is sent. Userinfo in the URL is never
+    /// sent nor shown; no redirect is followed; the body is read up to [`AS_MAX_BODY`]. A
+    /// second call is refused.
+    pub async fn authorization_server_get(
+        &self,
+        dns: &dns::Dns,
+        url: &Url,
+    ) -> Result<Response, (NetError, Exchange)> {
+        let shown = self.net.shown_url(url);
+        let not_sent = |err: NetError| {
+            let exchange = Exchange {
+                request: Message {
+                    method: Some("GET".into()),
+                    url: Some(shown.clone()),
+                    ..Message::default()
+                },
+                response: None,
+                note: Some(format!("not sent: {err}")),
+            };
+            (err, exchange)
+        };
+        let refused = |why: scope::AsRefusal| {
+            not_sent(NetError::AuthorizationServer {
+                url: shown.clone(),
+                why,
+            })
+        };
+        if !self.net.shared.as_permit.swap(false, Ordering::SeqCst) {
+            return Err(not_sent(NetError::Refused(
+                "the one authorization-server GET of this scan was already sent".into(),
+            )));
+        }
+        // The scheme first: a plain-http URL of a remote target needs no lookup to be refused.
+        scope::judge(url, &[], &self.addrs).map_err(refused)?;
+        let host = url.host_str().unwrap_or_default().to_string();
+        let addrs = match url.host() {
+            Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
+            Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
+            _ => dns.addresses(&host).await.map_err(|e| {
+                not_sent(NetError::Connect(format!(
+                    "cannot resolve {}: {e}",
+                    self.net.secrets().redact(&host)
+                )))
+            })?,
+        };
+        scope::judge(url, &addrs, &self.addrs).map_err(refused)?;
+        let mut clean = url.clone();
+        let _ = clean.set_password(None);
+        let _ = clean.set_username("");
+        let http = self.net.http(&host, &addrs).map_err(not_sent)?;
+        let req = Request::get(clean);
+        self.net.charge(&req)?;
+        let keys = limiter_keys(&host, &addrs);
+        self.net
+            .execute(&http, &keys, req, &[], None, AS_MAX_BODY)
+            .await
     }
 }

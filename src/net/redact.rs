@@ -41,6 +41,11 @@ impl Secrets {
         }
     }
 
+    /// The length of the longest secret, in bytes.
+    pub fn longest(&self) -> usize {
+        self.values.first().map_or(0, String::len)
+    }
+
     /// `text` with every secret replaced by `[REDACTED]`.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();

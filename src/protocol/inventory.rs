@@ -12,6 +12,11 @@ use super::session::{Call, Session};
 pub const MAX_PAGES: usize = 20;
 /// Items kept per list before stopping (N1).
 pub const MAX_ITEMS: usize = 10_000;
+/// Bytes of list pages (as the server sent them) read across every list of one scan before
+/// stopping (SPEC §10: a scan stays under 100 MB): N1, and the scan is incomplete.
+pub const MAX_BYTES: usize = 12 * 1024 * 1024;
+/// Bytes of the first `tools/list` answer's body kept with its call (for messages).
+const KEPT_BODY: usize = 4096;
 
 #[derive(Debug, Default)]
 pub struct Inventory {
@@ -19,10 +24,18 @@ pub struct Inventory {
     pub value: Value,
     /// Where a list could not be read completely (reported as N1).
     pub notes: Vec<String>,
-    /// The first `tools/list` call (its exchange is the evidence of the inventory).
+    /// The first `tools/list` call (its exchange is the evidence of the inventory). Its
+    /// result's `tools` were moved into [`Inventory::value`]: the first page is
+    /// [`Inventory::first_page`].
     pub first_tools_call: Option<Call>,
+    /// Tools on the first `tools/list` page.
+    pub first_page_len: usize,
     /// Requests the inventory sent.
     pub calls: usize,
+    /// Bytes of list pages read (against [`MAX_BYTES`]).
+    pub bytes: usize,
+    /// The byte budget stopped the inventory (why): the scan is incomplete.
+    pub truncated: Option<String>,
 }
 
 impl Inventory {
@@ -32,6 +45,12 @@ impl Inventory {
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+
+    /// The tools of the first `tools/list` page.
+    pub fn first_page(&self) -> &[Value] {
+        let tools = self.tools();
+        &tools[..self.first_page_len.min(tools.len())]
     }
 }
 
@@ -79,13 +98,67 @@ async fn list(
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let call = session.call(method, params).await;
+        // The byte budget caps the read itself: a page that would pass it is never whole in
+        // memory.
+        let room = MAX_BYTES.saturating_sub(inv.bytes);
+        if room == 0 {
+            let why = format!(
+                "{method} page {page} was not read: the inventory's budget of {MAX_BYTES} bytes was spent; only what was read was checked"
+            );
+            inv.notes.push(why.clone());
+            inv.truncated.get_or_insert(why);
+            return items;
+        }
+        let mut call = crate::net::with_body_limit(room, session.call(method, params)).await;
         inv.calls += 1;
-        let result = call.result().cloned();
-        if method == "tools/list" && inv.first_tools_call.is_none() {
+        let page_bytes = call.body.len();
+        if call.result().is_none() && page_bytes >= room {
+            let why = format!(
+                "{method} page {page} would pass the inventory's budget of {MAX_BYTES} bytes ({} read before it); it and the rest were not read, only what was read was checked",
+                inv.bytes
+            );
+            if method == "tools/list" && inv.first_tools_call.is_none() {
+                call.body.truncate(KEPT_BODY);
+                call.body.shrink_to_fit();
+                inv.first_tools_call = Some(call);
+            }
+            inv.notes.push(why.clone());
+            inv.truncated.get_or_insert(why);
+            return items;
+        }
+        // The page's items are moved out of the reply, never cloned; the raw body is dropped.
+        let mut result = match call.reply.as_mut() {
+            Some(super::rpc::Reply::Result(v)) => Some(std::mem::take(v)),
+            _ => None,
+        };
+        let page_items = match result.as_mut().and_then(|r| r.get_mut(key)) {
+            Some(Value::Array(a)) => std::mem::take(a),
+            _ => Vec::new(),
+        };
+        let next = result
+            .as_ref()
+            .and_then(|r| r.get("nextCursor"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let first_tools = method == "tools/list" && inv.first_tools_call.is_none();
+        if first_tools {
+            inv.first_page_len = page_items.len().min(MAX_ITEMS);
+        }
+        if first_tools || result.is_none() {
+            // What the checks read of the first call: status, headers, exchange, the result
+            // without its items, and the start of the body.
+            if let (Some(super::rpc::Reply::Result(v)), Some(r)) = (call.reply.as_mut(), &result) {
+                *v = r.clone();
+            }
+            call.body.truncate(KEPT_BODY);
+            call.body.shrink_to_fit();
+        } else {
+            call.body = Vec::new();
+        }
+        if first_tools {
             inv.first_tools_call = Some(call.clone());
         }
-        let Some(result) = result else {
+        let Some(_) = result else {
             // A server without prompts or resources may say so with a JSON-RPC error (-32601, or
             // any error when it did not declare the capability). Anything else — a failure after
             // the first page, on tools, a declared list that errs, no usable answer — is a gap in
@@ -112,25 +185,37 @@ async fn list(
             }
             return items;
         };
-        if let Some(Value::Array(page_items)) = result.get(key) {
-            for item in page_items {
-                if items.len() >= MAX_ITEMS {
-                    inv.notes.push(format!(
-                        "{method} holds more than {MAX_ITEMS} items; the rest was not read"
-                    ));
-                    return items;
-                }
-                items.push(item.clone());
+        // The scan-wide byte budget: a page that would pass it is not kept.
+        if inv.bytes.saturating_add(page_bytes) > MAX_BYTES {
+            let why = format!(
+                "{method} page {page} ({page_bytes} bytes) would pass the inventory's budget of {MAX_BYTES} bytes ({} read before it); it and the rest were not read, only what was read was checked",
+                inv.bytes
+            );
+            if first_tools {
+                inv.first_page_len = 0;
             }
+            inv.notes.push(why.clone());
+            inv.truncated.get_or_insert(why);
+            return items;
         }
-        match result.get("nextCursor").and_then(Value::as_str) {
+        inv.bytes += page_bytes;
+        for item in page_items {
+            if items.len() >= MAX_ITEMS {
+                inv.notes.push(format!(
+                    "{method} holds more than {MAX_ITEMS} items; the rest was not read"
+                ));
+                return items;
+            }
+            items.push(item);
+        }
+        match next {
             None => return items,
             Some(next) => {
-                if !cursors.insert(next.to_string()) {
+                if !cursors.insert(next.clone()) {
                     inv.notes.push(format!("{method} returned a nextCursor it had returned before (a cycle); stopped after page {page}"));
                     return items;
                 }
-                cursor = Some(next.to_string());
+                cursor = Some(next);
             }
         }
     }

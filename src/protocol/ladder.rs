@@ -17,6 +17,10 @@ use crate::net::Client;
 
 /// How long to wait for the first event of a legacy SSE stream.
 pub const SSE_FIRST_EVENT: Duration = Duration::from_secs(3);
+/// The same wait once a Streamable HTTP era answered: a 2025 server opens a silent GET stream
+/// at its URL, which is no reason to wait seconds (SPEC §10); a legacy server sends its
+/// `endpoint` event at once.
+pub const SSE_FIRST_EVENT_KNOWN: Duration = Duration::from_millis(150);
 /// How long a stdio server gets to answer `server/discover` before it counts as legacy.
 pub const STDIO_DISCOVER: Duration = Duration::from_secs(5);
 
@@ -314,7 +318,12 @@ pub async fn http(client: &Client, url: &Url) -> (Fingerprint, Vec<Session>) {
         candidates.push(sse);
     }
     for candidate in candidates {
-        let (call, legacy) = open_legacy(client, &candidate, SSE_FIRST_EVENT).await;
+        let wait = if fp.eras.is_empty() {
+            SSE_FIRST_EVENT
+        } else {
+            SSE_FIRST_EVENT_KNOWN
+        };
+        let (call, legacy) = open_legacy(client, &candidate, wait).await;
         let step = format!("GET {} (text/event-stream)", candidate.path());
         match legacy {
             Some(session) => {

@@ -126,6 +126,27 @@ fn flatten(v: Value) -> Vec<Value> {
     }
 }
 
+impl Reply {
+    /// [`Reply::from_message`] that moves the result out instead of cloning it (a page of
+    /// tools may be megabytes).
+    pub fn from_owned(msg: Value) -> Option<Reply> {
+        match msg {
+            Value::Object(mut m) if m.contains_key("result") => {
+                m.remove("result").map(Reply::Result)
+            }
+            other => Reply::from_message(&other),
+        }
+    }
+}
+
+/// Removes the reply to request `id` from `msgs` and returns it (moved, not cloned).
+pub fn take_reply(msgs: &mut Vec<Value>, id: u64) -> Option<Reply> {
+    let i = msgs
+        .iter()
+        .position(|m| m.get("id").and_then(Value::as_u64) == Some(id))?;
+    Reply::from_owned(msgs.swap_remove(i))
+}
+
 /// The reply to request `id` among `msgs`.
 pub fn reply_to(msgs: &[Value], id: u64) -> Option<Reply> {
     msgs.iter()

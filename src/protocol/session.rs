@@ -308,9 +308,13 @@ impl Session {
         }
         Some(match client.send(req).await {
             Ok(r) => {
+                let truncated = r.truncated;
                 let mut call = Call::answered(r);
-                let msgs = rpc::messages(call.content_type.as_deref(), &call.body);
-                call.reply = msgs.first().and_then(Reply::from_message);
+                // A body cut at a cap is not parsed (see `post_message_with`).
+                if !truncated {
+                    let msgs = rpc::messages(call.content_type.as_deref(), &call.body);
+                    call.reply = msgs.into_iter().next().and_then(Reply::from_owned);
+                }
                 call
             }
             Err((e, ex)) => Call::failed(ex, e),
@@ -405,10 +409,25 @@ impl Session {
             call.error = Some(format!("the message endpoint answered {status}"));
             return call;
         }
-        let deadline = tokio::time::Instant::now() + REPLY_TIMEOUT;
+        // The wait for the reply on the stream counts against the slow-server budget too.
+        let net = client.network();
+        let probe = format!(
+            "{} (reply on the SSE stream)",
+            msg.get("method").and_then(Value::as_str).unwrap_or("?")
+        );
+        let Some(window) = net.slow_window(REPLY_TIMEOUT) else {
+            call.error = Some(format!(
+                "not waited for: {}",
+                net.slow_stop().unwrap_or_default()
+            ));
+            return call;
+        };
+        let started = std::time::Instant::now();
+        let deadline = tokio::time::Instant::now() + window;
         loop {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(m)) if m.get("id").and_then(Value::as_u64) == Some(id) => {
+                    net.record_slow(&probe, started.elapsed(), false);
                     call.reply = Reply::from_message(&m);
                     let text = m.to_string();
                     call.exchange.note = Some(format!(
@@ -424,9 +443,10 @@ impl Session {
                     return call;
                 }
                 Err(_) => {
+                    net.record_slow(&probe, started.elapsed(), true);
                     call.error = Some(format!(
-                        "no reply on the SSE stream within {} s",
-                        REPLY_TIMEOUT.as_secs()
+                        "no reply on the SSE stream within {:.1} s",
+                        window.as_secs_f64()
                     ));
                     return call;
                 }
@@ -527,12 +547,23 @@ pub async fn post_message_with(
         Ok(r) => r,
         Err((e, ex)) => return Call::failed(ex, e),
     };
+    // A body cut at a cap holds no reply: JSON cut short does not parse (and parsing 8 MiB of
+    // it would build most of a tree first), and an SSE reply in a complete event would have
+    // ended the read before the cap.
+    let truncated = resp.truncated;
     let mut call = Call::answered(resp);
-    let msgs = rpc::messages(call.content_type.as_deref(), &call.body);
+    if truncated {
+        call.error = Some(format!(
+            "no reply: the answer was cut at a cap ({})",
+            call.exchange.note.clone().unwrap_or_default()
+        ));
+        return call;
+    }
+    let mut msgs = rpc::messages(call.content_type.as_deref(), &call.body);
     let reply = if id == 0 {
         None
     } else {
-        rpc::reply_to(&msgs, id).or_else(|| {
+        rpc::take_reply(&mut msgs, id).or_else(|| {
             // An error without an id (a transport-level rejection) still says something.
             msgs.iter()
                 .find(|m| m.get("id").is_none_or(Value::is_null) && m.get("error").is_some())

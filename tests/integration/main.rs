@@ -6,6 +6,7 @@ mod cli;
 mod corpus;
 mod engine;
 mod gate;
+mod hostile;
 mod linear;
 mod network;
 mod offline;

@@ -308,3 +308,65 @@ fn a_check_budget_counts_logical_requests_not_redirect_hops_and_never_refuses_a_
         assert_eq!((used.sent, used.exceeded), (1, true));
     });
 }
+
+#[test]
+fn a_stalling_server_spends_one_slow_budget_then_requests_fail_fast() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let rt = runtime();
+    rt.block_on(async {
+        // Answers the gate's opt-out GET at once; holds every other request open, unanswered.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    let n = conn.read(&mut buf).await.unwrap_or(0);
+                    if String::from_utf8_lossy(&buf[..n]).contains("mcpprobe-opt-out") {
+                        let _ = conn
+                            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                            .await;
+                        return;
+                    }
+                    std::future::pending::<()>().await;
+                });
+            }
+        });
+        let settings = Settings {
+            rate: 10,
+            limits: mcpprobe::net::Limits {
+                response_timeout: Duration::from_secs(1),
+                slow_budget: Duration::from_millis(1500),
+                max_capped: 3,
+                ..mcpprobe::net::Limits::default()
+            },
+            ..Settings::default()
+        };
+        let url = format!("http://{addr}/mcp");
+        let (net, client) = client_for(&url, settings).await;
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let mut errors = Vec::new();
+        for _ in 0..5 {
+            let req = Request::post_json(Url::parse(&url).expect("url"), &msg);
+            let sent = tokio::time::timeout(Duration::from_secs(30), client.send(req))
+                .await
+                .expect("every request ends within the caps");
+            errors.push(sent.err().map(|(e, _)| e));
+        }
+        // The first waits its full timeout, the second only what is left of the budget; the
+        // rest are never sent.
+        assert!(matches!(errors[0], Some(NetError::Timeout(_))), "{errors:?}");
+        assert!(matches!(errors[1], Some(NetError::Timeout(d)) if d < Duration::from_secs(1)), "{errors:?}");
+        assert!(
+            errors[2..]
+                .iter()
+                .all(|e| matches!(e, Some(NetError::SlowServer(_)))),
+            "{errors:?}"
+        );
+        let why = net.slow_stop().expect("the slow-server budget is spent");
+        assert!(why.contains("tools/list (POST /mcp)"), "{why}");
+        assert_eq!(net.requests_sent(), 3, "the opt-out GET and the two slow probes");
+    });
+}

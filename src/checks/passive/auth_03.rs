@@ -24,6 +24,53 @@ pub fn metadata_url(issuer: &Url) -> Option<Url> {
     Some(u)
 }
 
+/// The fields of the metadata AUTH-03 reads; the rest of the answer is not kept.
+fn kept(key: &str) -> bool {
+    key == "issuer"
+        || key == "code_challenge_methods_supported"
+        || key == "jwks_uri"
+        || key.ends_with("_endpoint")
+}
+
+/// The exchange with its response body reduced to what the findings need: the fields AUTH-03
+/// reads (their URL values without userinfo), or, for an answer that is not a JSON object,
+/// its first 256 bytes.
+fn reduced(mut ex: crate::finding::Exchange, body: &[u8]) -> crate::finding::Exchange {
+    let Some(resp) = ex.response.as_mut() else {
+        return ex;
+    };
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => {
+            let small: serde_json::Map<String, Value> = m
+                .into_iter()
+                .filter(|(k, _)| kept(k))
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::String(s) => Value::String(crate::net::scope::shown_url_str(&s)),
+                        other => other,
+                    };
+                    (k, v)
+                })
+                .collect();
+            let text = Value::Object(small).to_string();
+            resp.truncated = resp.truncated || text.len() < body.len();
+            resp.body = text.chars().take(crate::net::EVIDENCE_BODY).collect();
+        }
+        _ => {
+            let mut end = resp.body.len().min(256);
+            while !resp.body.is_char_boundary(end) {
+                end -= 1;
+            }
+            resp.truncated = resp.truncated || end < resp.body.len();
+            resp.body.truncate(end);
+        }
+    }
+    if resp.truncated {
+        ex.note = Some("response body reduced to the fields AUTH-03 reads".into());
+    }
+    ex
+}
+
 impl Check for Auth03 {
     fn id(&self) -> &'static str {
         "AUTH-03"
@@ -46,22 +93,35 @@ impl Check for Auth03 {
             let (Some(client), Some(dns), Some(meta_url)) = (cx.client, cx.dns, metadata_url(&issuer)) else {
                 return Outcome::Skipped("no HTTP client".into());
             };
-            let resp = match client.network().authorization_server_get(dns, &meta_url).await {
+            let shown = client.network().shown_url(&meta_url);
+            let shown_issuer = client.network().shown_url(&issuer);
+            let resp = match client.authorization_server_get(dns, &meta_url).await {
                 Ok(r) => r,
+                // Outside what mcpprobe may reach: a finding, and nothing was sent.
+                Err((crate::net::NetError::AuthorizationServer { url, why }, x)) => {
+                    return Outcome::Ran(vec![
+                        finding(self, None)
+                            .subcode("refused")
+                            .message(format!("the advertised authorization server {url} was not fetched: {why}; a client that follows it could be sent there, and mcpprobe sends nothing"))
+                            .exchange(x)
+                            .build(),
+                    ]);
+                }
                 Err((e, x)) => {
                     return Outcome::Ran(vec![
-                        crate::checks::probe::indeterminate(self, "metadata", format_args!("the one GET to {meta_url} failed ({e})"), Some(x)),
+                        crate::checks::probe::indeterminate(self, "metadata", format_args!("the one GET to {shown} failed ({e})"), Some(x)),
                     ]);
                 }
             };
-            let ex = resp.exchange.clone();
-            let doc: Value = match (resp.status, serde_json::from_slice::<Value>(&resp.body)) {
+            let parsed = resp.json();
+            let ex = reduced(resp.exchange, &resp.body);
+            let doc: Value = match (resp.status, parsed) {
                 (200, Ok(v)) if v.is_object() => v,
                 (status, _) if status >= 500 || status == 429 => {
                     return Outcome::Ran(vec![crate::checks::probe::indeterminate(
                         self,
                         "metadata",
-                        format_args!("the one GET to {meta_url} answered {status}; mcpprobe sends no second one"),
+                        format_args!("the one GET to {shown} answered {status}; mcpprobe sends no second one"),
                         Some(ex),
                     )]);
                 }
@@ -70,7 +130,7 @@ impl Check for Auth03 {
                         finding(self, None)
                             .subcode("metadata")
                             .confidence(crate::finding::Confidence::Low)
-                            .message(format!("no RFC 8414 metadata at {meta_url} (answered {status}); mcpprobe sends only this one GET to the authorization server"))
+                            .message(format!("no RFC 8414 metadata at {shown} (answered {status}); mcpprobe sends only this one GET to the authorization server"))
                             .exchange(ex)
                             .build(),
                     ]);
@@ -89,8 +149,8 @@ impl Check for Auth03 {
                         .subcode("issuer")
                         .message(match other {
                             // `{:?}` quotes the server's string as an escaped literal.
-                            Some(i) => format!("issuer is {i:?}, but the metadata was fetched for {issuer}: clients must not use it"),
-                            None => format!("the metadata has no issuer, but was fetched for {issuer}: clients must not use it"),
+                            Some(i) => format!("issuer is {:?}, but the metadata was fetched for {shown_issuer}: clients must not use it", crate::net::scope::shown_url_str(i)),
+                            None => format!("the metadata has no issuer, but was fetched for {shown_issuer}: clients must not use it"),
                         })
                         .exchange(ex.clone())
                         .build(),
@@ -105,7 +165,7 @@ impl Check for Auth03 {
                         && u.scheme() != "https"
                         && !is_loopback(&u)
                     {
-                        plain.push(format!("{k} = {s}"));
+                        plain.push(format!("{k} = {}", crate::net::scope::shown_url(&u)));
                     }
                 }
             }

@@ -107,10 +107,10 @@ impl Check for Card01 {
                     continue;
                 }
                 let json_type = resp.header("content-type").is_some_and(|c| c.contains("json"));
-                let card: Value = match serde_json::from_slice(&resp.body) {
+                let card: Value = match resp.json() {
                     Ok(v) => v,
                     Err(e) if json_type => {
-                        return Outcome::Ran(vec![server_card::not_json(&e.to_string())].into_iter().map(|mut f| {
+                        return Outcome::Ran(vec![server_card::not_json(&e)].into_iter().map(|mut f| {
                             f.evidence.exchanges.push(resp.exchange.clone());
                             f
                         }).collect());

@@ -34,7 +34,7 @@ impl Check for Card02 {
                 Ok(r) => r,
                 Err((e, _)) => return Outcome::Skipped(format!("no A2A agent card: GET {} failed ({e})", loc.path())),
             };
-            let card = match (resp.status, serde_json::from_slice::<serde_json::Value>(&resp.body)) {
+            let card = match (resp.status, resp.json()) {
                 (200, Ok(v)) if v.is_object() => v,
                 (status, _) => return Outcome::Skipped(format!("no A2A agent card: GET {} answered {status}", loc.path())),
             };

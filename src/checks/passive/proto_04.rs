@@ -29,7 +29,7 @@ impl Check for Proto04 {
                 return Outcome::Skipped("no session to compare".into());
             };
             let baseline = inventory_first_page(cx);
-            let base_sha = tools_sha256(&baseline);
+            let base_sha = tools_sha256(baseline);
             let mut findings = Vec::new();
             let mut compared = 0;
             let mut differs = |label: String, tools: Vec<Value>, exchange| {
@@ -40,7 +40,7 @@ impl Check for Proto04 {
                             .message(format!(
                                 "{label}: [{}] instead of [{}] as mcpprobe",
                                 names(&tools),
-                                names(&baseline)
+                                names(baseline)
                             ))
                             .exchange(exchange)
                             .build(),
@@ -51,23 +51,23 @@ impl Check for Proto04 {
             // (a) by clientInfo.
             if main.era() == MODERN {
                 let meta = json!({"_meta": {"io.modelcontextprotocol/clientInfo": {"name": OTHER_CLIENT, "version": "1.0.0"}}});
-                let call = main.call("tools/list", meta).await;
+                let mut call = main.call("tools/list", meta).await;
                 if call.result().is_some() {
-                    differs(format!("as client `{OTHER_CLIENT}` the tool list is"), probe::tools(&call), call.exchange);
+                    differs(format!("as client `{OTHER_CLIENT}` the tool list is"), probe::take_tools(&mut call), call.exchange);
                 }
             } else if let Some((session, _)) = session_2025(cx, OTHER_CLIENT, false).await {
-                let call = session.call("tools/list", json!({})).await;
+                let mut call = session.call("tools/list", json!({})).await;
                 if call.result().is_some() {
-                    differs(format!("as client `{OTHER_CLIENT}` the tool list is"), probe::tools(&call), call.exchange.clone());
+                    differs(format!("as client `{OTHER_CLIENT}` the tool list is"), probe::take_tools(&mut call), call.exchange.clone());
                 }
                 let _ = session.close().await;
             }
 
             // (b) by era: every other session the ladder opened.
             for other in cx.sessions.iter().skip(1) {
-                let call = other.call("tools/list", json!({})).await;
+                let mut call = other.call("tools/list", json!({})).await;
                 if call.result().is_some() {
-                    differs(format!("in era {} the tool list is", other.era()), probe::tools(&call), call.exchange);
+                    differs(format!("in era {} the tool list is", other.era()), probe::take_tools(&mut call), call.exchange);
                 }
             }
             if compared == 0 {

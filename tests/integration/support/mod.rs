@@ -47,6 +47,7 @@ pub fn assert_valid(schema: &str, instance: &serde_json::Value) {
 }
 
 pub mod dns;
+pub mod hostile;
 pub mod http;
 pub mod netns;
 pub mod peers;

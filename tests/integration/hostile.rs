@@ -1,0 +1,399 @@
+//! Hostile servers (SPEC §10): one test per behaviour of `support::hostile`. Each scan must end
+//! on its own (the binary runs under a generous timeout that only catches hangs) with a finding
+//! or an `incomplete` outcome (exit 0, 1 or 3), never a crash, a raw control byte on the
+//! terminal, or a request off scope (the trace file names every request; the other origin
+//! counts its connections). Wall time and memory are measured by `scripts/hostile.sh`.
+
+use serde_json::Value;
+
+use crate::support::hostile::{Hostile, Scenario};
+use crate::support::{mcpprobe, runtime, state_dir};
+
+struct Scan {
+    code: i32,
+    report: Value,
+    /// Every request the trace file recorded (their URLs).
+    urls: Vec<String>,
+    terminal: String,
+}
+
+fn scan(server: &Hostile) -> Scan {
+    let state = state_dir();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let (json, trace) = (dir.path().join("r.json"), dir.path().join("t.jsonl"));
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args(["scan", &server.url(), "--rate", "10", "--json"])
+        .arg(&json)
+        .arg("--trace-file")
+        .arg(&trace)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("mcpprobe runs");
+    let code = out.status.code().unwrap_or(-1);
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}): exit {code}, stderr {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let report: Value = serde_json::from_str(&text).expect("the report is JSON");
+    let urls = std::fs::read_to_string(&trace)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            v.pointer("/request/url")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    // Raw bytes first: a C1 control is two bytes in UTF-8 (C2 80–9F), ESC is 1B.
+    let mut terminal = out.stdout.clone();
+    terminal.extend_from_slice(&out.stderr);
+    Scan {
+        code,
+        report,
+        urls,
+        terminal: String::from_utf8_lossy(&terminal).into_owned(),
+    }
+}
+
+fn n1(r: &Value) -> Vec<&str> {
+    r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "META-04" && f["rule"] == "N1")
+        .filter_map(|f| f["message"].as_str())
+        .collect()
+}
+
+/// What every hostile scan must hold to.
+fn bounded(scenario: Scenario) -> (Hostile, Scan) {
+    let rt = runtime();
+    let server = Hostile::start(&rt, scenario);
+    let s = scan(&server);
+    let r = &s.report;
+    assert!(
+        [0, 1, 3].contains(&s.code),
+        "{}: exit {} ({})",
+        scenario.name(),
+        s.code,
+        s.terminal
+    );
+    assert_eq!(r["exit_code"], s.code, "{r}");
+    let findings = r["findings"].as_array().map_or(0, Vec::len);
+    assert!(
+        r["outcome"] == "incomplete" || findings > 0,
+        "{}: neither a finding nor an incomplete outcome: {r}",
+        scenario.name()
+    );
+    let bad: Vec<char> = s
+        .terminal
+        .chars()
+        .filter(|&c| (c < ' ' && c != '\n') || ('\u{7f}'..='\u{9f}').contains(&c))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{}: raw control characters reached the terminal: {bad:?}",
+        scenario.name()
+    );
+    let origin = server.origin();
+    assert!(!s.urls.is_empty(), "the trace file recorded nothing");
+    for u in &s.urls {
+        assert!(
+            u.starts_with(&origin),
+            "{}: a request off scope: {u}",
+            scenario.name()
+        );
+    }
+    assert_eq!(server.other_hits(), 0, "the other origin was reached");
+    assert!(r["requests_sent"].as_u64().unwrap_or(0) <= 60, "{r}");
+    (server, s)
+}
+
+fn reason(s: &Scan) -> &str {
+    s.report["reason"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn hostile_endless_sse_spends_the_slow_budget_once() {
+    let (_, s) = bounded(Scenario::EndlessSse);
+    assert_eq!(s.report["outcome"], "incomplete");
+    assert!(reason(&s).contains("too slow"), "{}", s.report);
+}
+
+#[test]
+fn hostile_huge_json_is_cut_at_the_body_cap() {
+    let (_, s) = bounded(Scenario::HugeJson);
+    let n = n1(&s.report);
+    assert!(n.iter().any(|m| m.contains("tools/list page 1")), "{n:?}");
+}
+
+#[test]
+fn hostile_deep_json_is_refused_without_a_stack_overflow() {
+    let (_, s) = bounded(Scenario::DeepJson);
+    let n = n1(&s.report);
+    assert!(n.iter().any(|m| m.contains("tools/list page 1")), "{n:?}");
+}
+
+#[test]
+fn hostile_drip_gets_one_slow_budget_not_a_timeout_per_request() {
+    let (server, s) = bounded(Scenario::Drip);
+    assert_eq!(s.report["outcome"], "incomplete");
+    assert!(reason(&s).contains("too slow"), "{}", s.report);
+    assert!(
+        reason(&s).contains("server/discover"),
+        "names the slow probe: {}",
+        reason(&s)
+    );
+    // Once the budget is spent, nothing more is sent but the gate's GET and the slow probes.
+    assert!(server.seen().len() <= 6, "{:?}", server.seen());
+}
+
+#[test]
+fn hostile_redirect_loop_is_not_followed() {
+    let (server, _) = bounded(Scenario::RedirectLoop);
+    assert!(server.seen().iter().any(|p| p.starts_with("POST /loop")));
+}
+
+#[test]
+fn hostile_redirect_to_another_origin_is_never_followed() {
+    let (server, s) = bounded(Scenario::RedirectOtherOrigin);
+    assert_eq!(server.other_hits(), 0);
+    assert!(!s.urls.iter().any(|u| u.contains(&server.other.to_string())));
+}
+
+#[test]
+fn hostile_cyclic_cursor_stops_at_the_cycle() {
+    let (_, s) = bounded(Scenario::CyclicCursor);
+    let n = n1(&s.report);
+    assert!(n.iter().any(|m| m.contains("cycle")), "{n:?}");
+}
+
+#[test]
+fn hostile_100000_tools_are_capped() {
+    let (_, s) = bounded(Scenario::ManyTools);
+    let n = n1(&s.report);
+    assert!(
+        n.iter().any(|m| m.contains("more than 10000 items")),
+        "{n:?}"
+    );
+}
+
+#[test]
+fn hostile_8_mib_pages_stop_at_the_inventory_byte_budget() {
+    let (server, s) = bounded(Scenario::BigPages);
+    assert_eq!(s.report["outcome"], "incomplete", "{}", s.report);
+    assert!(reason(&s).contains("truncated"), "{}", reason(&s));
+    let n = n1(&s.report);
+    assert!(n.iter().any(|m| m.contains("budget")), "{n:?}");
+    let pages = server
+        .seen()
+        .iter()
+        .filter(|p| p.ends_with("tools/list"))
+        .count();
+    assert!(pages < 20, "{pages} pages read");
+}
+
+#[test]
+fn hostile_invalid_utf8_is_a_gap_not_a_crash() {
+    let (_, s) = bounded(Scenario::InvalidUtf8);
+    let n = n1(&s.report);
+    assert!(n.iter().any(|m| m.contains("tools/list page 1")), "{n:?}");
+}
+
+#[test]
+fn hostile_control_characters_never_reach_the_terminal() {
+    let (_, s) = bounded(Scenario::ControlChars);
+    // The terminal report shows the server's strings, escaped.
+    assert!(
+        s.terminal.contains("read_note") || s.terminal.contains("evil"),
+        "{}",
+        s.terminal
+    );
+    assert!(!s.terminal.contains('\u{1b}') && !s.terminal.contains('\u{9b}'));
+}
+
+#[test]
+fn hostile_gzip_bomb_is_never_inflated() {
+    bounded(Scenario::GzipBomb);
+}
+
+#[test]
+fn hostile_1_mb_header_is_refused() {
+    bounded(Scenario::HugeHeader);
+}
+
+#[test]
+fn hostile_reset_mid_body_is_a_gap() {
+    let (_, s) = bounded(Scenario::ResetMidBody);
+    let n = n1(&s.report);
+    assert!(n.iter().any(|m| m.contains("tools/list page 1")), "{n:?}");
+}
+
+#[test]
+fn hostile_sse_without_line_breaks_is_cut() {
+    bounded(Scenario::SseNoLineBreaks);
+}
+
+mod authorization_server {
+    //! An authorization server advertised at 169.254.169.254 (cloud metadata, through a DNS
+    //! name) and at 127.0.0.1, by a target that is neither: in a network namespace (10.x only
+    //! there), proven by DNS TXT. Nothing is sent to either address; AUTH-03 names the URL.
+
+    use serde_json::{Value, json};
+
+    use crate::support::dns::TestDns;
+    use crate::support::http::TestHttp;
+    use crate::support::netns::{NS_IP, NetnsHost};
+    use crate::support::{mcpprobe, runtime, state_dir};
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    const TARGET: &str = "http://mcp.test:8080/mcp";
+
+    /// Scans the namespace target advertising `as_url`; returns the report, the traced URLs
+    /// and what the target received.
+    fn scan_advertising(
+        rt: &tokio::runtime::Runtime,
+        as_url: &str,
+    ) -> (Value, Vec<String>, Vec<String>) {
+        let prm = "http://mcp.test:8080/.well-known/oauth-protected-resource/mcp";
+        let host = NetnsHost::start(json!({
+            "POST /mcp": {"status": 401, "body": "{}", "headers": {
+                "WWW-Authenticate": format!("Bearer resource_metadata=\"{prm}\""),
+                "Content-Type": "application/json"}},
+            "GET /.well-known/oauth-protected-resource/mcp": {"status": 200,
+                "headers": {"Content-Type": "application/json"},
+                "body": json!({"resource": TARGET, "authorization_servers": [as_url]}).to_string()},
+        }));
+        let dns = TestDns::start(
+            rt,
+            &[
+                &format!("mcp 60 IN A {NS_IP}"),
+                &format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\""),
+                "metadata 60 IN A 169.254.169.254",
+                "lo 60 IN A 127.0.0.1",
+            ],
+        );
+        let state = state_dir();
+        let dir = std::path::PathBuf::from(state.path()).join("proofs");
+        std::fs::create_dir_all(&dir).expect("proofs dir");
+        let now = chrono::Utc::now();
+        let proof = json!({"host": "mcp.test", "method": "dns-txt", "token": TOKEN,
+            "verified_at": now.to_rfc3339(), "expires_at": (now + chrono::Duration::days(90)).to_rfc3339()});
+        std::fs::write(dir.join("mcp.test.json"), proof.to_string()).expect("write proof");
+        let trace = state.path().join("trace.jsonl");
+        let out = mcpprobe()
+            .env("MCPPROBE_STATE_DIR", state.path())
+            .args([
+                "scan",
+                TARGET,
+                "--resolver",
+                &dns.arg(),
+                "--format",
+                "json",
+                "--rate",
+                "10",
+            ])
+            .args(["--checks", "AUTH-02,AUTH-03", "--trace-file"])
+            .arg(&trace)
+            .output()
+            .expect("mcpprobe runs");
+        let code = out.status.code().unwrap_or(-1);
+        assert!([0, 1, 3].contains(&code), "exit {code}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "no JSON report ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let urls = std::fs::read_to_string(&trace)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| {
+                v.pointer("/request/url")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect();
+        (report, urls, host.finish())
+    }
+
+    fn auth_03(r: &Value) -> Vec<String> {
+        r["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["check"] == "AUTH-03")
+            .filter_map(|f| f["message"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    fn only_the_target(urls: &[String], seen: &[String]) {
+        assert!(!urls.is_empty());
+        for u in urls {
+            assert!(
+                u.starts_with("http://mcp.test:8080/"),
+                "a request off scope: {u}"
+            );
+        }
+        assert!(
+            seen.iter()
+                .all(|s| !s.contains("oauth-authorization-server")),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn hostile_authorization_server_at_cloud_metadata_is_refused_by_its_resolved_address() {
+        let rt = runtime();
+        let (r, urls, seen) = scan_advertising(&rt, "https://metadata.test/");
+        let f = auth_03(&r);
+        assert!(
+            f.iter().any(|m| m
+                .contains("https://metadata.test/.well-known/oauth-authorization-server")
+                && m.contains("169.254.169.254")
+                && m.contains("link-local")),
+            "{r}"
+        );
+        only_the_target(&urls, &seen);
+        // Plain http to the metadata address is refused for its scheme, before any lookup.
+        let (r, urls, seen) = scan_advertising(&rt, "http://169.254.169.254/latest/");
+        assert!(auth_03(&r).iter().any(|m| m.contains("only https")), "{r}");
+        only_the_target(&urls, &seen);
+    }
+
+    #[test]
+    fn hostile_authorization_server_on_loopback_for_a_remote_target_is_refused() {
+        let rt = runtime();
+        let local = TestHttp::start(&rt, vec![]);
+        let (r, urls, seen) = scan_advertising(&rt, &format!("https://{}/", local.addr));
+        assert!(
+            auth_03(&r)
+                .iter()
+                .any(|m| m.contains("127.0.0.1") && m.contains("loopback")),
+            "{r}"
+        );
+        only_the_target(&urls, &seen);
+        // A name that resolves to loopback, with userinfo: refused, and the userinfo never shown.
+        let (r, urls, seen) = scan_advertising(
+            &rt,
+            &format!("https://alice:hunter2@lo.test:{}/", local.addr.port()),
+        );
+        let f = auth_03(&r);
+        assert!(f.iter().any(|m| m.contains("loopback")), "{r}");
+        assert!(
+            !r.to_string().contains("hunter2"),
+            "the userinfo leaked: {r}"
+        );
+        only_the_target(&urls, &seen);
+        assert_eq!(
+            local.count(),
+            0,
+            "the loopback authorization server was reached"
+        );
+    }
+}
