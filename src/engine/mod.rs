@@ -491,9 +491,7 @@ impl Scanner {
         )));
         let flag = stop.0.clone();
         let task = tokio::task::spawn_blocking(move || {
-            let input =
-                crate::rules::Input::from_value(value, Some(crate::rules::InputKind::Tools))
-                    .ok()?;
+            let input = crate::rules::Input::shared_inventory(value)?;
             let mut outcomes = crate::checks::RuleOutcomes::new();
             {
                 let mut doc = input.document();

@@ -20,8 +20,9 @@ const KEPT_BODY: usize = 4096;
 
 #[derive(Debug, Default)]
 pub struct Inventory {
-    /// `{tools, prompts, resources, resourceTemplates, instructions}`: the shape the rules read.
-    pub value: Value,
+    /// `{tools, prompts, resources, resourceTemplates, instructions}`: the shape the rules read
+    /// (shared with them, never copied).
+    pub value: std::sync::Arc<Value>,
     /// Where a list could not be read completely (reported as N1).
     pub notes: Vec<String>,
     /// The first `tools/list` call (its exchange is the evidence of the inventory). Its
@@ -79,7 +80,7 @@ pub async fn read(session: &Session, fp: &Fingerprint) -> Inventory {
     if let Some(i) = &fp.instructions {
         value.insert("instructions".into(), json!(i));
     }
-    inv.value = Value::Object(value);
+    inv.value = std::sync::Arc::new(Value::Object(value));
     inv
 }
 

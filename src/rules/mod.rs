@@ -58,7 +58,8 @@ impl InputKind {
 #[derive(Debug, Clone)]
 pub struct Input {
     pub kind: InputKind,
-    pub value: Value,
+    /// Shared, not copied: a live scan's rules read the inventory's own tree.
+    pub value: std::sync::Arc<Value>,
     /// Set when a document forced to be a server card is not JSON (SC1).
     pub invalid_json: Option<String>,
     sha256: std::sync::OnceLock<String>,
@@ -98,7 +99,7 @@ impl Input {
     fn new(kind: InputKind, value: Value, invalid_json: Option<String>) -> Input {
         Input {
             kind,
-            value,
+            value: std::sync::Arc::new(value),
             invalid_json,
             sha256: std::sync::OnceLock::new(),
         }
@@ -134,6 +135,16 @@ impl Input {
             Err(e) => return Err(format!("not valid JSON: {e}")),
         };
         Input::from_value(value, forced)
+    }
+
+    /// A live scan's inventory (`{tools, prompts, …}`), shared with it rather than copied.
+    pub fn shared_inventory(value: std::sync::Arc<Value>) -> Option<Input> {
+        value.get("tools").is_some_and(Value::is_array).then(|| Input {
+            kind: InputKind::Tools,
+            value,
+            invalid_json: None,
+            sha256: std::sync::OnceLock::new(),
+        })
     }
 
     pub fn from_value(value: Value, forced: Option<InputKind>) -> Result<Input, String> {
