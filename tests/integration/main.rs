@@ -13,4 +13,5 @@ mod peers;
 mod real;
 mod report;
 mod rules;
+mod stdio;
 mod support;
