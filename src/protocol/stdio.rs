@@ -226,6 +226,13 @@ impl StdioProcess {
     /// is bounded in time and ends when the scan is interrupted).
     async fn write(&mut self, msg: &Value) -> Result<(), String> {
         let cancel = self.cancel.clone();
+        if self.silence_left.is_zero() {
+            return Err(format!(
+                "not written: the server left the scan waiting for {} s in all",
+                SILENCE_BUDGET.as_secs()
+            ));
+        }
+        let limit = WRITE_TIMEOUT.min(self.silence_left);
         let stdin = self.stdin.as_mut().ok_or("stdin is closed")?;
         let mut line = msg.to_string();
         line.push('\n');
@@ -234,14 +241,21 @@ impl StdioProcess {
             stdin.write_all(line.as_bytes()).await?;
             stdin.flush().await
         };
-        tokio::select! {
-            r = tokio::time::timeout(WRITE_TIMEOUT, write) => match r {
+        let started = tokio::time::Instant::now();
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(limit, write) => match r {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => Err(format!("cannot write to the server: {e}")),
-                Err(_) => Err(format!("the server did not read its stdin within {} s", WRITE_TIMEOUT.as_secs())),
+                Err(_) => {
+                    // Part of the line may be in the pipe: nothing more can be framed after it.
+                    self.stdin = None;
+                    self.silence_left = self.silence_left.saturating_sub(started.elapsed());
+                    Err(format!("the server did not read its stdin within {} s", limit.as_secs_f64()))
+                }
             },
             () = cancel.cancelled() => Err("not written: the scan was interrupted".into()),
-        }
+        };
+        outcome
     }
 
     /// The next complete line from stdout (bounded per line and in all).
@@ -393,5 +407,72 @@ impl Drop for StdioProcess {
     /// process behind; the child itself is reaped by `kill_on_drop`.
     fn drop(&mut self) {
         self.kill_group();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(framer: &mut LineFramer) -> Vec<Frame> {
+        std::iter::from_fn(|| framer.next_line()).collect()
+    }
+
+    #[test]
+    fn lines_split_anywhere_frame_the_same() {
+        let input = b"{\"a\":1}\n\nxxxxxxxxxxxx\n{}\r\npartial";
+        let mut whole = LineFramer::new(8);
+        whole.push(input);
+        let expected = frames(&mut whole);
+        assert_eq!(
+            expected,
+            [
+                Frame::Line(b"{\"a\":1}".to_vec()),
+                Frame::Line(Vec::new()),
+                Frame::Overlong,
+                Frame::Line(b"{}\r".to_vec()),
+            ]
+        );
+        let mut bytewise = LineFramer::new(8);
+        let mut got = Vec::new();
+        for b in input {
+            bytewise.push(&[*b]);
+            got.extend(frames(&mut bytewise));
+        }
+        assert_eq!(got, expected);
+        assert!(bytewise.pending() <= 9);
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_reads_stdin_costs_one_bounded_write() {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let mut p = StdioProcess::spawn(
+            "sleep",
+            &["30".into()],
+            &[("PATH", "/usr/bin:/bin")],
+            &cancel,
+        )
+        .expect("sleep starts");
+        p.silence_left = Duration::from_millis(300);
+        // Far more than a pipe holds, so the write blocks on a server that never reads.
+        let big = json!({"x": "y".repeat(4 * 1024 * 1024)});
+        let first = tokio::time::timeout(Duration::from_secs(10), p.write(&big))
+            .await
+            .expect("the write is bounded");
+        assert!(first.is_err_and(|e| e.contains("did not read its stdin")));
+        let second = tokio::time::timeout(Duration::from_secs(1), p.write(&json!({})))
+            .await
+            .expect("the next write fails at once");
+        assert!(second.is_err());
+        let call = tokio::time::timeout(
+            Duration::from_secs(1),
+            p.call(&json!({}), 1, Duration::from_secs(10)),
+        )
+        .await
+        .expect("a call fails at once");
+        assert!(call.error.is_some());
+        tokio::time::timeout(Duration::from_secs(10), p.stop())
+            .await
+            .expect("stop is bounded");
     }
 }
