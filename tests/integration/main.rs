@@ -10,6 +10,7 @@ mod network;
 mod offline;
 mod passive;
 mod peers;
+mod properties;
 mod real;
 mod report;
 mod rules;
