@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(b) = baseline::parse(data, path) else {
         return;
     };
-    assert!(baseline::compare(&b, &b).is_empty(), "a baseline differs from itself");
+    assert!(
+        baseline::compare(&b, &b).is_empty(),
+        "a baseline differs from itself"
+    );
     let empty = Baseline::from_inventory(&b.target, b.written_at, &serde_json::json!({}));
     let _ = baseline::compare(&b, &empty);
     let _ = baseline::compare(&empty, &b);

@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
     let mut many = Vec::new();
     for chunk in body.chunks(step) {
         chunked.push(chunk);
-        assert!(chunked.pending() <= max + step, "the framer holds more than a line and a chunk");
+        assert!(
+            chunked.pending() <= max + step,
+            "the framer holds more than a line and a chunk"
+        );
         drain(&mut chunked, &mut many);
     }
     assert_eq!(once, many, "chunks of {step}");

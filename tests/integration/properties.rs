@@ -109,7 +109,10 @@ fn frames(max: usize, chunks: &[&[u8]]) -> Vec<Frame> {
     let mut out = Vec::new();
     for c in chunks {
         f.push(c);
-        assert!(f.pending() <= max + c.len(), "more than a line and a chunk held");
+        assert!(
+            f.pending() <= max + c.len(),
+            "more than a line and a chunk held"
+        );
         out.extend(std::iter::from_fn(|| f.next_line()));
     }
     out
@@ -206,12 +209,18 @@ fn document_walk_depth_is_bounded() {
     // serde_json refuses more than 128 levels; 120 is deeper than the walk goes.
     let deep = nested_tool(60);
     let doc = Document::from_inventory(&deep);
-    assert!(!doc.truncated.is_empty(), "the walk stops at MAX_DEPTH with a note");
+    assert!(
+        !doc.truncated.is_empty(),
+        "the walk stops at MAX_DEPTH with a note"
+    );
     let deepest = doc
         .texts
         .iter()
         .map(|t| doc.pointer(t.path).matches('/').count())
         .max()
         .unwrap_or(0);
-    assert!(deepest <= 2 * MAX_DEPTH + 8, "a pointer {deepest} steps deep");
+    assert!(
+        deepest <= 2 * MAX_DEPTH + 8,
+        "a pointer {deepest} steps deep"
+    );
 }
