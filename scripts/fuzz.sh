@@ -7,6 +7,9 @@
 #   scripts/fuzz.sh 300        # every target, 5 min each
 #   scripts/fuzz.sh 60 sse_framing stdio_framing
 #
+# One libFuzzer process per target, one target after another (libFuzzer's default is one job;
+# -jobs/-workers would fork children that log elsewhere). Set CARGO_TARGET_DIR to share a build.
+#
 # Needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`); without them it says so
 # and exits 0, so CI can call it whether or not a nightly is present.
 set -euo pipefail
@@ -31,7 +34,7 @@ for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t"
     echo "== $t: ${seconds} s" >&2
     if ! cargo +nightly fuzz run -O "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- \
-        -max_total_time="$seconds" -jobs=1 -workers=1 -rss_limit_mb=2048 -timeout=10 \
+        -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
         -print_final_stats=1 2>"fuzz/$t.log"; then
         echo "!! $t found a crash: see fuzz/artifacts/$t and fuzz/$t.log" >&2
         status=1
