@@ -213,6 +213,13 @@ pub fn load(path: &Path) -> Result<Option<Baseline>, BaselineError> {
             });
         }
     };
+    parse(&bytes, path).map(Some)
+}
+
+/// [`load`] of bytes already read (`path` names them in errors). For fuzzing and hosts that
+/// keep baselines elsewhere than in a file.
+#[doc(hidden)]
+pub fn parse(bytes: &[u8], path: &Path) -> Result<Baseline, BaselineError> {
     let corrupt = |detail: String| BaselineError::Corrupt {
         path: path.to_path_buf(),
         detail,
@@ -221,7 +228,7 @@ pub fn load(path: &Path) -> Result<Option<Baseline>, BaselineError> {
         path: path.to_path_buf(),
         detail,
     };
-    let value: Value = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
     let Value::Object(top) = &value else {
         return Err(foreign(format!("a JSON {}, not an object", kind(&value))));
     };
@@ -240,7 +247,7 @@ pub fn load(path: &Path) -> Result<Option<Baseline>, BaselineError> {
             "unknown key `{k}` (a report or another tool's file?)"
         )));
     }
-    let baseline: Baseline = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    let baseline: Baseline = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
     let actual = fingerprint::tools_sha256(&baseline.tools);
     if actual != baseline.tool_list_sha256 {
         return Err(corrupt(format!(
@@ -248,7 +255,7 @@ pub fn load(path: &Path) -> Result<Option<Baseline>, BaselineError> {
             baseline.tool_list_sha256
         )));
     }
-    Ok(Some(baseline))
+    Ok(baseline)
 }
 
 fn kind(v: &Value) -> &'static str {

@@ -182,9 +182,14 @@ pub struct CheckArgs {
 pub struct ScanArgs {
     /// The MCP endpoint, e.g. https://mcp.example.com/mcp.
     pub url: Option<String>,
-    /// Launch a stdio server: everything after `--` is the command and its arguments.
+    /// Launch a stdio server: everything after `--` is the command and its arguments. It gets
+    /// only PATH, HOME, LANG and what --env names, runs in its own process group, and the whole
+    /// group is killed at the end.
     #[arg(long, requires = "command", conflicts_with = "url")]
     pub stdio: bool,
+    /// Pass this environment variable to the --stdio server (repeatable; never MCPPROBE_TOKEN).
+    #[arg(long = "env", value_name = "NAME", requires = "stdio")]
+    pub env: Vec<String>,
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
     #[command(flatten)]

@@ -75,7 +75,8 @@ fn unavailable(args: &ScanArgs) -> Option<String> {
 /// The engine's request for these flags; every error is a usage error.
 pub fn request(args: &ScanArgs) -> Result<ScanRequest, ConfigError> {
     let target = if args.stdio {
-        Target::stdio(&args.command)?
+        let env = crate::engine::request::stdio_env(&args.env, |n| std::env::var(n).ok())?;
+        Target::stdio_with_env(&args.command, env)?
     } else {
         match args.url.as_deref() {
             Some(url) => Target::http(url)?,

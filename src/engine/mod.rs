@@ -403,7 +403,7 @@ impl Scanner {
         pinned: Option<&Pinned>,
         report: &mut Report,
     ) -> Result<(), ConfigError> {
-        let Target::Stdio { program, args } = &req.target else {
+        let Target::Stdio { program, args, env } = &req.target else {
             return Ok(());
         };
         report.gate = Some(GateRecord {
@@ -414,8 +414,10 @@ impl Scanner {
             ownership: Some("local: a stdio server started by mcpprobe".into()),
             ..GateRecord::default()
         });
+        let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (n.as_str(), v.expose())).collect();
         let process =
-            match crate::protocol::stdio::StdioProcess::spawn(program, args, net.cancelled()) {
+            match crate::protocol::stdio::StdioProcess::spawn(program, args, &env, net.cancelled())
+            {
                 Ok(p) => p,
                 Err(e) => {
                     report.outcome = RunOutcome::Incomplete;

@@ -34,8 +34,60 @@ impl std::fmt::Debug for Secret {
 pub enum Target {
     /// An HTTP(S) MCP endpoint.
     Http(Url),
-    /// A stdio server mcpprobe starts itself: the program and its arguments.
-    Stdio { program: String, args: Vec<String> },
+    /// A stdio server mcpprobe starts itself: the program, its arguments and its whole
+    /// environment (nothing else of the host's environment reaches it; see [`stdio_env`]).
+    Stdio {
+        program: String,
+        args: Vec<String>,
+        /// `(name, value)`; values are redacted in `Debug` (they may be the server's keys).
+        env: Vec<(String, Secret)>,
+    },
+}
+
+/// What a stdio server always gets from the host's environment.
+pub const STDIO_BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+/// Never passed to a stdio server, even when named with `--env`.
+pub const STDIO_REFUSED_ENV: [&str; 1] = ["MCPPROBE_TOKEN"];
+
+/// Whether `name` may be passed to a stdio server (`Err` says why not).
+fn check_env_name(name: &str) -> Result<(), ConfigError> {
+    let bad = |reason: &str| {
+        Err(ConfigError::Env {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        })
+    };
+    if STDIO_REFUSED_ENV.contains(&name) {
+        return bad("mcpprobe's own token is never passed to the server");
+    }
+    if name.is_empty() || name.bytes().any(|b| b == b'=' || b == 0) {
+        return bad("not an environment variable name");
+    }
+    Ok(())
+}
+
+/// The environment of a stdio server: [`STDIO_BASE_ENV`] and `names`, with the values `lookup`
+/// finds (the host reads its environment; the engine never does). A name `lookup` does not
+/// find is left out; `MCPPROBE_TOKEN` is refused.
+pub fn stdio_env<S: AsRef<str>>(
+    names: &[S],
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, Secret)>, ConfigError> {
+    let mut env: Vec<(String, Secret)> = Vec::new();
+    let wanted = STDIO_BASE_ENV
+        .iter()
+        .copied()
+        .chain(names.iter().map(AsRef::as_ref));
+    for name in wanted {
+        check_env_name(name)?;
+        if env.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        if let Some(value) = lookup(name) {
+            env.push((name.to_string(), Secret::new(value)));
+        }
+    }
+    Ok(env)
 }
 
 impl Target {
@@ -44,15 +96,27 @@ impl Target {
         Ok(Target::Http(HttpTarget::parse(raw)?.url))
     }
 
-    /// A stdio target from a command line (program first).
+    /// A stdio target from a command line (program first), with an empty environment.
     pub fn stdio(command: &[String]) -> Result<Target, ConfigError> {
+        Target::stdio_with_env(command, Vec::new())
+    }
+
+    /// A stdio target whose server sees exactly `env` (build it with [`stdio_env`]).
+    pub fn stdio_with_env(
+        command: &[String],
+        env: Vec<(String, Secret)>,
+    ) -> Result<Target, ConfigError> {
         let (program, args) = command.split_first().ok_or(ConfigError::EmptyCommand)?;
         if program.is_empty() {
             return Err(ConfigError::EmptyCommand);
         }
+        for (name, _) in &env {
+            check_env_name(name)?;
+        }
         Ok(Target::Stdio {
             program: program.clone(),
             args: args.to_vec(),
+            env,
         })
     }
 }
@@ -61,7 +125,7 @@ impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Target::Http(u) => f.write_str(u.as_str()),
-            Target::Stdio { program, args } => {
+            Target::Stdio { program, args, .. } => {
                 f.write_str(program)?;
                 for a in args {
                     write!(f, " {a}")?;
@@ -295,6 +359,8 @@ pub enum ConfigError {
     Target(#[from] TargetError),
     #[error("--stdio needs a command after --")]
     EmptyCommand,
+    #[error("--env {name:?}: {reason}")]
+    Env { name: String, reason: String },
     #[error("--header {name:?}: {reason}")]
     Header { name: String, reason: String },
     #[error(transparent)]
