@@ -139,12 +139,15 @@ impl Input {
 
     /// A live scan's inventory (`{tools, prompts, …}`), shared with it rather than copied.
     pub fn shared_inventory(value: std::sync::Arc<Value>) -> Option<Input> {
-        value.get("tools").is_some_and(Value::is_array).then(|| Input {
-            kind: InputKind::Tools,
-            value,
-            invalid_json: None,
-            sha256: std::sync::OnceLock::new(),
-        })
+        value
+            .get("tools")
+            .is_some_and(Value::is_array)
+            .then(|| Input {
+                kind: InputKind::Tools,
+                value,
+                invalid_json: None,
+                sha256: std::sync::OnceLock::new(),
+            })
     }
 
     pub fn from_value(value: Value, forced: Option<InputKind>) -> Result<Input, String> {
