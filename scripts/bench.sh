@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
 only=${2:-all}
-cargo build --release --quiet
+cargo build --release --quiet --bin mcpprobe --example rules_throughput
 bin=target/release/mcpprobe
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -86,6 +86,10 @@ for fmt in ("json", "terminal"):
     print(f"check 10,000 tools ({size/1e6:.1f} MB), --format {fmt}, 1 core: median {med*1000:.0f} ms, "
           f"best {best*1000:.0f} ms = {rate:.0f} MB/s (budget >= 150: {'ok' if rate >= 150 else 'MISSED'}); "
           f"peak memory {peak/1e6:.0f} MB = {peak/size:.1f} x input (budget < 3: {'ok' if peak < 3*size else 'MISSED'})")
+# The rules alone (no reading, parsing, fingerprint or report), over the same list.
+rules = subprocess.run(pin + [os.path.join(os.path.dirname(binary), "examples", "rules_throughput"), big, str(runs)],
+                       capture_output=True, text=True)
+print(rules.stdout.strip() or f"rules_throughput failed: {rules.stderr.strip()}")
 med, best, _ = bench(os.path.join(work, "one.json"), [])
 print(f"check one-tool file end to end: median {med*1000:.1f} ms, best {best*1000:.1f} ms "
       f"(budget < 20 ms: {'ok' if med < 0.02 else 'MISSED'})")
