@@ -38,7 +38,10 @@ fn main() {
     drop(bytes);
     let (texts, text) = {
         let doc = input.document();
-        (doc.texts.len(), doc.texts.iter().map(|t| t.text.len()).sum::<usize>())
+        (
+            doc.texts.len(),
+            doc.texts.iter().map(|t| t.text.len()).sum::<usize>(),
+        )
     };
     // The fingerprint is computed once per input; leave it out of the rules' time.
     let _ = input.tools_sha256();
