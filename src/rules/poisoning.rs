@@ -168,8 +168,6 @@ const CONTEXT: usize = 60;
 /// and matched, within a bound.
 const MAX_RUNS: usize = 16;
 const MAX_DECODED: usize = 16 * 1024;
-/// Matches of other tools' names examined per text (P4's name part).
-const MAX_NAME_MATCHES: usize = 4096;
 /// How far back (bytes) P4 looks for the word that governs a tool's name.
 const LEAD: usize = 200;
 /// Phrases quoted per rule, and hits kept per family, per text.
@@ -817,7 +815,9 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
     // forward (each byte is read at most once backwards and once forwards), and whether it is
     // workflow guidance.
     let mut sentence: Option<(usize, usize, bool)> = None;
-    for m in ac.find_iter(t).take(MAX_NAME_MATCHES) {
+    // No cap on matches: each costs a bounded window (below) and they do not overlap, so the
+    // work stays linear, and a cap would let a text hide a late reference behind early ones.
+    for m in ac.find_iter(t) {
         let idx = m.pattern().as_usize();
         let (Some(name), Some(&is_identifier)) = (names.names.get(idx), names.identifier.get(idx))
         else {
