@@ -230,7 +230,10 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Baseline, BaselineError> {
     };
     let value: Value = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
     let Value::Object(top) = &value else {
-        return Err(foreign(format!("a JSON {}, not an object", kind(&value))));
+        return Err(foreign(format!(
+            "a JSON {}, not an object",
+            crate::rules::definitions::kind(&value)
+        )));
     };
     match top.get("version") {
         None => return Err(foreign("no `version` key".into())),
@@ -256,17 +259,6 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Baseline, BaselineError> {
         )));
     }
     Ok(baseline)
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// Writes `baseline` to `path` (see [`Baseline::to_pretty_json`]) atomically: through a unique

@@ -17,6 +17,21 @@ pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 pub const RULES_STOPPED: &str =
     "the metadata rules were stopped (time cap or interruption) before they read every text";
 
+/// One check over a document read offline. Stopped rules found only part of what is there:
+/// that is an error, not a result (`check` and a live scan's rules stage both judge so).
+pub fn run_offline(
+    check: &dyn crate::checks::Check,
+    input: &Input,
+    doc: &crate::rules::Document<'_>,
+) -> crate::checks::Outcome {
+    match check.offline(input, doc) {
+        crate::checks::Outcome::Ran(_) if doc.stopped() => {
+            crate::checks::Outcome::Error(RULES_STOPPED.into())
+        }
+        o => o,
+    }
+}
+
 /// Reads a file, or stdin for `-`, up to [`MAX_INPUT_BYTES`].
 pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
@@ -60,15 +75,7 @@ pub fn check_document(
 ) -> Report {
     let mut report = Report::new(target, policy);
     for entry in &catalogue().entries {
-        let outcome = entry.check.offline(input, doc);
-        // Stopped rules found only part of what is there: that is not a result.
-        let outcome = match outcome {
-            crate::checks::Outcome::Ran(_) if doc.stopped() => {
-                crate::checks::Outcome::Error(RULES_STOPPED.into())
-            }
-            o => o,
-        };
-        report.record(&entry.meta.id, outcome);
+        report.record(&entry.meta.id, run_offline(entry.check, input, doc));
     }
     if input.kind == InputKind::Tools || !doc.tools.is_empty() {
         report.tool_list_sha256 = Some(input.tools_sha256().to_string());

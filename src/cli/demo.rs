@@ -9,7 +9,7 @@ use crate::demo::{server, vulnerable};
 use crate::engine::{ScanLimits, ScanRequest, Scanner, ScannerConfig, Selection, Target};
 
 pub fn run(args: &DemoArgs) -> i32 {
-    let checks = match Selection::new(&args.checks, &args.skip_checks) {
+    let checks = match Selection::new(&args.selection.checks, &args.selection.skip_checks) {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };

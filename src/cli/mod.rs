@@ -217,12 +217,8 @@ pub struct ScanArgs {
     /// Write every request and response (redacted) as JSON lines.
     #[arg(long, value_name = "FILE", help_heading = "Network")]
     pub trace_file: Option<PathBuf>,
-    /// Only run these checks (comma-separated ids).
-    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
-    pub checks: Vec<String>,
-    /// Skip these checks (comma-separated ids).
-    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
-    pub skip_checks: Vec<String>,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
     /// Pin the server's state to FILE when it does not exist; compare with it when it does.
     #[arg(long, value_name = "FILE", help_heading = "Checks")]
     pub baseline: Option<PathBuf>,
@@ -252,6 +248,17 @@ pub struct ScanArgs {
     pub exclude_tool: Vec<String>,
 }
 
+/// Which checks run (`scan` and `demo`).
+#[derive(Debug, Args)]
+pub struct SelectionArgs {
+    /// Only run these checks (comma-separated ids).
+    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
+    pub checks: Vec<String>,
+    /// Skip these checks (comma-separated ids).
+    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
+    pub skip_checks: Vec<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     #[command(flatten)]
@@ -262,12 +269,8 @@ pub struct DemoArgs {
     /// Write every request and response (redacted) as JSON lines.
     #[arg(long, value_name = "FILE", help_heading = "Network")]
     pub trace_file: Option<PathBuf>,
-    /// Only run these checks (comma-separated ids).
-    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
-    pub checks: Vec<String>,
-    /// Skip these checks (comma-separated ids).
-    #[arg(long, value_delimiter = ',', help_heading = "Checks")]
-    pub skip_checks: Vec<String>,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
 }
 
 /// Parses the command line and runs it. Returns the process exit code.

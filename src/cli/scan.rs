@@ -96,7 +96,7 @@ pub fn request(args: &ScanArgs) -> Result<ScanRequest, ConfigError> {
             .map(|h| Credentials::parse_header(h))
             .collect::<Result<_, _>>()?,
     };
-    req.checks = Selection::new(&args.checks, &args.skip_checks)?;
+    req.checks = Selection::new(&args.selection.checks, &args.selection.skip_checks)?;
     req.limits = ScanLimits {
         rate: args.rate,
         ..ScanLimits::default()

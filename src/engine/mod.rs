@@ -500,12 +500,9 @@ impl Scanner {
                 doc.stop = Some(flag);
                 for check in checks {
                     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        check.offline(&input, &doc)
+                        crate::offline::run_offline(check, &input, &doc)
                     }));
                     let outcome = match run {
-                        Ok(Outcome::Ran(_)) if doc.stopped() => {
-                            Outcome::Error(crate::offline::RULES_STOPPED.into())
-                        }
                         Ok(o) => o,
                         Err(panic) => Outcome::Error(format!(
                             "the check panicked: {}",

@@ -751,22 +751,6 @@ const ROLES: &[&str] = &[
     "operator",
 ];
 
-fn floor(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
-}
-
 /// A word for comparisons: lowercase, surrounding punctuation trimmed.
 fn norm(token: &str) -> String {
     token
@@ -781,8 +765,8 @@ fn is_stop(b: &[u8], i: usize) -> bool {
 
 /// Up to `n` tokens before `at`, within the clause (stops at a sentence end), nearest last.
 fn before(t: &str, at: usize, n: usize) -> Vec<&str> {
-    let from = floor(t, at.saturating_sub(WINDOW));
-    let mut w = &t[from..floor(t, at)];
+    let from = t.floor_char_boundary(at.saturating_sub(WINDOW));
+    let mut w = &t[from..t.floor_char_boundary(at)];
     super::work::add(w.len());
     // After the last clause end in the window (one backward pass over its bytes).
     let b = w.as_bytes();
@@ -796,8 +780,8 @@ fn before(t: &str, at: usize, n: usize) -> Vec<&str> {
 
 /// Up to `n` tokens after `at`, within the sentence.
 fn after(t: &str, at: usize, n: usize) -> Vec<&str> {
-    let to = ceil(t, at + WINDOW);
-    let mut w = &t[ceil(t, at)..to];
+    let to = t.ceil_char_boundary(at + WINDOW);
+    let mut w = &t[t.ceil_char_boundary(at)..to];
     super::work::add(w.len());
     // Up to the first clause end, its punctuation kept.
     let b = w.as_bytes();
@@ -954,7 +938,7 @@ pub fn check(
             let prev = b(5);
             let next = a(6);
             let negated = any_of(&prev, NEGATIONS);
-            let own: Vec<&str> = t[floor(t, start)..ceil(t, end)]
+            let own: Vec<&str> = t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]
                 .split_whitespace()
                 .collect();
             let person = any_of(&next, PERSONS) || any_of(&own, PERSONS);
@@ -1102,7 +1086,7 @@ pub fn check(
         }
         Trigger::OtherTools => {
             let prev = b(3);
-            let word = norm(&t[floor(t, start)..ceil(t, end)]);
+            let word = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
             if word == "others" {
                 return any_of(&prev, &["than", "over", "ignore", "disregard"])
                     .then_some(())
@@ -1148,7 +1132,7 @@ pub fn check(
         }
         Trigger::CalledFirst => {
             let prev = b(2);
-            let head = norm(&t[floor(t, start)..ceil(t, end)]);
+            let head = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
             if head.ends_with("before") {
                 // "must run before the assistant does anything else"; not "must be called
                 // before write_file" (one step of a workflow).
@@ -1164,7 +1148,7 @@ pub fn check(
         Trigger::BeforeAny => hit(Family::Order, High, start, end),
         Trigger::RolePhrase => hit(Family::Role, High, start, end),
         Trigger::ActAs => {
-            let rest = &t[ceil(t, end)..ceil(t, end + 2)];
+            let rest = &t[t.ceil_char_boundary(end)..t.ceil_char_boundary(end + 2)];
             let next = a(3);
             (rest.starts_with(':') || any_of(&next, ROLES)).then_some(())?;
             hit(Family::Role, High, start, end)
@@ -1272,7 +1256,7 @@ pub fn check(
             }
             let all = any_of(head, &["all", "any", "every"]);
             // "bypass" and "circumvent" need no "all": "bypass security checks".
-            let verb = norm(&t[floor(t, start)..ceil(t, end)]);
+            let verb = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
             let strong = matches!(verb.as_str(), "bypass" | "circumvent");
             ((all || strong) && any_of(&next[..next.len().min(3)], SAFETY)).then_some(())?;
             hit(Family::Role, Medium, start, end)
@@ -1521,7 +1505,7 @@ pub fn check(
         }
         Trigger::Precedence => {
             let next = a(3);
-            let head = norm(&t[floor(t, start)..ceil(t, end)]);
+            let head = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
             let about_instructions = any_of(
                 &next,
                 &[
@@ -1552,7 +1536,7 @@ pub fn check(
             hit(Family::Role, High, start, end)
         }
         Trigger::Consent => {
-            let head = norm(&t[floor(t, start)..ceil(t, end)]);
+            let head = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
             let next = a(4);
             let prev = b(4);
             let strong = matches!(
@@ -1687,7 +1671,7 @@ pub fn check(
             hit(Family::Interception, Medium, start, end)
         }
         Trigger::Privilege => {
-            let head = norm(&t[floor(t, start)..ceil(t, end)]);
+            let head = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
             if head == "trust all" {
                 let next = a(3);
                 any_of(
@@ -1996,7 +1980,7 @@ fn bracket(t: &str, i: usize) -> Option<Hit> {
     } else {
         // A markdown link `[system settings](…)` is not a marker; neither is `[0-9]`.
         if bytes.get(j + 1) == Some(&b'(') {
-            let rest = t.get(j + 2..ceil(t, j + 42)).unwrap_or("");
+            let rest = t.get(j + 2..t.ceil_char_boundary(j + 42)).unwrap_or("");
             let target = rest
                 .get(..rest.find(')').unwrap_or(rest.len()))
                 .unwrap_or("");

@@ -174,22 +174,6 @@ const LEAD: usize = 200;
 const MAX_QUOTED: usize = 8;
 const MAX_HITS: usize = 16;
 
-fn ceil_char(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
-}
-
-fn floor_char(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
 /// What a pattern of the one automaton stands for (a phrase may stand for several).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -568,7 +552,7 @@ const NOT_A_TOOL: &[&str] = &[
 
 fn about_a_value(t: &str, end: usize) -> bool {
     // Three words are read from a bounded window, never from the whole rest of the text.
-    let to = ceil_char(t, end.saturating_add(64));
+    let to = t.ceil_char_boundary(end.saturating_add(64));
     let rest = t.get(end..to).unwrap_or("");
     super::work::add(rest.len());
     rest.split_whitespace().take(3).any(|w| {
@@ -863,7 +847,7 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
         // The word must govern the name: within the six words before it ("never use X",
         // "instead of X"), not elsewhere in the sentence ("use X, never Y"); six words are
         // read from a bounded window.
-        let lead_from = floor_char(t, m.start().saturating_sub(LEAD).max(s));
+        let lead_from = t.floor_char_boundary(m.start().saturating_sub(LEAD).max(s));
         let lead = &t[lead_from..m.start()];
         super::work::add(lead.len());
         let from = lead

@@ -102,7 +102,7 @@ impl<'a> MatchView<'a> {
         let s = if start >= self.text.len() {
             self.original_len
         } else {
-            floor_char(original, self.original_at(start))
+            original.floor_char_boundary(self.original_at(start))
         };
         let e = if end == 0 {
             s
@@ -110,7 +110,7 @@ impl<'a> MatchView<'a> {
             self.original_len
         } else {
             // End of the last mapped character.
-            let last = floor_char(original, self.original_at(end - 1));
+            let last = original.floor_char_boundary(self.original_at(end - 1));
             let width = original
                 .get(last..)
                 .and_then(|t| t.chars().next())
@@ -294,8 +294,8 @@ fn ascii_words(b: &[u8]) -> Vec<String> {
 /// An excerpt of `text` around byte range `start..end`, at most about `context` characters on
 /// each side, with invisible characters made visible (`[U+200B]`).
 pub fn excerpt(text: &str, start: usize, end: usize, context: usize) -> String {
-    let start = floor_char(text, start.min(text.len()));
-    let mut end = floor_char(text, end.min(text.len())).max(start);
+    let start = text.floor_char_boundary(start.min(text.len()));
+    let mut end = text.floor_char_boundary(end.min(text.len())).max(start);
     // Walk back from the match, never over the whole prefix.
     let from = match context.checked_sub(1) {
         None => start,
@@ -329,13 +329,6 @@ pub fn excerpt(text: &str, start: usize, end: usize, context: usize) -> String {
         s.push('…');
     }
     s
-}
-
-fn floor_char(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// Invisible and control characters shown as `[U+XXXX]`; everything else as is.
