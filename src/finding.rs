@@ -153,6 +153,9 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Suppressed {
     pub reason: String,
+    /// The last day the suppression holds, `YYYY-MM-DD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
 }
 
 /// One thing a check found.
@@ -178,6 +181,13 @@ pub struct Finding {
     pub fingerprint: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppressed: Option<Suppressed>,
+    /// The catalogue's severity, when the configuration changed it (SPEC §4.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_severity: Option<Severity>,
+    /// With `--fail-on-new`: whether a previous report lacked this finding. Known findings
+    /// do not count for the exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<bool>,
 }
 
 impl Finding {
@@ -217,6 +227,8 @@ impl Finding {
                 fix,
                 fingerprint: String::new(),
                 suppressed: None,
+                default_severity: None,
+                new: None,
             },
         }
     }
@@ -245,9 +257,10 @@ impl Finding {
         hex::encode(h.finalize())
     }
 
-    /// Whether it counts for the exit code.
+    /// Whether it counts for the exit code: not suppressed, and not known to a previous
+    /// report (`--fail-on-new`).
     pub fn counts(&self) -> bool {
-        self.suppressed.is_none()
+        self.suppressed.is_none() && self.new != Some(false)
     }
 }
 

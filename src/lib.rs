@@ -8,6 +8,7 @@ pub mod catalogue;
 pub mod checks;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
+pub mod config;
 pub mod demo;
 pub mod docs;
 pub mod engine;
@@ -19,4 +20,5 @@ pub mod net;
 pub mod offline;
 pub mod protocol;
 pub mod report;
+pub mod review;
 pub mod rules;

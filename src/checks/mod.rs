@@ -132,6 +132,7 @@ impl BaselineView {
                         if *accepted {
                             f.suppressed = Some(crate::finding::Suppressed {
                                 reason: "accepted with --update-baseline: the baseline now holds this state".into(),
+                                until: None,
                             });
                         }
                         f

@@ -58,7 +58,11 @@ pub fn run(args: &DemoArgs) -> i32 {
             super::scan::say_outcome(&report);
             report.apply_policy(args.output.policy());
             let target = report.target.clone();
-            emit(&report, &args.output, &target)
+            emit(
+                &report,
+                &args.output,
+                super::settings::artifact(&[args.output.sarif_artifact.as_deref()], &target),
+            )
         }
         Err(e) => usage_error(e),
     }

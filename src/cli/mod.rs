@@ -5,6 +5,7 @@
 mod demo;
 mod offline;
 mod scan;
+pub mod settings;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::catalogue::catalogue;
 use crate::exit::ExitCode;
-use crate::finding::{Confidence, Severity};
+use crate::finding::Confidence;
 use crate::report::{Format, Policy, Report};
 
 #[derive(Debug, Parser)]
@@ -107,29 +108,7 @@ pub enum DiffFormat {
 
 pub use crate::docs::ListFormat;
 
-/// Severity threshold for the exit code, or `none` to never fail on findings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    Info,
-    Low,
-    Medium,
-    High,
-    Critical,
-    None,
-}
-
-impl FailOn {
-    pub fn severity(self) -> Option<Severity> {
-        match self {
-            FailOn::Info => Some(Severity::Info),
-            FailOn::Low => Some(Severity::Low),
-            FailOn::Medium => Some(Severity::Medium),
-            FailOn::High => Some(Severity::High),
-            FailOn::Critical => Some(Severity::Critical),
-            FailOn::None => None,
-        }
-    }
-}
+pub use crate::report::FailOn;
 
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Output")]
@@ -146,21 +125,44 @@ pub struct OutputArgs {
     /// Also write the SARIF report to FILE.
     #[arg(long, value_name = "FILE")]
     pub sarif: Option<PathBuf>,
-    /// Exit 1 when a finding is at or above this severity.
-    #[arg(long, value_enum, default_value_t = FailOn::High)]
-    pub fail_on: FailOn,
-    /// Leave out findings below this confidence.
-    #[arg(long, value_enum, default_value_t = Confidence::Low)]
-    pub min_confidence: Confidence,
+    /// Also write a Markdown summary to FILE (the Action's job summary).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// The file in the repository SARIF results point at (default: the configuration file,
+    /// else the baseline, else the checked file).
+    #[arg(long, value_name = "FILE")]
+    pub sarif_artifact: Option<PathBuf>,
+    /// Exit 1 when a finding is at or above this severity [default: high, or the config's].
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// Leave out findings below this confidence [default: low, or the config's].
+    #[arg(long, value_enum)]
+    pub min_confidence: Option<Confidence>,
 }
 
 impl OutputArgs {
+    /// The policy of these flags alone (no configuration file: the demo).
     pub fn policy(&self) -> Policy {
         Policy {
-            fail_on: self.fail_on.severity(),
-            min_confidence: self.min_confidence,
+            fail_on: self.fail_on.unwrap_or(FailOn::High).severity(),
+            min_confidence: self.min_confidence.unwrap_or(Confidence::Low),
         }
     }
+}
+
+/// `mcpprobe.toml` and `--fail-on-new` (`scan` and `check`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Configuration")]
+pub struct ConfigArgs {
+    /// Configuration file [default: ./mcpprobe.toml when it exists].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Do not read ./mcpprobe.toml.
+    #[arg(long, conflicts_with = "config")]
+    pub no_config: bool,
+    /// Count only findings absent from this previous JSON report; mark the new ones.
+    #[arg(long, value_name = "PREVIOUS.json")]
+    pub fail_on_new: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -176,6 +178,8 @@ pub struct CheckArgs {
     pub time_cap: u64,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 #[derive(Debug, Args)]
@@ -194,9 +198,11 @@ pub struct ScanArgs {
     pub command: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
-    /// Requests per second (at most 10).
-    #[arg(long, default_value_t = crate::net::DEFAULT_RATE, help_heading = "Network")]
-    pub rate: u32,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Requests per second, at most 10 [default: 5, or the config's].
+    #[arg(long, help_heading = "Network")]
+    pub rate: Option<u32>,
     /// DNS server to ask, IP:PORT (default: the system's).
     #[arg(long, env = "MCPPROBE_RESOLVER", help_heading = "Network")]
     pub resolver: Option<String>,
@@ -225,12 +231,6 @@ pub struct ScanArgs {
     /// Accept the current state into the baseline (the changes are shown, suppressed).
     #[arg(long, requires = "baseline", help_heading = "Checks")]
     pub update_baseline: bool,
-    /// Count only findings absent from a previous JSON report (not yet available).
-    #[arg(long, value_name = "PREVIOUS.json", help_heading = "Checks")]
-    pub fail_on_new: Option<PathBuf>,
-    /// Configuration file, mcpprobe.toml (not yet available).
-    #[arg(long, value_name = "FILE", help_heading = "Checks")]
-    pub config: Option<PathBuf>,
     /// Run active checks (needs --authorised-by, --scope and --verify).
     #[arg(long, help_heading = "Active")]
     pub active: bool,
@@ -345,12 +345,26 @@ fn stdout_wants_color() -> bool {
 }
 
 /// Writes the report as the output arguments ask: the main format to stdout or `--output`,
-/// and the `--json` / `--sarif` copies beside it. Returns the exit code of the report, or 64
-/// when a file cannot be written.
-pub fn emit(report: &Report, output: &OutputArgs, artifact: &str) -> i32 {
+/// and the `--json` / `--sarif` / `--markdown` copies beside it. Warnings (an expired or stale
+/// suppression) also go to stderr. Returns the exit code of the report, or 64 when a file
+/// cannot be written.
+pub fn emit(report: &Report, output: &OutputArgs, artifact: crate::report::Artifact) -> i32 {
     let color =
         output.output.is_none() && output.format == Format::Terminal && stdout_wants_color();
-    let main = crate::report::render(report, output.format, artifact, color);
+    if output.format != Format::Terminal || output.output.is_some() {
+        for w in &report.warnings {
+            eprintln!(
+                "mcpprobe: warning: {}",
+                crate::report::escape::escape(w)
+            );
+        }
+    }
+    let options = settings::render_options(artifact, color);
+    let plain = crate::report::RenderOptions {
+        color: false,
+        ..options.clone()
+    };
+    let main = crate::report::render(report, output.format, &options);
     let write = |path: &PathBuf, text: &str| -> Result<(), i32> {
         std::fs::write(path, text)
             .map_err(|e| usage_error(format!("cannot write {}: {e}", path.display())))
@@ -362,17 +376,14 @@ pub fn emit(report: &Report, output: &OutputArgs, artifact: &str) -> i32 {
                 print_out(&main);
             }
         }
-        if let Some(path) = &output.json {
-            write(
-                path,
-                &crate::report::render(report, Format::Json, artifact, false),
-            )?;
-        }
-        if let Some(path) = &output.sarif {
-            write(
-                path,
-                &crate::report::render(report, Format::Sarif, artifact, false),
-            )?;
+        for (path, format) in [
+            (&output.json, Format::Json),
+            (&output.sarif, Format::Sarif),
+            (&output.markdown, Format::Markdown),
+        ] {
+            if let Some(path) = path {
+                write(path, &crate::report::render(report, format, &plain))?;
+            }
         }
         Ok(())
     })();

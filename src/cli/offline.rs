@@ -1,11 +1,23 @@
 //! The offline commands as the CLI runs them: read, compute (`crate::offline`), print.
 
-use crate::cli::{CheckArgs, DiffFormat, emit, print_out, usage_error};
+use crate::cli::{CheckArgs, DiffFormat, emit, print_out, settings, usage_error};
 use crate::fingerprint::diff as diff_tools;
-use crate::offline::{check_document, load, render_diff};
+use crate::offline::{check_selected, load, render_diff};
 use crate::rules::InputKind;
 
 pub fn check(args: &CheckArgs) -> i32 {
+    let loaded = match settings::load(&args.config) {
+        Ok(l) => l,
+        Err(e) => return usage_error(e),
+    };
+    let review = match loaded.review(&args.config) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let selection = match super::scan::selection(&[], &[], &loaded.config) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
     let input = match load(&args.file, args.kind) {
         Ok(i) => i,
         Err(e) => return usage_error(e),
@@ -26,11 +38,17 @@ pub fn check(args: &CheckArgs) -> i32 {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     });
-    let mut report = check_document(&input, &doc, &target, Default::default());
+    let mut report = check_selected(&input, &doc, &target, Default::default(), &selection);
     let _ = done.send(());
     let _ = timer.join();
-    report.apply_policy(args.output.policy());
-    let code = emit(&report, &args.output, &target);
+    review.apply(&mut report, chrono::Utc::now().date_naive());
+    report.apply_policy(loaded.policy(&args.output));
+    let file = (args.file != "-").then(|| std::path::Path::new(&args.file));
+    let artifact = settings::artifact(
+        &[args.output.sarif_artifact.as_deref(), file, loaded.path.as_deref()],
+        &target,
+    );
+    let code = emit(&report, &args.output, artifact);
     // The process ends here: freeing a large document tree would only cost time (a tenth of
     // a 20 MB check).
     std::mem::forget(doc);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{ScanArgs, VerifyAction, emit, print_out, usage_error};
+use crate::cli::{ScanArgs, VerifyAction, emit, print_out, settings, usage_error};
 use crate::engine::{
     ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Scanner,
     ScannerConfig, Secret, Selection, Target,
@@ -61,19 +61,9 @@ pub fn show_progress() {
         .try_init();
 }
 
-/// Flags of features this build does not have yet: refused, never silently ignored.
-fn unavailable(args: &ScanArgs) -> Option<String> {
-    [
-        (args.fail_on_new.is_some(), "--fail-on-new"),
-        (args.config.is_some(), "--config"),
-    ]
-    .into_iter()
-    .find(|(given, _)| *given)
-    .map(|(_, flag)| format!("`{flag}` is not yet available in this build of mcpprobe"))
-}
-
-/// The engine's request for these flags; every error is a usage error.
-pub fn request(args: &ScanArgs) -> Result<ScanRequest, ConfigError> {
+/// The engine's request for these flags and the configuration (flags win); every error is a
+/// usage error.
+pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest, ConfigError> {
     let target = if args.stdio {
         let env = crate::engine::request::stdio_env(&args.env, |n| std::env::var(n).ok())?;
         Target::stdio_with_env(&args.command, env)?
@@ -96,9 +86,13 @@ pub fn request(args: &ScanArgs) -> Result<ScanRequest, ConfigError> {
             .map(|h| Credentials::parse_header(h))
             .collect::<Result<_, _>>()?,
     };
-    req.checks = Selection::new(&args.selection.checks, &args.selection.skip_checks)?;
+    req.checks = selection(
+        &args.selection.checks,
+        &args.selection.skip_checks,
+        &loaded.config,
+    )?;
     req.limits = ScanLimits {
-        rate: args.rate,
+        rate: rate(args, loaded),
         ..ScanLimits::default()
     };
     req.follow_authorization_server = !args.no_follow_as;
@@ -114,6 +108,29 @@ pub fn request(args: &ScanArgs) -> Result<ScanRequest, ConfigError> {
         update: args.update_baseline,
     });
     Ok(req)
+}
+
+/// `--rate`, else the configuration's, else the default.
+fn rate(args: &ScanArgs, loaded: &settings::Loaded) -> u32 {
+    args.rate
+        .or(loaded.config.rate)
+        .unwrap_or(crate::net::DEFAULT_RATE)
+}
+
+/// The checks of the flags, or of the configuration when no flag names any.
+pub fn selection(
+    only: &[String],
+    skip: &[String],
+    config: &crate::config::Config,
+) -> Result<Selection, ConfigError> {
+    if only.is_empty() && skip.is_empty() {
+        Selection::new(
+            config.checks.as_deref().unwrap_or_default(),
+            config.skip_checks.as_deref().unwrap_or_default(),
+        )
+    } else {
+        Selection::new(only, skip)
+    }
 }
 
 fn resolver(raw: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
@@ -159,22 +176,49 @@ pub fn say_outcome(report: &Report) {
 }
 
 pub fn scan(args: &ScanArgs) -> i32 {
-    if let Some(e) = unavailable(args) {
-        return usage_error(e);
-    }
-    let req = match request(args) {
+    let loaded = match settings::load(&args.config) {
+        Ok(l) => l,
+        Err(e) => return usage_error(e),
+    };
+    let review = match loaded.review(&args.config) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let req = match request(args, &loaded) {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
     show_progress();
-    match run_scan(&req, args.resolver.as_deref(), args.rate) {
+    match run_scan(&req, args.resolver.as_deref(), rate(args, &loaded)) {
         Ok(mut report) => {
             say_outcome(&report);
-            report.apply_policy(args.output.policy());
-            let target = report.target.clone();
-            emit(&report, &args.output, &target)
+            review.apply(&mut report, chrono::Utc::now().date_naive());
+            report.apply_policy(loaded.policy(&args.output));
+            let artifact = settings::artifact(
+                &[
+                    args.output.sarif_artifact.as_deref(),
+                    loaded.path.as_deref(),
+                    args.baseline.as_deref(),
+                ],
+                &report.target,
+            );
+            if args.output.sarif.is_some() || args.output.format == crate::report::Format::Sarif
+            {
+                warn_unplaced(&artifact, &report);
+            }
+            emit(&report, &args.output, artifact)
         }
         Err(e) => usage_error(e),
+    }
+}
+
+/// SARIF of a network target with no file to point at: code scanning cannot place it.
+fn warn_unplaced(artifact: &crate::report::Artifact, report: &Report) {
+    if artifact.uri == report.target {
+        eprintln!(
+            "mcpprobe: warning: the SARIF results point at the target URL, which code scanning \
+             cannot place in the repository; give --sarif-artifact FILE, --config or --baseline"
+        );
     }
 }
 

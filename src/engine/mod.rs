@@ -55,6 +55,10 @@ use crate::report::{GateRecord, Report, RunOutcome};
 /// within a limiter wait and a reply of [`crate::net::CLOSING_TIMEOUT`]).
 pub const GRACE: Duration = Duration::from_secs(5);
 
+/// Why a check the request left out was skipped.
+pub const NOT_SELECTED: &str =
+    "not selected (--checks / --skip-checks, or the configuration's checks / skip_checks)";
+
 /// The checks that are metadata rules only: run off the async threads (see `run_rules`).
 const RULE_CHECKS: &[&str] = &["META-02", "META-03", "META-04"];
 
@@ -623,7 +627,7 @@ impl Scanner {
             if !req.checks.includes(id) {
                 report.record(
                     id,
-                    Outcome::Skipped("not selected (--checks / --skip-checks)".into()),
+                    Outcome::Skipped(NOT_SELECTED.into()),
                 );
                 continue;
             }

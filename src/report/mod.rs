@@ -2,6 +2,7 @@
 //! Reports never ask the network anything.
 
 pub mod escape;
+pub mod markdown;
 pub mod sarif;
 pub mod terminal;
 
@@ -81,6 +82,32 @@ pub struct GateRecord {
     pub exchanges: Vec<crate::finding::Exchange>,
 }
 
+/// `--fail-on` and `fail_on`: a severity threshold for the exit code, or `none` to never fail
+/// on findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FailOn {
+    Info,
+    Low,
+    Medium,
+    High,
+    Critical,
+    None,
+}
+
+impl FailOn {
+    pub fn severity(self) -> Option<Severity> {
+        match self {
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Low => Some(Severity::Low),
+            FailOn::Medium => Some(Severity::Medium),
+            FailOn::High => Some(Severity::High),
+            FailOn::Critical => Some(Severity::Critical),
+            FailOn::None => None,
+        }
+    }
+}
+
 /// The thresholds a report was judged by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
@@ -119,6 +146,16 @@ pub struct Report {
     pub policy: Policy,
     /// Findings left out because their confidence is below `--min-confidence`.
     pub below_min_confidence: usize,
+    /// The configuration's suppressions and what became of each (SPEC §4.1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suppressions: Vec<crate::review::SuppressionRecord>,
+    /// With `--fail-on-new`: the previous report and how many findings are new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_report: Option<crate::review::PreviousRecord>,
+    /// What the user should know about how the report was judged: an expired or stale
+    /// suppression, say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -161,6 +198,9 @@ impl Report {
             gate: None,
             policy,
             below_min_confidence: 0,
+            suppressions: Vec::new(),
+            previous_report: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -210,14 +250,7 @@ impl Report {
 
     /// Sorts findings (worst first, then by check, rule and location) and sets the exit code.
     pub fn finish(&mut self) {
-        self.findings.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then_with(|| a.check.cmp(&b.check))
-                .then_with(|| a.rule.cmp(&b.rule))
-                .then_with(|| a.location.tool.cmp(&b.location.tool))
-                .then_with(|| a.location.pointer.cmp(&b.location.pointer))
-        });
+        self.sort_findings();
         if self.outcome == RunOutcome::Complete
             && self.checks.iter().any(|c| c.status == CheckStatus::Error)
         {
@@ -227,6 +260,18 @@ impl Report {
             }
         }
         self.exit_code = self.compute_exit_code().code();
+    }
+
+    /// Worst first, then by check, rule and location.
+    pub fn sort_findings(&mut self) {
+        self.findings.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then_with(|| a.check.cmp(&b.check))
+                .then_with(|| a.rule.cmp(&b.rule))
+                .then_with(|| a.location.tool.cmp(&b.location.tool))
+                .then_with(|| a.location.pointer.cmp(&b.location.pointer))
+        });
     }
 
     /// SPEC §4: the exit code of this report judged by `policy` (the format never changes it).
@@ -309,7 +354,18 @@ impl Report {
     }
 
     pub fn suppressed_count(&self) -> usize {
-        self.findings.iter().filter(|f| !f.counts()).count()
+        self.findings
+            .iter()
+            .filter(|f| f.suppressed.is_some())
+            .count()
+    }
+
+    /// Findings a previous report already had (`--fail-on-new`), suppressed ones aside.
+    pub fn known_count(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.suppressed.is_none() && f.new == Some(false))
+            .count()
     }
 
     pub fn to_json(&self) -> String {
@@ -326,14 +382,45 @@ pub enum Format {
     Terminal,
     Json,
     Sarif,
+    /// A Markdown summary (the Action's job summary).
+    Markdown,
 }
 
-/// Renders a report in a format. `artifact` is the file SARIF results point at (the input file
-/// of `check`; the target otherwise). `color` only applies to the terminal format.
-pub fn render(report: &Report, format: Format, artifact: &str, color: bool) -> String {
+/// The file SARIF results point at: a file in the repository (the configuration, the
+/// baseline, `--sarif-artifact`, or the input of `check`), and its text when the host read it,
+/// so results can point at the line that names their tool.
+#[derive(Debug, Clone, Default)]
+pub struct Artifact {
+    /// A path relative to the repository root, `/`-separated (or, lacking one, the target).
+    pub uri: String,
+    pub text: Option<String>,
+}
+
+impl Artifact {
+    pub fn named(uri: impl Into<String>) -> Artifact {
+        Artifact {
+            uri: uri.into(),
+            text: None,
+        }
+    }
+}
+
+/// How a report is rendered, beside its format.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    pub artifact: Artifact,
+    /// Colour (terminal format only).
+    pub color: bool,
+    /// The command line that produced the report, secrets already removed (SARIF invocation).
+    pub invocation: Option<String>,
+}
+
+/// Renders a report in a format.
+pub fn render(report: &Report, format: Format, options: &RenderOptions) -> String {
     match format {
-        Format::Terminal => terminal::render(report, color),
+        Format::Terminal => terminal::render(report, options.color),
         Format::Json => report.to_json() + "\n",
-        Format::Sarif => sarif::render(report, artifact) + "\n",
+        Format::Sarif => sarif::render(report, options) + "\n",
+        Format::Markdown => markdown::render(report),
     }
 }

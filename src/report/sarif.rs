@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use serde_sarif::sarif::{
-    ArtifactLocation, Location, LogicalLocation, Message, MultiformatMessageString,
+    ArtifactLocation, Invocation, Location, LogicalLocation, Message, MultiformatMessageString,
     PhysicalLocation, PropertyBag, Region, ReportingConfiguration, ReportingDescriptor,
     Result as SarifResult, ResultLevel, Run, Sarif, Suppression, Tool, ToolComponent,
 };
 
-use super::Report;
+use super::{RenderOptions, Report};
 use super::escape::escape_trimmed;
 use crate::catalogue::{CheckMeta, RuleMeta, catalogue};
 use crate::finding::{Confidence, Finding, Severity};
@@ -142,7 +142,28 @@ fn descriptors() -> Vec<ReportingDescriptor> {
     out
 }
 
-fn result(f: &Finding, index: &BTreeMap<String, i64>, artifact: &str) -> SarifResult {
+/// The line of `artifact` that names `tool` (a JSON string `"tool"` after a `"name"` key, or a
+/// TOML `tool = "…"`), else 1: code scanning shows a result on a line of a file.
+fn line_of(artifact: Option<&str>, tool: Option<&str>) -> i64 {
+    let (Some(text), Some(tool)) = (artifact, tool) else {
+        return 1;
+    };
+    let quoted = serde_json::to_string(tool).unwrap_or_default();
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start();
+            (t.starts_with("\"name\"") || t.starts_with("tool ") || t.starts_with("tool="))
+                && t.contains(&quoted)
+        })
+        .map_or(1, |i| i as i64 + 1)
+}
+
+fn result(
+    f: &Finding,
+    index: &BTreeMap<String, i64>,
+    report: &Report,
+    options: &RenderOptions,
+) -> SarifResult {
     let id = rule_id(&f.check, f.rule.as_deref());
     let mut text = f.title.clone();
     if let Some(m) = &f.message {
@@ -152,11 +173,18 @@ fn result(f: &Finding, index: &BTreeMap<String, i64>, artifact: &str) -> SarifRe
     if let Some(e) = &f.evidence.text {
         text.push_str(&format!(" — \"{}\"", escape_trimmed(e, 300)));
     }
-    let mut logical = Vec::new();
+    // The server, then the tool on it, then the place in what it sent.
+    let mut logical = vec![
+        LogicalLocation::builder()
+            .name(report.target.clone())
+            .kind("module")
+            .build(),
+    ];
     if let Some(tool) = &f.location.tool {
         logical.push(
             LogicalLocation::builder()
                 .name(tool.clone())
+                .fully_qualified_name(format!("{}#{tool}", report.target))
                 .kind("function")
                 .build(),
         );
@@ -172,19 +200,22 @@ fn result(f: &Finding, index: &BTreeMap<String, i64>, artifact: &str) -> SarifRe
     let physical = PhysicalLocation::builder()
         .artifact_location(
             ArtifactLocation::builder()
-                .uri(artifact.to_string())
+                .uri(options.artifact.uri.clone())
                 .build(),
         )
-        .region(Region::builder().start_line(1).build())
+        .region(
+            Region::builder()
+                .start_line(line_of(
+                    options.artifact.text.as_deref(),
+                    f.location.tool.as_deref(),
+                ))
+                .build(),
+        )
         .build();
-    let location = if logical.is_empty() {
-        Location::builder().physical_location(physical).build()
-    } else {
-        Location::builder()
-            .physical_location(physical)
-            .logical_locations(logical)
-            .build()
-    };
+    let location = Location::builder()
+        .physical_location(physical)
+        .logical_locations(logical)
+        .build();
     let meta = catalogue().meta(&f.check);
     let mut fingerprints = BTreeMap::new();
     fingerprints.insert("mcpprobeFinding/v1".to_string(), f.fingerprint.clone());
@@ -200,6 +231,11 @@ fn result(f: &Finding, index: &BTreeMap<String, i64>, artifact: &str) -> SarifRe
     props
         .additional_properties
         .insert("mcpprobe/confidence".into(), json!(f.confidence.as_str()));
+    if let Some(default) = f.default_severity {
+        props
+            .additional_properties
+            .insert("mcpprobe/defaultSeverity".into(), json!(default.as_str()));
+    }
     let base = SarifResult::builder()
         .rule_id(id.clone())
         .rule_index(index.get(&id).copied().unwrap_or(0))
@@ -208,21 +244,43 @@ fn result(f: &Finding, index: &BTreeMap<String, i64>, artifact: &str) -> SarifRe
         .locations(vec![location])
         .partial_fingerprints(fingerprints)
         .properties(props);
-    match &f.suppressed {
-        Some(s) => base
-            .suppressions(vec![
-                Suppression::builder()
-                    .kind(json!("external"))
-                    .justification(s.reason.clone())
-                    .build(),
-            ])
-            .build(),
-        None => base.build(),
+    // With --fail-on-new, SARIF's own word for it: new, or unchanged since the previous run.
+    let state = f
+        .new
+        .map(|new| json!(if new { "new" } else { "unchanged" }));
+    match (&f.suppressed, state) {
+        (Some(s), state) => {
+            let sup = Suppression::builder()
+                .kind(json!("external"))
+                .status(json!("accepted"))
+                .justification(s.reason.clone());
+            let sup = match &s.until {
+                Some(until) => {
+                    let mut extra = BTreeMap::new();
+                    extra.insert("until".to_string(), json!(until));
+                    sup.properties(
+                        PropertyBag::builder()
+                            .additional_properties(extra)
+                            .build(),
+                    )
+                    .build()
+                }
+                None => sup.build(),
+            };
+            let b = base.suppressions(vec![sup]);
+            match state {
+                Some(st) => b.baseline_state(st).build(),
+                None => b.build(),
+            }
+        }
+        (None, Some(st)) => base.baseline_state(st).build(),
+        (None, None) => base.build(),
     }
 }
 
-/// Renders `report` as a SARIF 2.1.0 log. `artifact` is the URI results point at.
-pub fn render(report: &Report, artifact: &str) -> String {
+/// Renders `report` as a SARIF 2.1.0 log: one run, its invocation with the exit code, every
+/// result at `options.artifact`.
+pub fn render(report: &Report, options: &RenderOptions) -> String {
     let rules = descriptors();
     let index: BTreeMap<String, i64> = rules
         .iter()
@@ -232,7 +290,7 @@ pub fn render(report: &Report, artifact: &str) -> String {
     let results: Vec<SarifResult> = report
         .findings
         .iter()
-        .map(|f| result(f, &index, artifact))
+        .map(|f| result(f, &index, report, options))
         .collect();
     let driver = ToolComponent::builder()
         .name("mcpprobe")
@@ -241,8 +299,31 @@ pub fn render(report: &Report, artifact: &str) -> String {
         .information_uri(INFORMATION_URI)
         .rules(rules)
         .build();
+    let notes: Vec<_> = report
+        .warnings
+        .iter()
+        .map(|w| {
+            serde_sarif::sarif::Notification::builder()
+                .message(Message::builder().text(w.clone()).build())
+                .level(json!("warning"))
+                .build()
+        })
+        .collect();
+    let invocation = Invocation::builder()
+        .execution_successful(matches!(report.exit_code, 0 | 1))
+        .exit_code(i64::from(report.exit_code));
+    let invocation = match (&options.invocation, notes.is_empty()) {
+        (Some(cmd), true) => invocation.command_line(cmd.clone()).build(),
+        (Some(cmd), false) => invocation
+            .command_line(cmd.clone())
+            .tool_configuration_notifications(notes)
+            .build(),
+        (None, true) => invocation.build(),
+        (None, false) => invocation.tool_configuration_notifications(notes).build(),
+    };
     let run = Run::builder()
         .tool(Tool::builder().driver(driver).build())
+        .invocations(vec![invocation])
         .results(results)
         .build();
     let sarif = Sarif::builder()

@@ -85,7 +85,12 @@ pub fn render(report: &Report, color: bool) -> String {
     }
 
     for sev in Severity::ALL_DESCENDING {
-        let group: Vec<&Finding> = report.counting().filter(|f| f.severity == sev).collect();
+        // Suppressed findings are only counted; known ones (--fail-on-new) are shown, marked.
+        let group: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.suppressed.is_none() && f.severity == sev)
+            .collect();
         if group.is_empty() {
             continue;
         }
@@ -167,6 +172,15 @@ pub fn render(report: &Report, color: bool) -> String {
     if suppressed > 0 {
         let _ = write!(line, "; {suppressed} suppressed");
     }
+    if let Some(prev) = &report.previous_report {
+        let _ = write!(
+            line,
+            "; {} new, {} known to {}",
+            prev.new,
+            report.known_count(),
+            escape(&prev.file)
+        );
+    }
     if report.below_min_confidence > 0 {
         let _ = write!(
             line,
@@ -175,6 +189,9 @@ pub fn render(report: &Report, color: bool) -> String {
         );
     }
     let _ = writeln!(out, "{line}");
+    for w in &report.warnings {
+        let _ = writeln!(out, "{} {}", p.bold("warning:"), escape(w));
+    }
     if report.requests_sent > 0 {
         let _ = writeln!(out, "requests sent: {}", report.requests_sent);
     }
@@ -195,12 +212,24 @@ fn render_finding(out: &mut String, p: &Paint, f: &Finding) {
         Some(rule) => format!("{}/{}", f.check, rule),
         None => f.check.clone(),
     };
+    let mark = match f.new {
+        Some(true) => format!(" {}", p.bold("[new]")),
+        Some(false) => format!(" {}", p.dim("(known: in the previous report, not counted)")),
+        None => String::new(),
+    };
     let _ = writeln!(
         out,
-        "{} {}",
+        "{} {}{mark}",
         p.severity(f.severity, &format!("{}[{}]", f.severity, id)),
         p.bold(&escape(&f.title))
     );
+    if let Some(default) = f.default_severity {
+        let _ = writeln!(
+            out,
+            "   = severity {} set by the configuration (the catalogue says {default})",
+            f.severity
+        );
+    }
     let mut place = Vec::new();
     if let Some(tool) = &f.location.tool {
         place.push(format!("tool `{}`", escape_trimmed(tool, 80)));

@@ -54,6 +54,7 @@ fn sample(policy: Policy) -> Report {
         .build();
     suppressed.suppressed = Some(Suppressed {
         reason: "validated server-side".into(),
+        until: None,
     });
     r.record("META-02", Outcome::Ran(vec![high, info]));
     r.record("META-03", Outcome::Ran(vec![critical, suppressed]));
@@ -97,7 +98,7 @@ fn schema_rejects_a_broken_report() {
 #[test]
 fn sarif_report_validates_against_sarif_2_1_0() {
     let r = sample(Policy::default());
-    let text = render(&r, Format::Sarif, "tools.json", false);
+    let text = render(&r, Format::Sarif, &opts("tools.json", false));
     let value: serde_json::Value = serde_json::from_str(&text).expect("sarif is json");
     assert_valid("tests/sarif-2.1.0.schema.json", &value);
 
@@ -158,7 +159,7 @@ fn sarif_is_written_even_without_findings() {
     let mut r = Report::new("x", Policy::default());
     r.finish();
     let value: serde_json::Value =
-        serde_json::from_str(&render(&r, Format::Sarif, "x", false)).expect("json");
+        serde_json::from_str(&render(&r, Format::Sarif, &opts("x", false))).expect("json");
     assert_valid("tests/sarif-2.1.0.schema.json", &value);
     assert_eq!(
         value["runs"][0]["results"].as_array().map(Vec::len),
@@ -181,7 +182,7 @@ fn fingerprints_are_stable_and_distinct() {
 fn terminal_escapes_every_control_and_invisible_character() {
     let r = sample(Policy::default());
     for color in [false, true] {
-        let text = render(&r, Format::Terminal, "x", color);
+        let text = render(&r, Format::Terminal, &opts("x", color));
         for bad in ['\u{7}', '\r', '\u{202E}', '\u{E0041}', '\u{200B}'] {
             assert!(!text.contains(bad), "{:?} reached the terminal output", bad);
         }
@@ -218,7 +219,7 @@ fn terminal_escapes_every_control_and_invisible_character() {
 
 #[test]
 fn terminal_groups_by_severity_and_counts_suppressed() {
-    let text = render(&sample(Policy::default()), Format::Terminal, "x", false);
+    let text = render(&sample(Policy::default()), Format::Terminal, &opts("x", false));
     let order: Vec<usize> = ["── CRITICAL", "── HIGH", "── MEDIUM", "── LOW", "── INFO"]
         .iter()
         .map(|h| {
@@ -279,6 +280,7 @@ fn suppressed_findings_never_count() {
     let mut f = finding(check("META-03"), Some("C5")).build();
     f.suppressed = Some(Suppressed {
         reason: "ok".into(),
+        until: None,
     });
     r.record("META-03", Outcome::Ran(vec![f]));
     r.finish();
@@ -288,4 +290,12 @@ fn suppressed_findings_never_count() {
         1,
         "a suppressed finding stays in the report"
     );
+}
+
+fn opts(artifact: &str, color: bool) -> mcpprobe::report::RenderOptions {
+    mcpprobe::report::RenderOptions {
+        artifact: mcpprobe::report::Artifact::named(artifact),
+        color,
+        invocation: None,
+    }
 }

@@ -1,0 +1,424 @@
+//! `mcpprobe.toml` (SPEC §4.1 and §8): scan defaults, checks enabled or disabled, severities
+//! changed per check or rule, suppressions, and the daemon's keys, in one file that the CLI, the
+//! daemon and the Action share. Parsing is pure: a host reads the file and says where it came
+//! from; every error names that file, the line and the key (exit 64 in the CLI).
+//!
+//! The JSON Schema editors use is `schema/mcpprobe-config.schema.json`; a test keeps it and
+//! these types in step.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::catalogue::catalogue;
+use crate::finding::{Confidence, Severity};
+use crate::report::FailOn;
+use crate::review::Suppression;
+
+/// The file a host looks for in the working folder when `--config` is not given.
+pub const DEFAULT_FILE: &str = "mcpprobe.toml";
+
+/// The largest configuration file read (a config is a few kilobytes; this is a guard).
+pub const MAX_BYTES: u64 = 1024 * 1024;
+
+/// A configuration that could not be used: which file, where in it, which key, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: larger than {MAX_BYTES} bytes")]
+    TooLarge { path: PathBuf },
+    #[error("{}:{line}:{column}: {}{message}", path.display(), key.as_deref().map(|k| format!("key `{k}`: ")).unwrap_or_default())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        /// The dotted path of the key (`suppress[1].reason`), when the error is about one.
+        key: Option<String>,
+        message: String,
+    },
+}
+
+/// `mcpprobe.toml`. Unknown keys are errors everywhere in it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Exit 1 at or above this severity (`--fail-on`).
+    pub fail_on: Option<FailOn>,
+    /// Requests per second (`--rate`, at most 10).
+    #[serde(default, deserialize_with = "rate")]
+    pub rate: Option<u32>,
+    /// Leave out findings below this confidence (`--min-confidence`).
+    pub min_confidence: Option<Confidence>,
+    /// Only these checks (`--checks`).
+    #[serde(default, deserialize_with = "check_ids")]
+    pub checks: Option<Vec<String>>,
+    /// Not these checks (`--skip-checks`).
+    #[serde(default, deserialize_with = "check_ids")]
+    pub skip_checks: Option<Vec<String>>,
+    /// A severity per check (`"META-03"`) or per rule (`"META-03/C5"`).
+    #[serde(default, deserialize_with = "severities")]
+    pub severity: Vec<SeverityOverride>,
+    /// Reviewed exceptions (SPEC §4.1).
+    #[serde(default)]
+    pub suppress: Vec<Suppression>,
+
+    // The daemon's keys (SPEC §8); the scan command ignores them.
+    /// The status endpoint's address (default 127.0.0.1:9464).
+    pub listen: Option<String>,
+    pub max_concurrent_scans: Option<u32>,
+    /// Default: the state folder of SPEC §1.2.
+    pub state_dir: Option<PathBuf>,
+    /// The environment variable holding the bearer token of the status endpoint (required when
+    /// `listen` is not loopback).
+    pub api_token_env: Option<String>,
+    #[serde(default, deserialize_with = "targets")]
+    pub targets: Vec<TargetConfig>,
+}
+
+/// A severity the configuration sets for a check or one of its rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeverityOverride {
+    pub check: String,
+    pub rule: Option<String>,
+    pub severity: Severity,
+}
+
+/// One target of the daemon (SPEC §8).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    /// Used in URLs (`/targets/NAME/report`): letters, digits, `-` and `_`.
+    #[serde(deserialize_with = "target_name")]
+    pub name: String,
+    pub url: String,
+    /// How often: `"30s"`, `"15m"`, `"1h"`, `"24h"`, `"7d"`.
+    #[serde(deserialize_with = "interval")]
+    pub every: Duration,
+    pub fail_on: Option<FailOn>,
+    pub min_confidence: Option<Confidence>,
+    /// The environment variable the bearer token comes from (never the token itself).
+    pub token_env: Option<String>,
+    #[serde(default, deserialize_with = "check_ids")]
+    pub checks: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "check_ids")]
+    pub skip_checks: Option<Vec<String>>,
+    /// Suppressions for this target only, beside the file's top-level ones.
+    #[serde(default)]
+    pub suppress: Vec<Suppression>,
+}
+
+impl Config {
+    /// Parses `text`, read from `path` (named in every error).
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigFileError> {
+        let at = |span: Option<std::ops::Range<usize>>, key: Option<String>, message: String| {
+            let (line, column) = line_column(text, span.map(|s| s.start).unwrap_or(0));
+            ConfigFileError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                key,
+                message,
+            }
+        };
+        let de = toml::Deserializer::parse(text)
+            .map_err(|e| at(e.span(), None, format!("not valid TOML: {}", e.message())))?;
+        let mut config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = key_of(&e.path().to_string(), e.inner().message());
+            at(e.inner().span(), key, e.inner().message().to_string())
+        })?;
+        // Each suppression remembers where it was written, so warnings can name it.
+        let lines = suppress_lines(text);
+        for (i, s) in config.suppress.iter_mut().enumerate() {
+            s.source = Some(source_of(path, lines.get(i).copied()));
+        }
+        Ok(config)
+    }
+
+    /// Reads and parses the file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigFileError> {
+        use std::io::Read as _;
+        let read = |source| ConfigFileError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(read)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read)?;
+        if bytes.len() as u64 > MAX_BYTES {
+            return Err(ConfigFileError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let (line, column) = line_column_bytes(e.as_bytes(), e.utf8_error().valid_up_to());
+            ConfigFileError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                key: None,
+                message: "not UTF-8".into(),
+            }
+        })?;
+        Config::parse(&text, path)
+    }
+}
+
+/// The 1-based line and column of byte `offset`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    line_column_bytes(text.as_bytes(), offset)
+}
+
+fn line_column_bytes(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    (line, before.len() - start + 1)
+}
+
+/// The key an error is about: serde's path, plus the field a "missing field" or "unknown field"
+/// message names.
+fn key_of(path: &str, message: &str) -> Option<String> {
+    let named = ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next());
+    let path = (path != "." && !path.is_empty()).then_some(path);
+    match (path, named) {
+        (Some(p), Some(n)) if !p.ends_with(n) => Some(format!("{p}.{n}")),
+        (Some(p), _) => Some(p.to_string()),
+        (None, Some(n)) => Some(n.to_string()),
+        (None, None) => None,
+    }
+}
+
+/// The line of each top-level `[[suppress]]` header, in order.
+fn suppress_lines(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let t = l.trim_start();
+            t.strip_prefix("[[")
+                .and_then(|r| r.split("]]").next())
+                .is_some_and(|name| name.trim() == "suppress")
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+fn source_of(path: &Path, line: Option<usize>) -> String {
+    match line {
+        Some(l) => format!("{}:{l}", path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+fn rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let r = u32::deserialize(d)?;
+    if r == 0 || r > crate::net::MAX_RATE {
+        return Err(serde::de::Error::custom(format!(
+            "rate must be 1 to {} requests per second, not {r}",
+            crate::net::MAX_RATE
+        )));
+    }
+    Ok(Some(r))
+}
+
+/// A known check id, in the catalogue's spelling (an unknown one names the closest).
+pub(crate) fn known_check(id: &str) -> Result<String, String> {
+    crate::engine::request::check_id(id).map_err(|e| e.to_string())
+}
+
+/// A rule code of check `check`, in the catalogue's spelling.
+pub(crate) fn known_rule(check: &str, rule: &str) -> Result<String, String> {
+    let meta = catalogue().meta(check);
+    meta.rules
+        .iter()
+        .find(|r| r.code.eq_ignore_ascii_case(rule))
+        .map(|r| r.code.clone())
+        .ok_or_else(|| {
+            let codes: Vec<&str> = meta.rules.iter().map(|r| r.code.as_str()).collect();
+            if codes.is_empty() {
+                format!("{check} has no rule codes")
+            } else {
+                format!("{check} has no rule {rule:?} (its rules: {})", codes.join(", "))
+            }
+        })
+}
+
+fn check_ids<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let ids = Vec::<String>::deserialize(d)?;
+    ids.iter()
+        .map(|id| known_check(id))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+fn severities<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<SeverityOverride>, D::Error> {
+    let map = std::collections::BTreeMap::<String, Severity>::deserialize(d)?;
+    map.into_iter()
+        .map(|(key, severity)| {
+            let (check, rule) = match key.split_once('/') {
+                Some((c, r)) => (c, Some(r)),
+                None => (key.as_str(), None),
+            };
+            let check = known_check(check).map_err(|e| format!("severity.{key:?}: {e}"))?;
+            let rule = rule
+                .map(|r| known_rule(&check, r))
+                .transpose()
+                .map_err(|e| format!("severity.{key:?}: {e}"))?;
+            Ok(SeverityOverride {
+                check,
+                rule,
+                severity,
+            })
+        })
+        .collect::<Result<_, String>>()
+        .map_err(serde::de::Error::custom)
+}
+
+fn target_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let name = String::deserialize(d)?;
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(name)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "target name {name:?} must be 1 to 64 letters, digits, `-` or `_` (it is used in URLs)"
+        )))
+    }
+}
+
+fn targets<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<TargetConfig>, D::Error> {
+    let targets = Vec::<TargetConfig>::deserialize(d)?;
+    let mut seen = BTreeSet::new();
+    for t in &targets {
+        if !seen.insert(t.name.as_str()) {
+            return Err(serde::de::Error::custom(format!(
+                "two targets are named {:?}",
+                t.name
+            )));
+        }
+    }
+    Ok(targets)
+}
+
+/// Parses an interval: a whole number and one of `s`, `m`, `h`, `d` (`"30s"`, `"24h"`, `"7d"`).
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let bad = || format!("interval {s:?} is not a number and one of s, m, h, d (\"15m\", \"24h\")");
+    let split = s.len().checked_sub(1).ok_or_else(bad)?;
+    let (n, unit) = s.split_at_checked(split).ok_or_else(bad)?;
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60).ok_or_else(bad)?,
+        "h" => n.checked_mul(3600).ok_or_else(bad)?,
+        "d" => n.checked_mul(86_400).ok_or_else(bad)?,
+        _ => return Err(bad()),
+    };
+    if !(30..=366 * 86_400).contains(&secs) {
+        return Err(format!("interval {s:?} must be between 30s and 366d"));
+    }
+    Ok(Duration::from_secs(secs))
+}
+
+fn interval<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_interval(&s).map_err(serde::de::Error::custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigFileError> {
+        Config::parse(text, Path::new("mcpprobe.toml"))
+    }
+
+    fn invalid(text: &str) -> (usize, Option<String>, String) {
+        match parse(text) {
+            Err(ConfigFileError::Invalid {
+                line, key, message, ..
+            }) => (line, key, message),
+            other => panic!("expected an invalid config, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_full_file_parses() {
+        let c = parse(
+            r#"
+fail_on = "medium"
+rate = 3
+min_confidence = "medium"
+skip_checks = ["trans-03"]
+[severity]
+"META-03" = "low"
+"META-03/C5" = "high"
+
+[[suppress]]
+check = "META-03"
+rule = "C5"
+tool = "fetch_url"
+reason = "validated server-side"
+until = "2027-03-01"
+
+[[targets]]
+name = "prod"
+url = "https://mcp.example.com/mcp"
+every = "24h"
+token_env = "PROD_MCP_TOKEN"
+"#,
+        )
+        .expect("valid");
+        assert_eq!(c.fail_on, Some(FailOn::Medium));
+        assert_eq!(c.rate, Some(3));
+        assert_eq!(c.skip_checks.as_deref(), Some(&["TRANS-03".to_string()][..]));
+        assert_eq!(c.severity.len(), 2);
+        assert_eq!(c.suppress[0].source.as_deref(), Some("mcpprobe.toml:10"));
+        assert_eq!(c.targets[0].every, Duration::from_secs(86_400));
+    }
+
+    #[test]
+    fn errors_name_line_and_key() {
+        let (line, key, msg) = invalid("rate = 2\n[[suppress]]\ncheck = \"META-03\"\nreson = \"x\"\n");
+        assert_eq!(line, 4, "{msg}");
+        assert_eq!(key.as_deref(), Some("suppress[0].reson"), "{msg}");
+        let (line, key, msg) = invalid("\n[[suppress]]\ncheck = \"META-03\"\n");
+        assert_eq!(key.as_deref(), Some("suppress[0].reason"), "{msg}");
+        assert!(line >= 2, "{line}");
+        let (line, key, _) = invalid("fail_on = \"high\"\nrate = 50\n");
+        assert_eq!((line, key.as_deref()), (2, Some("rate")));
+        let (_, key, msg) = invalid("[severity]\n\"META-03/Z9\" = \"low\"\n");
+        assert_eq!(key.as_deref(), Some("severity"));
+        assert!(msg.contains("no rule \"Z9\""), "{msg}");
+        let (line, _, msg) = invalid("fail_on = \n");
+        assert_eq!(line, 1);
+        assert!(msg.starts_with("not valid TOML"), "{msg}");
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_interval("7d"), Ok(Duration::from_secs(604_800)));
+        for bad in ["", "m", "10", "5s", "1w", "-1h", "99999999999999999999d", "1.5h"] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+    }
+}
