@@ -252,7 +252,10 @@ pub(crate) fn known_rule(check: &str, rule: &str) -> Result<String, String> {
             if codes.is_empty() {
                 format!("{check} has no rule codes")
             } else {
-                format!("{check} has no rule {rule:?} (its rules: {})", codes.join(", "))
+                format!(
+                    "{check} has no rule {rule:?} (its rules: {})",
+                    codes.join(", ")
+                )
             }
         })
 }
@@ -389,7 +392,10 @@ token_env = "PROD_MCP_TOKEN"
         .expect("valid");
         assert_eq!(c.fail_on, Some(FailOn::Medium));
         assert_eq!(c.rate, Some(3));
-        assert_eq!(c.skip_checks.as_deref(), Some(&["TRANS-03".to_string()][..]));
+        assert_eq!(
+            c.skip_checks.as_deref(),
+            Some(&["TRANS-03".to_string()][..])
+        );
         assert_eq!(c.severity.len(), 2);
         assert_eq!(c.suppress[0].source.as_deref(), Some("mcpprobe.toml:10"));
         assert_eq!(c.targets[0].every, Duration::from_secs(86_400));
@@ -397,7 +403,8 @@ token_env = "PROD_MCP_TOKEN"
 
     #[test]
     fn errors_name_line_and_key() {
-        let (line, key, msg) = invalid("rate = 2\n[[suppress]]\ncheck = \"META-03\"\nreson = \"x\"\n");
+        let (line, key, msg) =
+            invalid("rate = 2\n[[suppress]]\ncheck = \"META-03\"\nreson = \"x\"\n");
         assert_eq!(line, 4, "{msg}");
         assert_eq!(key.as_deref(), Some("suppress[0].reson"), "{msg}");
         let (line, key, msg) = invalid("\n[[suppress]]\ncheck = \"META-03\"\n");
@@ -417,7 +424,16 @@ token_env = "PROD_MCP_TOKEN"
     fn intervals() {
         assert_eq!(parse_interval("15m"), Ok(Duration::from_secs(900)));
         assert_eq!(parse_interval("7d"), Ok(Duration::from_secs(604_800)));
-        for bad in ["", "m", "10", "5s", "1w", "-1h", "99999999999999999999d", "1.5h"] {
+        for bad in [
+            "",
+            "m",
+            "10",
+            "5s",
+            "1w",
+            "-1h",
+            "99999999999999999999d",
+            "1.5h",
+        ] {
             assert!(parse_interval(bad).is_err(), "{bad}");
         }
     }

@@ -80,7 +80,9 @@ impl TryFrom<SuppressionEntry> for Suppression {
             && !p.is_empty()
             && !p.starts_with('/')
         {
-            return Err(format!("`pointer` {p:?} is not a JSON Pointer (it starts with /)"));
+            return Err(format!(
+                "`pointer` {p:?} is not a JSON Pointer (it starts with /)"
+            ));
         }
         Ok(Suppression {
             check,
@@ -98,7 +100,10 @@ impl Suppression {
     /// Whether this entry is about `f` (dates aside).
     pub fn matches(&self, f: &Finding) -> bool {
         self.check == f.check
-            && self.rule.as_ref().is_none_or(|r| f.rule.as_ref() == Some(r))
+            && self
+                .rule
+                .as_ref()
+                .is_none_or(|r| f.rule.as_ref() == Some(r))
             && self
                 .tool
                 .as_ref()

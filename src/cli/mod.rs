@@ -57,7 +57,7 @@ pub enum Command {
         #[command(subcommand)]
         action: VerifyAction,
         /// DNS server to ask, IP:PORT (default: the system's).
-        #[arg(long, env = "MCPPROBE_RESOLVER", global = true)]
+        #[arg(long, env = "MCPPROBE_RESOLVER", hide_env_values = true, global = true)]
         resolver: Option<String>,
     },
     /// List the check catalogue, or explain one check.
@@ -80,6 +80,14 @@ pub enum Command {
     },
     /// Start the bundled vulnerable reference server on 127.0.0.1, scan it, and stop it.
     Demo(Box<DemoArgs>),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages into a folder (`scripts/gen-man.sh` keeps doc/ current).
+    #[command(hide = true)]
+    Manpages { dir: PathBuf },
 }
 
 #[derive(Debug, Subcommand)]
@@ -204,7 +212,12 @@ pub struct ScanArgs {
     #[arg(long, help_heading = "Network")]
     pub rate: Option<u32>,
     /// DNS server to ask, IP:PORT (default: the system's).
-    #[arg(long, env = "MCPPROBE_RESOLVER", help_heading = "Network")]
+    #[arg(
+        long,
+        env = "MCPPROBE_RESOLVER",
+        hide_env_values = true,
+        help_heading = "Network"
+    )]
     pub resolver: Option<String>,
     /// Extra request header, `Name: value` (repeatable; redacted in all output).
     #[arg(long = "header", short = 'H', help_heading = "Network")]
@@ -271,6 +284,25 @@ pub struct DemoArgs {
     pub trace_file: Option<PathBuf>,
     #[command(flatten)]
     pub selection: SelectionArgs,
+    /// Only start the reference server, print its URL on stdout, and keep it up until Ctrl-C
+    /// or SIGTERM (to scan it with `mcpprobe scan`, or from the Action in CI).
+    #[arg(long, help_heading = "Server")]
+    pub serve: bool,
+    /// The loopback port of the reference server (0: any free port).
+    #[arg(long, default_value_t = 0, help_heading = "Server")]
+    pub port: u16,
+    /// The safe twin instead: the same protocol without the weaknesses, requiring the bearer
+    /// token of --token / MCPPROBE_TOKEN.
+    #[arg(long, requires = "token", help_heading = "Server")]
+    pub safe: bool,
+    /// The safe twin's token (the scan sends it too).
+    #[arg(
+        long,
+        env = "MCPPROBE_TOKEN",
+        hide_env_values = true,
+        help_heading = "Server"
+    )]
+    pub token: Option<String>,
 }
 
 /// Parses the command line and runs it. Returns the process exit code.
@@ -326,7 +358,27 @@ pub fn run(cli: Cli) -> i32 {
         Command::Badge { .. } => not_yet("badge"),
         Command::Daemon { .. } => not_yet("daemon"),
         Command::Demo(args) => demo::run(&args),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut command(), "mcpprobe", &mut out);
+            print_out(&String::from_utf8_lossy(&out))
+        }
+        Command::Manpages { dir } => match man_pages(&dir) {
+            Ok(()) => 0,
+            Err(e) => usage_error(format!("cannot write man pages to {}: {e}", dir.display())),
+        },
     }
+}
+
+/// The clap definition of the whole command line.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+/// Writes `mcpprobe.1` and one page per subcommand (`mcpprobe-scan.1`, …) into `dir`.
+pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    clap_mangen::generate_to(command(), dir)
 }
 
 pub(crate) fn print_out(text: &str) -> i32 {
@@ -353,10 +405,7 @@ pub fn emit(report: &Report, output: &OutputArgs, artifact: crate::report::Artif
         output.output.is_none() && output.format == Format::Terminal && stdout_wants_color();
     if output.format != Format::Terminal || output.output.is_some() {
         for w in &report.warnings {
-            eprintln!(
-                "mcpprobe: warning: {}",
-                crate::report::escape::escape(w)
-            );
+            eprintln!("mcpprobe: warning: {}", crate::report::escape::escape(w));
         }
     }
     let options = settings::render_options(artifact, color);

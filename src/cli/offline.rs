@@ -45,7 +45,11 @@ pub fn check(args: &CheckArgs) -> i32 {
     report.apply_policy(loaded.policy(&args.output));
     let file = (args.file != "-").then(|| std::path::Path::new(&args.file));
     let artifact = settings::artifact(
-        &[args.output.sarif_artifact.as_deref(), file, loaded.path.as_deref()],
+        &[
+            args.output.sarif_artifact.as_deref(),
+            file,
+            loaded.path.as_deref(),
+        ],
         &target,
     );
     let code = emit(&report, &args.output, artifact);

@@ -202,8 +202,7 @@ pub fn scan(args: &ScanArgs) -> i32 {
                 ],
                 &report.target,
             );
-            if args.output.sarif.is_some() || args.output.format == crate::report::Format::Sarif
-            {
+            if args.output.sarif.is_some() || args.output.format == crate::report::Format::Sarif {
                 warn_unplaced(&artifact, &report);
             }
             emit(&report, &args.output, artifact)

@@ -120,7 +120,8 @@ pub fn invocation(argv: impl IntoIterator<Item = String>) -> String {
             hide_next = true;
             arg
         } else if let Some(flag) = SECRET.iter().find(|f| {
-            arg.starts_with(&format!("{f}=")) || (**f == "-H" && arg.len() > 2 && arg.starts_with("-H"))
+            arg.starts_with(&format!("{f}="))
+                || (**f == "-H" && arg.len() > 2 && arg.starts_with("-H"))
         }) {
             format!("{flag}=[REDACTED]")
         } else if arg.contains("://") {

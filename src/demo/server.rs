@@ -684,6 +684,12 @@ impl Running {
         self.shared.seen.subscribe()
     }
 
+    /// Stops the server and waits until its port is free again.
+    pub async fn stop(mut self) {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+    }
+
     /// 2025 sessions minted and not yet ended by a DELETE (tracked when unknown ids are refused).
     pub fn open_sessions(&self) -> usize {
         self.shared.sessions.lock().map(|m| m.len()).unwrap_or(0)

@@ -625,10 +625,7 @@ impl Scanner {
                 continue;
             }
             if !req.checks.includes(id) {
-                report.record(
-                    id,
-                    Outcome::Skipped(NOT_SELECTED.into()),
-                );
+                report.record(id, Outcome::Skipped(NOT_SELECTED.into()));
                 continue;
             }
             if net.cancelled().is_cancelled() {

@@ -18,8 +18,21 @@ pub fn cell(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(visible.len());
     for c in visible.chars() {
         match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | ' ' | '.' | ',' | ':' | ';' | '/' | '\'' | '"'
-            | '=' | '?' | '%' | '-' => out.push(c),
+            'a'..='z'
+            | 'A'..='Z'
+            | '0'..='9'
+            | ' '
+            | '.'
+            | ','
+            | ':'
+            | ';'
+            | '/'
+            | '\''
+            | '"'
+            | '='
+            | '?'
+            | '%'
+            | '-' => out.push(c),
             c if c.is_ascii() => {
                 let _ = write!(out, "&#{};", u32::from(c));
             }
@@ -145,8 +158,13 @@ mod tests {
 
     #[test]
     fn cells_carry_no_markup() {
-        let c = cell("a|b <img src=x> [l](http://x) `c` *d* \u{1b}[31m @team\n", 200);
-        for bad in ['|', '<', '>', '[', ']', '(', ')', '`', '*', '@', '\u{1b}', '\n'] {
+        let c = cell(
+            "a|b <img src=x> [l](http://x) `c` *d* \u{1b}[31m @team\n",
+            200,
+        );
+        for bad in [
+            '|', '<', '>', '[', ']', '(', ')', '`', '*', '@', '\u{1b}', '\n',
+        ] {
             assert!(!c.contains(bad), "{bad:?} in {c}");
         }
         assert!(c.contains("&#124;") && c.contains("&#60;img"), "{c}");

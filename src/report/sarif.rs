@@ -11,8 +11,8 @@ use serde_sarif::sarif::{
     Result as SarifResult, ResultLevel, Run, Sarif, Suppression, Tool, ToolComponent,
 };
 
-use super::{RenderOptions, Report};
 use super::escape::escape_trimmed;
+use super::{RenderOptions, Report};
 use crate::catalogue::{CheckMeta, RuleMeta, catalogue};
 use crate::finding::{Confidence, Finding, Severity};
 
@@ -149,13 +149,18 @@ fn line_of(artifact: Option<&str>, tool: Option<&str>) -> i64 {
         return 1;
     };
     let quoted = serde_json::to_string(tool).unwrap_or_default();
-    text.lines()
-        .position(|l| {
-            let t = l.trim_start();
-            (t.starts_with("\"name\"") || t.starts_with("tool ") || t.starts_with("tool="))
-                && t.contains(&quoted)
+    let names = |line: &str| {
+        line.match_indices(quoted.as_str()).any(|(at, _)| {
+            let before = line[..at].trim_end();
+            let key = |sep: char, k: &str| {
+                before
+                    .strip_suffix(sep)
+                    .is_some_and(|b| b.trim_end().ends_with(k))
+            };
+            key(':', "\"name\"") || key('=', "tool")
         })
-        .map_or(1, |i| i as i64 + 1)
+    };
+    text.lines().position(names).map_or(1, |i| i as i64 + 1)
 }
 
 fn result(
@@ -258,12 +263,8 @@ fn result(
                 Some(until) => {
                     let mut extra = BTreeMap::new();
                     extra.insert("until".to_string(), json!(until));
-                    sup.properties(
-                        PropertyBag::builder()
-                            .additional_properties(extra)
-                            .build(),
-                    )
-                    .build()
+                    sup.properties(PropertyBag::builder().additional_properties(extra).build())
+                        .build()
                 }
                 None => sup.build(),
             };

@@ -3,6 +3,7 @@
 mod baseline;
 mod catalogue;
 mod cli;
+mod config;
 mod corpus;
 mod engine;
 mod gate;

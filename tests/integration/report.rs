@@ -219,7 +219,11 @@ fn terminal_escapes_every_control_and_invisible_character() {
 
 #[test]
 fn terminal_groups_by_severity_and_counts_suppressed() {
-    let text = render(&sample(Policy::default()), Format::Terminal, &opts("x", false));
+    let text = render(
+        &sample(Policy::default()),
+        Format::Terminal,
+        &opts("x", false),
+    );
     let order: Vec<usize> = ["── CRITICAL", "── HIGH", "── MEDIUM", "── LOW", "── INFO"]
         .iter()
         .map(|h| {
