@@ -1,5 +1,6 @@
 //! One integration test binary (ripgrep/zizmor style): `cargo test` builds it once.
 
+mod action;
 mod baseline;
 mod catalogue;
 mod cli;
