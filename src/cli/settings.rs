@@ -66,22 +66,26 @@ impl Loaded {
 const MAX_ARTIFACT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// `path` as code scanning wants it: relative to the working folder (the checkout, in the
-/// Action), `/`-separated.
+/// Action), `/`-separated; a file outside the working folder as an absolute `file://` URI.
 fn repo_uri(path: &Path) -> String {
     let rel = std::env::current_dir()
         .ok()
         .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
         .unwrap_or_else(|| path.to_path_buf());
-    let s = rel
+    let parts: Vec<String> = rel
         .components()
-        .filter(|c| !matches!(c, std::path::Component::CurDir))
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/");
-    if rel.is_absolute() && !s.starts_with('/') {
-        format!("/{s}")
+        .filter_map(|c| match c {
+            std::path::Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
+            std::path::Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    if rel.is_absolute() {
+        url::Url::from_file_path(&rel)
+            .map(|u| u.to_string())
+            .unwrap_or_else(|()| format!("file:///{}", parts.join("/")))
     } else {
-        s
+        parts.join("/")
     }
 }
 
@@ -186,5 +190,9 @@ mod tests {
         assert_eq!(repo_uri(Path::new("a/./b.json")), "a/b.json");
         let cwd = std::env::current_dir().expect("cwd");
         assert_eq!(repo_uri(&cwd.join("x/y.json")), "x/y.json");
+        assert_eq!(
+            repo_uri(Path::new("/elsewhere/a b.json")),
+            "file:///elsewhere/a%20b.json"
+        );
     }
 }

@@ -82,3 +82,65 @@ fn commands_not_built_yet_say_so_and_exit_64() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("not yet available"));
     }
 }
+
+#[test]
+fn the_man_pages_in_doc_are_current() {
+    let dir = tempfile::tempdir().expect("dir");
+    mcpprobe().arg("manpages").arg(dir.path()).assert().code(0);
+    let pages = |d: &std::path::Path| -> std::collections::BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(d)
+            .expect("read_dir")
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "1"))
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).expect("read"),
+                )
+            })
+            .collect()
+    };
+    let fresh = pages(dir.path());
+    let committed = pages(&crate::support::root().join("doc"));
+    assert!(fresh.contains_key("mcpprobe.1") && fresh.contains_key("mcpprobe-scan.1"));
+    assert_eq!(
+        fresh.keys().collect::<Vec<_>>(),
+        committed.keys().collect::<Vec<_>>(),
+        "doc/ is stale: run scripts/gen-man.sh"
+    );
+    for (name, text) in &fresh {
+        assert!(
+            committed.get(name) == Some(text),
+            "doc/{name} is stale: run scripts/gen-man.sh"
+        );
+    }
+}
+
+#[test]
+fn completions_are_generated_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F _mcpprobe"),
+        ("zsh", "#compdef mcpprobe"),
+        ("fish", "complete -c mcpprobe"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let out = mcpprobe()
+            .args(["completions", shell])
+            .assert()
+            .code(0)
+            .get_output()
+            .stdout
+            .clone();
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.contains(marker),
+            "{shell}: {}",
+            &text[..text.len().min(200)]
+        );
+        assert!(
+            text.contains("fail-on-new"),
+            "{shell} completes scan's flags"
+        );
+    }
+    mcpprobe().args(["completions", "tcsh"]).assert().code(64);
+}

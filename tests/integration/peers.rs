@@ -362,3 +362,126 @@ fn rmcp_stateful_and_stateless() {
     );
     assert_eq!(a, b);
 }
+
+/// The SARIF multitool (npm `@microsoft/sarif-multitool-linux`, installed by setup-peers.sh):
+/// the GitHub code-scanning ingestion rules and the SARIF rules, as (rule id, message) pairs.
+fn multitool_problems(sarif: &std::path::Path) -> Vec<String> {
+    let tool = crate::support::peers::peers_dir()
+        .join("node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool");
+    assert!(
+        tool.is_file(),
+        "{} is missing: run scripts/setup-peers.sh",
+        tool.display()
+    );
+    let out_dir = tempfile::tempdir().expect("dir");
+    let out = out_dir.path().join("validation.sarif");
+    let status = std::process::Command::new(&tool)
+        .arg("validate")
+        .arg(sarif)
+        .arg("-o")
+        .arg(&out)
+        .args(["--rule-kind", "Gh;Sarif"])
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("the multitool runs");
+    assert!(
+        status.success(),
+        "the multitool failed on {}",
+        sarif.display()
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).expect("its output"))
+        .expect("its output is SARIF");
+    v["runs"][0]["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["level"] != "note")
+        .map(|r| format!("{} {}", r["ruleId"], r["message"]))
+        .collect()
+}
+
+#[test]
+fn sarif_of_real_scans_passes_the_github_ingestion_rules() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("mcp.yml"), "on: push\n").expect("write");
+    let state = state_dir();
+    let p = Peer::TsV1.start();
+    let demo = dir.path().join("demo.sarif");
+    let real = dir.path().join("ts-v1.sarif");
+    for (args, file) in [
+        (vec!["demo".to_string()], &demo),
+        (
+            vec![
+                "scan".to_string(),
+                p.url.clone(),
+                "--rate".into(),
+                "10".into(),
+            ],
+            &real,
+        ),
+    ] {
+        let out = mcpprobe()
+            .current_dir(dir.path())
+            .env("MCPPROBE_STATE_DIR", state.path())
+            .args(&args)
+            .args(["--fail-on", "none", "--format", "json", "--sarif"])
+            .arg(file)
+            .args(["--sarif-artifact", "mcp.yml"])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let log: Value =
+            serde_json::from_str(&std::fs::read_to_string(file).expect("sarif")).expect("json");
+        crate::support::assert_valid("tests/sarif-2.1.0.schema.json", &log);
+        let results = log["runs"][0]["results"].as_array().expect("results");
+        assert!(!results.is_empty(), "{args:?} found something to place");
+        assert!(
+            results.iter().all(
+                |r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "mcp.yml"
+            ),
+            "every result has a location in the repository"
+        );
+        assert_eq!(multitool_problems(file), Vec::<String>::new(), "{args:?}");
+    }
+    // Suppressed, expired and severity-changed findings (the config fixture's tools).
+    std::fs::write(
+        dir.path().join("mcpprobe.toml"),
+        "[severity]\n\"META-04\" = \"info\"\n[[suppress]]\ncheck = \"META-02\"\nreason = \"reviewed\"\nuntil = \"2099-01-01\"\n[[suppress]]\ncheck = \"META-03\"\nrule = \"C4\"\nreason = \"lapsed\"\nuntil = \"2020-01-01\"\n",
+    )
+    .expect("write");
+    let suppressed = dir.path().join("suppressed.sarif");
+    let out = mcpprobe()
+        .current_dir(dir.path())
+        .arg("check")
+        .arg(crate::support::root().join("fixtures/config/tools.json"))
+        .args(["--fail-on", "none", "--format", "sarif", "--output"])
+        .arg(&suppressed)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let log: Value =
+        serde_json::from_str(&std::fs::read_to_string(&suppressed).expect("sarif")).expect("json");
+    assert!(log.to_string().contains("\"justification\":\"reviewed\""));
+    assert!(
+        log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("file:///") && u.ends_with("fixtures/config/tools.json")),
+        "check's results sit on the checked file (outside the working folder: a file URI)"
+    );
+    assert_eq!(multitool_problems(&suppressed), Vec::<String>::new());
+
+    // The control: a result without a location is what GitHub rejects, and the tool says so.
+    let mut broken: Value =
+        serde_json::from_str(&std::fs::read_to_string(&real).expect("sarif")).expect("json");
+    if let Some(r) = broken["runs"][0]["results"][0].as_object_mut() {
+        r.remove("locations");
+    }
+    let broken_file = dir.path().join("broken.sarif");
+    std::fs::write(&broken_file, broken.to_string()).expect("write");
+    let problems = multitool_problems(&broken_file);
+    assert!(
+        problems.iter().any(|p| p.contains("GH1015")),
+        "the multitool checks GitHub's rules: {problems:?}"
+    );
+}
