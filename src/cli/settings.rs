@@ -155,7 +155,9 @@ pub fn render_options(artifact: Artifact, color: bool) -> RenderOptions {
     RenderOptions {
         artifact,
         color,
-        invocation: Some(invocation(std::env::args())),
+        invocation: Some(invocation(
+            std::env::args_os().map(|a| a.to_string_lossy().into_owned()),
+        )),
     }
 }
 

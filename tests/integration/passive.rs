@@ -707,10 +707,16 @@ fn hostile_answers_end_within_the_caps() {
 }
 
 #[test]
-fn flags_of_later_features_say_so() {
-    for flag in [
-        &["--fail-on-new", "old.json"][..],
-        &["--config", "mcpprobe.toml"],
+fn a_missing_config_or_previous_report_is_a_usage_error_before_anything_is_sent() {
+    for (flag, says) in [
+        (
+            &["--fail-on-new", "old.json"][..],
+            "cannot read the previous report old.json",
+        ),
+        (
+            &["--config", "mcpprobe-missing.toml"],
+            "cannot read mcpprobe-missing.toml",
+        ),
     ] {
         let out = mcpprobe()
             .args(["scan", "http://127.0.0.1:9/mcp"])
@@ -718,7 +724,8 @@ fn flags_of_later_features_say_so() {
             .output()
             .expect("runs");
         assert_eq!(out.status.code(), Some(64));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("not yet available"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
     }
 }
 
