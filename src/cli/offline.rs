@@ -6,12 +6,8 @@ use crate::offline::{check_selected, load, render_diff};
 use crate::rules::InputKind;
 
 pub fn check(args: &CheckArgs) -> i32 {
-    let loaded = match settings::load(&args.config) {
+    let (loaded, review) = match settings::load_reviewed(&args.config) {
         Ok(l) => l,
-        Err(e) => return usage_error(e),
-    };
-    let review = match loaded.review(&args.config) {
-        Ok(r) => r,
         Err(e) => return usage_error(e),
     };
     let selection = match super::scan::selection(&[], &[], &loaded.config) {

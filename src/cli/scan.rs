@@ -176,12 +176,8 @@ pub fn say_outcome(report: &Report) {
 }
 
 pub fn scan(args: &ScanArgs) -> i32 {
-    let loaded = match settings::load(&args.config) {
+    let (loaded, review) = match settings::load_reviewed(&args.config) {
         Ok(l) => l,
-        Err(e) => return usage_error(e),
-    };
-    let review = match loaded.review(&args.config) {
-        Ok(r) => r,
         Err(e) => return usage_error(e),
     };
     let req = match request(args, &loaded) {

@@ -30,6 +30,13 @@ pub fn load(args: &ConfigArgs) -> Result<Loaded, String> {
     Ok(Loaded { config, path })
 }
 
+/// [`load`], and the [`Review`] of the file and `--fail-on-new`.
+pub fn load_reviewed(args: &ConfigArgs) -> Result<(Loaded, Review), String> {
+    let loaded = load(args)?;
+    let review = loaded.review(args)?;
+    Ok((loaded, review))
+}
+
 impl Loaded {
     /// Flags win over the file; the file over the built-in defaults.
     pub fn policy(&self, output: &OutputArgs) -> Policy {
