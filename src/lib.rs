@@ -9,6 +9,7 @@ pub mod checks;
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod config;
+pub mod daemon;
 pub mod demo;
 pub mod docs;
 pub mod engine;

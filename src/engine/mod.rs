@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use request::{
     ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Secret,
-    Selection, Target,
+    Selection, StoredBaseline, Target,
 };
 
 use crate::catalogue::{Kind, catalogue};
@@ -142,10 +142,27 @@ impl Interruption {
     }
 }
 
-/// `--baseline`: the request and what its file held (`None`: no file yet).
+/// The pinned state a scan compares with: a `--baseline` file, or one a host stored (the
+/// daemon's accepted baseline).
 struct Pinned {
-    request: BaselineRequest,
+    /// How messages name it (the file's path, or the host's label).
+    label: PathBuf,
+    /// The file to write the new state to (a first pin, or `--update-baseline`); `None` for a
+    /// host's stored baseline, which the host keeps itself.
+    file: Option<PathBuf>,
+    update: bool,
     old: Option<crate::baseline::Baseline>,
+    /// The complete state this scan read, for a host that stores baselines itself.
+    observed: std::sync::Mutex<Option<crate::baseline::Baseline>>,
+}
+
+/// What [`Scanner::scan_observed`] returns: the report, and the server's complete state as
+/// this scan read it (tools, prompts, resources; `None` when the inventory was not read
+/// completely), which a host that keeps baselines itself may store or accept.
+#[derive(Debug)]
+pub struct Scanned {
+    pub report: Report,
+    pub observed: Option<crate::baseline::Baseline>,
 }
 
 /// What the live stages hand the checks.
@@ -198,17 +215,49 @@ impl Scanner {
         req: &ScanRequest,
         cancel: CancellationToken,
     ) -> Result<Report, ConfigError> {
+        self.scan_observed(req, cancel).await.map(|s| s.report)
+    }
+
+    /// [`Scanner::scan`], also returning the state the scan observed (see [`Scanned`]).
+    pub async fn scan_observed(
+        &self,
+        req: &ScanRequest,
+        cancel: CancellationToken,
+    ) -> Result<Scanned, ConfigError> {
         // A corrupt or foreign baseline is a configuration error before anything is sent (and
         // the file is never written over).
-        let pinned = match &req.baseline {
-            Some(b) => Some(Pinned {
-                request: b.clone(),
+        let pinned = match (&req.baseline, &req.stored_baseline) {
+            (Some(_), Some(_)) => return Err(ConfigError::TwoBaselines),
+            (Some(b), None) => Some(Pinned {
+                label: b.path.clone(),
+                file: Some(b.path.clone()),
+                update: b.update,
                 old: crate::baseline::load(&b.path)?,
+                observed: std::sync::Mutex::new(None),
             }),
-            None => None,
+            (None, Some(s)) => Some(Pinned {
+                label: PathBuf::from(&s.label),
+                file: None,
+                update: false,
+                old: s.old.clone(),
+                observed: std::sync::Mutex::new(None),
+            }),
+            (None, None) => None,
         };
+        let report = self.scan_pinned(req, cancel, pinned.as_ref()).await?;
+        let observed = pinned.and_then(|p| p.observed.into_inner().ok()).flatten();
+        Ok(Scanned { report, observed })
+    }
+
+    async fn scan_pinned(
+        &self,
+        req: &ScanRequest,
+        cancel: CancellationToken,
+        pinned: Option<&Pinned>,
+    ) -> Result<Report, ConfigError> {
         req.limits.validate()?;
         let mut report = Report::new(req.target.to_string(), Default::default());
+        report.started_at = Some(self.clock.now());
         // SPEC §1.3: an unauthorised --active stops before anything is sent.
         if let Some(active) = &req.active
             && let Err(why) = gate::authorise_active(
@@ -253,7 +302,6 @@ impl Scanner {
         let net = Network::new(settings, self.politeness.clone(), scan_cancel.clone())?;
         let interrupted = {
             let work = async {
-                let pinned = pinned.as_ref();
                 match &http_target {
                     Some(t) => {
                         self.run_http(req, t.clone(), &net, pinned, &mut report)
@@ -545,6 +593,11 @@ impl Scanner {
         let (input, rules) = self.run_rules(req, net, parts.inventory).await;
         let doc = input.as_ref().map(|i| i.document());
         let (baseline, pin) = self.baseline_stage(req, net, pinned, parts.inventory);
+        if let (Some(p), Some(obs)) = (pinned, &pin)
+            && let Ok(mut slot) = p.observed.lock()
+        {
+            *slot = Some(obs.clone());
+        }
         let mut cx = Live {
             fingerprint: fp,
             inventory: parts.inventory,
@@ -662,7 +715,8 @@ impl Scanner {
             report.reason = Some(format!("the inventory was truncated: {why}"));
         }
         // The pinned state is written only by a scan that was not interrupted.
-        if let (Some(new), Some(path)) = (pin, pinned.map(|p| &p.request.path))
+        let write = pinned.is_some_and(|p| p.old.is_none() || p.update);
+        if let (Some(new), Some(path), true) = (pin, pinned.and_then(|p| p.file.as_ref()), write)
             && !net.cancelled().is_cancelled()
         {
             let first_pin = pinned.is_some_and(|p| p.old.is_none());
@@ -728,7 +782,7 @@ impl Scanner {
         );
         let secrets = net.secrets().clone();
         new.redact(&|s| secrets.redact(s));
-        let path = p.request.path.clone();
+        let path = p.label.clone();
         match &p.old {
             None => (Some(BaselineView::Pinning { path }), Some(new)),
             Some(old) => {
@@ -749,16 +803,17 @@ impl Scanner {
                             .build(),
                     );
                 }
-                let accepted = p.request.update;
-                // An accepted change rewrites the file; an unchanged state leaves it as it is.
-                let write = (accepted && !findings.is_empty()).then_some(new);
+                let accepted = p.update;
+                // An accepted change rewrites the file; an unchanged state leaves it as it is
+                // (the caller writes only when `update` is set and something changed).
+                let changed = !findings.is_empty();
                 (
                     Some(BaselineView::Compared {
                         path,
                         findings,
                         accepted,
                     }),
-                    write,
+                    (changed || p.file.is_none()).then_some(new),
                 )
             }
         }

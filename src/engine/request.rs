@@ -330,6 +330,8 @@ pub struct ScanRequest {
     /// Tools never called (`--exclude-tool`).
     pub exclude_tools: Vec<String>,
     pub baseline: Option<BaselineRequest>,
+    /// A baseline the host keeps itself (the daemon's accepted state); not with `baseline`.
+    pub stored_baseline: Option<StoredBaseline>,
     /// Write every request and response (redacted) as JSON lines.
     pub trace_file: Option<PathBuf>,
 }
@@ -346,9 +348,19 @@ impl ScanRequest {
             active: None,
             exclude_tools: Vec::new(),
             baseline: None,
+            stored_baseline: None,
             trace_file: None,
         }
     }
+}
+
+/// A pinned state a host stores itself: the scan compares with `old` (a first pin when `None`)
+/// and returns what it observed ([`crate::engine::Scanned`]); it writes no file.
+#[derive(Debug, Clone)]
+pub struct StoredBaseline {
+    /// How reports name it ("the accepted baseline of target prod").
+    pub label: String,
+    pub old: Option<crate::baseline::Baseline>,
 }
 
 /// A configuration error: the scan was not started (exit 64). Everything else that can go
@@ -357,6 +369,8 @@ impl ScanRequest {
 pub enum ConfigError {
     #[error(transparent)]
     Target(#[from] TargetError),
+    #[error("a scan compares with one baseline: a file or a stored one, not both")]
+    TwoBaselines,
     #[error("--stdio needs a command after --")]
     EmptyCommand,
     #[error("--env {name:?}: {reason}")]

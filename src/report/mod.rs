@@ -152,6 +152,9 @@ pub struct Report {
     /// With `--fail-on-new`: the previous report and how many findings are new.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_report: Option<crate::review::PreviousRecord>,
+    /// When a live scan started (absent for offline checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<chrono::DateTime<chrono::Utc>>,
     /// What the user should know about how the report was judged: an expired or stale
     /// suppression, say.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -200,6 +203,7 @@ impl Report {
             below_min_confidence: 0,
             suppressions: Vec::new(),
             previous_report: None,
+            started_at: None,
             warnings: Vec::new(),
         }
     }

@@ -1,0 +1,217 @@
+//! The daemon's state behind one interface (SPEC §8.1): targets, runs claimed with a lease and
+//! unique per (target, slot), their reports, the accepted baselines. SQLite is the embedded
+//! default ([`super::sqlite::SqliteStore`]); the interface is synchronous and shaped so that a
+//! PostgreSQL store (claims with `FOR UPDATE SKIP LOCKED`, several daemons sharing targets) can
+//! be added without touching the scheduler. Times are unix milliseconds, passed in by the caller.
+
+use serde::{Deserialize, Serialize};
+
+use crate::finding::Severity;
+
+/// A store that cannot answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the state database {path}: {message}")]
+    Database { path: String, message: String },
+    #[error(
+        "the state database {path} was written by a newer mcpprobe (schema {found}, this build knows {known})"
+    )]
+    NewerSchema {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("no target named {0:?}")]
+    UnknownTarget(String),
+    #[error("target {0:?} has no run with a complete inventory to accept")]
+    NothingToAccept(String),
+}
+
+/// How a run ended (or that it has not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Refused,
+    Incomplete,
+    /// Cancelled by a shutdown, or its lease lapsed (the daemon died): the slot was released.
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Refused => "refused",
+            RunStatus::Incomplete => "incomplete",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        [
+            RunStatus::Running,
+            RunStatus::Complete,
+            RunStatus::Refused,
+            RunStatus::Incomplete,
+            RunStatus::Interrupted,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+/// Findings that count, by severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub critical: u32,
+    pub high: u32,
+    pub medium: u32,
+    pub low: u32,
+    pub info: u32,
+}
+
+impl Counts {
+    pub fn of(report: &crate::report::Report) -> Counts {
+        let mut c = Counts::default();
+        for f in report.counting() {
+            let n = match f.severity {
+                Severity::Critical => &mut c.critical,
+                Severity::High => &mut c.high,
+                Severity::Medium => &mut c.medium,
+                Severity::Low => &mut c.low,
+                Severity::Info => &mut c.info,
+            };
+            *n += 1;
+        }
+        c
+    }
+
+    pub fn get(&self, s: Severity) -> u32 {
+        match s {
+            Severity::Critical => self.critical,
+            Severity::High => self.high,
+            Severity::Medium => self.medium,
+            Severity::Low => self.low,
+            Severity::Info => self.info,
+        }
+    }
+
+    /// The worst severity with a finding, info aside (info findings are no problem).
+    pub fn worst(&self) -> Option<Severity> {
+        [
+            Severity::Critical,
+            Severity::High,
+            Severity::Medium,
+            Severity::Low,
+        ]
+        .into_iter()
+        .find(|s| self.get(*s) > 0)
+    }
+}
+
+/// One run, as lists show it (`GET /targets/{name}/runs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: i64,
+    pub target: String,
+    /// The schedule slot it ran for (slot start, unix ms).
+    pub slot: i64,
+    pub started_ms: i64,
+    pub finished_ms: Option<i64>,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub counts: Counts,
+    pub tool_list_sha256: Option<String>,
+    pub requests: u64,
+    /// Why it was refused, incomplete or interrupted.
+    pub reason: Option<String>,
+}
+
+/// A run claimed for a slot: the handle its scan renews and finishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub run_id: i64,
+    pub target: String,
+    pub slot: i64,
+    /// Bumped by every renewal; a renewal that finds another epoch lost the lease.
+    pub epoch: i64,
+}
+
+/// What a finished run records.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub status: RunStatus,
+    pub exit_code: i32,
+    pub counts: Counts,
+    pub tool_list_sha256: Option<String>,
+    pub requests: u64,
+    pub reason: Option<String>,
+    /// The JSON report (SPEC §4).
+    pub report_json: String,
+    /// The complete state the run observed (a baseline file's JSON), when it read one.
+    pub observed_json: Option<String>,
+    /// The id of the accepted baseline it was compared with.
+    pub compared_with: Option<i64>,
+}
+
+/// An accepted baseline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBaseline {
+    pub id: i64,
+    pub json: String,
+    pub accepted_ms: i64,
+}
+
+/// A target as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetRow {
+    pub name: String,
+    pub url: String,
+    pub every_ms: i64,
+}
+
+/// The daemon's state. Every method is one transaction.
+pub trait Store: Send + Sync {
+    /// Makes the stored targets the configured ones (new added, changed updated; removed ones
+    /// keep their history but are no longer listed).
+    fn sync_targets(&self, targets: &[TargetRow], now_ms: i64) -> Result<(), StoreError>;
+    fn targets(&self) -> Result<Vec<TargetRow>, StoreError>;
+    /// Claims `slot` of `target`: `None` when the slot already has a run that is not
+    /// interrupted, or when another run of the target holds a live lease (no overlap). A run
+    /// whose lease lapsed is marked interrupted first, releasing its slot.
+    fn claim(
+        &self,
+        target: &str,
+        slot: i64,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>, StoreError>;
+    /// Extends the lease; `false` when it was lost (the scan must stop).
+    fn renew(&self, claim: &mut Claim, now_ms: i64, lease_ms: i64) -> Result<bool, StoreError>;
+    fn finish(&self, claim: &Claim, run: &Finished, now_ms: i64) -> Result<(), StoreError>;
+    /// Records the run as interrupted and releases its slot.
+    fn interrupt(&self, claim: &Claim, reason: &str, now_ms: i64) -> Result<(), StoreError>;
+    /// The runs of a target, newest first.
+    fn runs(&self, target: &str, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
+    fn run(&self, target: &str, id: i64) -> Result<Option<RunSummary>, StoreError>;
+    /// A run's JSON report and observed state.
+    fn run_documents(
+        &self,
+        target: &str,
+        id: i64,
+    ) -> Result<Option<(String, Option<String>, Option<i64>)>, StoreError>;
+    /// The JSON report of the latest finished run.
+    fn latest_report(&self, target: &str) -> Result<Option<String>, StoreError>;
+    /// When the target last had a clean complete run, and its first run (for the badge's
+    /// "30 days without a clean scan").
+    fn last_clean_and_first(&self, target: &str) -> Result<(Option<i64>, Option<i64>), StoreError>;
+    fn accepted_baseline(&self, target: &str) -> Result<Option<StoredBaseline>, StoreError>;
+    fn baseline(&self, id: i64) -> Result<Option<StoredBaseline>, StoreError>;
+    /// Accepts `json` as the target's baseline (a first pin, or `daemon accept`).
+    fn accept_baseline(&self, target: &str, json: &str, now_ms: i64) -> Result<i64, StoreError>;
+    /// Accepts the state the latest run with a complete inventory observed.
+    fn accept_latest(&self, target: &str, now_ms: i64) -> Result<i64, StoreError>;
+}
