@@ -78,8 +78,74 @@ pub struct Config {
     /// The environment variable holding the bearer token of the status endpoint (required when
     /// `listen` is not loopback).
     pub api_token_env: Option<String>,
-    #[serde(default, deserialize_with = "targets")]
+    #[serde(default)]
     pub targets: Vec<TargetConfig>,
+    /// Where keys were written, for errors found after parsing (the daemon's checks).
+    #[serde(skip)]
+    pub lines: KeyLines,
+}
+
+/// The lines of a file's top-level keys and `[[targets]]` headers.
+#[derive(Debug, Clone, Default)]
+pub struct KeyLines {
+    pub path: PathBuf,
+    top: Vec<(String, usize)>,
+    targets: Vec<usize>,
+}
+
+impl KeyLines {
+    fn scan(text: &str, path: &Path) -> KeyLines {
+        let mut k = KeyLines {
+            path: path.to_path_buf(),
+            ..KeyLines::default()
+        };
+        let mut in_table = false;
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim_start();
+            if t.starts_with('[') {
+                in_table = true;
+                if t.strip_prefix("[[")
+                    .and_then(|r| r.split("]]").next())
+                    .is_some_and(|n| n.trim() == "targets")
+                {
+                    k.targets.push(i + 1);
+                }
+            } else if !in_table && let Some((key, _)) = t.split_once('=') {
+                k.top
+                    .push((key.trim().trim_matches('"').to_string(), i + 1));
+            }
+        }
+        k
+    }
+
+    /// The line of top-level `key`, else 1.
+    pub fn top(&self, key: &str) -> usize {
+        self.top
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(1, |(_, l)| *l)
+    }
+
+    /// The line of the `index`th `[[targets]]` header, else 1.
+    pub fn target(&self, index: usize) -> usize {
+        self.targets.get(index).copied().unwrap_or(1)
+    }
+
+    /// An error about `key` at `line` of this file.
+    pub fn error(
+        &self,
+        line: usize,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ConfigFileError {
+        ConfigFileError::Invalid {
+            path: self.path.clone(),
+            line,
+            column: 1,
+            key: Some(key.into()),
+            message: message.into(),
+        }
+    }
 }
 
 /// A severity the configuration sets for a check or one of its rules.
@@ -137,6 +203,17 @@ impl Config {
         let lines = suppress_lines(text);
         for (i, s) in config.suppress.iter_mut().enumerate() {
             s.source = Some(source_of(path, lines.get(i).copied()));
+        }
+        config.lines = KeyLines::scan(text, path);
+        let mut seen = BTreeSet::new();
+        for (i, t) in config.targets.iter().enumerate() {
+            if !seen.insert(t.name.as_str()) {
+                return Err(config.lines.error(
+                    config.lines.target(i),
+                    format!("targets[{i}].name"),
+                    format!("two targets are named {:?}", t.name),
+                ));
+            }
         }
         Ok(config)
     }
@@ -306,20 +383,6 @@ fn target_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Erro
             "target name {name:?} must be 1 to 64 letters, digits, `-` or `_` (it is used in URLs)"
         )))
     }
-}
-
-fn targets<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<TargetConfig>, D::Error> {
-    let targets = Vec::<TargetConfig>::deserialize(d)?;
-    let mut seen = BTreeSet::new();
-    for t in &targets {
-        if !seen.insert(t.name.as_str()) {
-            return Err(serde::de::Error::custom(format!(
-                "two targets are named {:?}",
-                t.name
-            )));
-        }
-    }
-    Ok(targets)
 }
 
 /// Parses an interval: a whole number and one of `s`, `m`, `h`, `d` (`"30s"`, `"24h"`, `"7d"`).

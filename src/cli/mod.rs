@@ -2,6 +2,7 @@
 //! Ctrl-C, rendering and exit codes. Usage errors exit 64, never clap's 2 (2 means "stopped by
 //! the gate"). The only module that prints.
 
+mod daemon;
 mod demo;
 mod offline;
 mod scan;
@@ -73,11 +74,9 @@ pub enum Command {
         /// A JSON report written by `scan --json`.
         report: PathBuf,
     },
-    /// Re-scan targets on a schedule and serve their status (not yet available).
-    Daemon {
-        #[arg(long, default_value = "mcpprobe.toml")]
-        config: PathBuf,
-    },
+    /// Re-scan the targets of mcpprobe.toml on a schedule; serve their status, badges,
+    /// metrics and a web page.
+    Daemon(Box<DaemonArgs>),
     /// Start the bundled vulnerable reference server on 127.0.0.1, scan it, and stop it.
     Demo(Box<DemoArgs>),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
@@ -261,6 +260,37 @@ pub struct ScanArgs {
     pub exclude_tool: Vec<String>,
 }
 
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DaemonArgs {
+    #[command(subcommand)]
+    pub action: Option<DaemonAction>,
+    /// The configuration: targets with `every`, the listen address, suppressions (SPEC §8).
+    #[arg(long, default_value = "mcpprobe.toml", global = true)]
+    pub config: PathBuf,
+    /// Run every target whose current slot has not run yet, once, then exit (for cron).
+    #[arg(long)]
+    pub once: bool,
+    /// Log lines as text or as JSON objects (one per line, on stderr).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// DNS server to ask, IP:PORT (default: the system's).
+    #[arg(long, env = "MCPPROBE_RESOLVER", hide_env_values = true)]
+    pub resolver: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DaemonAction {
+    /// Accept a target's current state (its latest complete inventory) as its new baseline.
+    Accept { name: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
 /// Which checks run (`scan` and `demo`).
 #[derive(Debug, Args)]
 pub struct SelectionArgs {
@@ -356,7 +386,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Scan(args) => scan::scan(&args),
         Command::Verify { action, resolver } => scan::verify(&action, resolver.as_deref()),
         Command::Badge { .. } => not_yet("badge"),
-        Command::Daemon { .. } => not_yet("daemon"),
+        Command::Daemon(args) => daemon::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Completions { shell } => {
             let mut out = Vec::new();

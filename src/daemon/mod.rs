@@ -1,5 +1,494 @@
 //! `mcpprobe daemon` (SPEC §8, §8.1): scheduled re-scans of the targets in `mcpprobe.toml`,
-//! through one [`crate::engine::Scanner`], with their state in a [`store::Store`], a status
-//! API, badges, metrics and a web page. A host of the engine, like the CLI.
+//! through one [`crate::engine::Scanner`] (so the host-keyed rate limit covers every target of a
+//! host), each run gate first, its state in a [`store::Store`], with a status API, badges,
+//! metrics and a web page ([`http`]). A host of the engine, like the CLI: it reads the
+//! environment for tokens (and only for them), never prints (logs go through `tracing`).
 
+pub mod http;
+pub mod metrics;
+pub mod schedule;
+pub mod sqlite;
 pub mod store;
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, ConfigFileError};
+use crate::engine::{
+    Credentials, ScanLimits, ScanRequest, Scanner, Secret, Selection, StoredBaseline, Target,
+};
+use crate::finding::Confidence;
+use crate::report::{FailOn, Policy, Report, RunOutcome};
+use crate::review::{Review, Suppression};
+use store::{Claim, Counts, Finished, RunStatus, Store, StoreError, TargetRow};
+
+/// The status endpoint's default address (SPEC §8).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+/// Scans in flight at most, by default.
+pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+/// A run's lease; renewed every third of it while the scan runs.
+pub const LEASE: Duration = Duration::from_secs(60);
+
+/// One target, ready to scan.
+#[derive(Debug, Clone)]
+pub struct TargetSpec {
+    pub name: String,
+    pub url: String,
+    pub every_ms: i64,
+    pub offset_ms: i64,
+    pub policy: Policy,
+    pub token: Option<Secret>,
+    pub checks: Selection,
+    pub review: Review,
+}
+
+/// The daemon's settings, checked: every error names the file, line and key.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    pub listen: SocketAddr,
+    pub max_concurrent: usize,
+    pub state_dir: PathBuf,
+    /// The bearer token the status endpoint requires (from `api_token_env`).
+    pub api_token: Option<Secret>,
+    pub rate: u32,
+    pub targets: Vec<TargetSpec>,
+}
+
+impl DaemonConfig {
+    /// Checks the daemon's keys of `config`. `env` reads an environment variable (tokens come
+    /// only from there); `default_state` is the state folder of SPEC §1.2.
+    pub fn new(
+        config: &Config,
+        env: impl Fn(&str) -> Option<String>,
+        default_state: PathBuf,
+    ) -> Result<DaemonConfig, ConfigFileError> {
+        let l = &config.lines;
+        let listen_text = config.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let listen: SocketAddr = listen_text.parse().map_err(|_| {
+            l.error(
+                l.top("listen"),
+                "listen",
+                format!("{listen_text:?} is not an address and port (127.0.0.1:9464)"),
+            )
+        })?;
+        let api_token = match &config.api_token_env {
+            Some(var) => match env(var).filter(|v| !v.is_empty()) {
+                Some(t) => Some(Secret::new(t)),
+                None => {
+                    return Err(l.error(
+                        l.top("api_token_env"),
+                        "api_token_env",
+                        format!("the environment variable {var} is not set"),
+                    ));
+                }
+            },
+            None => None,
+        };
+        if !listen.ip().is_loopback() && api_token.is_none() {
+            return Err(l.error(
+                l.top("listen"),
+                "listen",
+                format!(
+                    "{listen} is not a loopback address: reports hold evidence from the servers, so set api_token_env to the environment variable of a bearer token every request must show"
+                ),
+            ));
+        }
+        let max_concurrent = match config.max_concurrent_scans {
+            Some(0) => {
+                return Err(l.error(
+                    l.top("max_concurrent_scans"),
+                    "max_concurrent_scans",
+                    "must be at least 1",
+                ));
+            }
+            Some(n) => usize::try_from(n).unwrap_or(DEFAULT_MAX_CONCURRENT),
+            None => DEFAULT_MAX_CONCURRENT,
+        };
+        let mut targets = Vec::new();
+        for (i, t) in config.targets.iter().enumerate() {
+            let line = l.target(i);
+            let key = |k: &str| format!("targets[{i}].{k}");
+            Target::http(&t.url).map_err(|e| l.error(line, key("url"), e.to_string()))?;
+            let token = match &t.token_env {
+                Some(var) => match env(var).filter(|v| !v.is_empty()) {
+                    Some(v) => Some(Secret::new(v)),
+                    None => {
+                        return Err(l.error(
+                            line,
+                            key("token_env"),
+                            format!("the environment variable {var} is not set"),
+                        ));
+                    }
+                },
+                None => None,
+            };
+            let (only, skip) = match (&t.checks, &t.skip_checks) {
+                (None, None) => (config.checks.clone(), config.skip_checks.clone()),
+                (o, s) => (o.clone(), s.clone()),
+            };
+            let checks = Selection::new(
+                only.as_deref().unwrap_or_default(),
+                skip.as_deref().unwrap_or_default(),
+            )
+            .map_err(|e| l.error(line, key("checks"), e.to_string()))?;
+            let every_ms = i64::try_from(t.every.as_millis()).unwrap_or(i64::MAX);
+            let suppressions: Vec<Suppression> = config
+                .suppress
+                .iter()
+                .chain(t.suppress.iter())
+                .cloned()
+                .collect();
+            targets.push(TargetSpec {
+                name: t.name.clone(),
+                url: t.url.clone(),
+                every_ms,
+                offset_ms: schedule::offset_ms(&t.name, every_ms),
+                policy: Policy {
+                    fail_on: t
+                        .fail_on
+                        .or(config.fail_on)
+                        .unwrap_or(FailOn::High)
+                        .severity(),
+                    min_confidence: t
+                        .min_confidence
+                        .or(config.min_confidence)
+                        .unwrap_or(Confidence::Low),
+                },
+                token,
+                checks,
+                review: Review {
+                    severities: config.severity.clone(),
+                    suppressions,
+                    previous: None,
+                },
+            });
+        }
+        Ok(DaemonConfig {
+            listen,
+            max_concurrent,
+            state_dir: config.state_dir.clone().unwrap_or(default_state),
+            api_token,
+            rate: config.rate.unwrap_or(crate::net::DEFAULT_RATE),
+            targets,
+        })
+    }
+
+    pub fn rows(&self) -> Vec<TargetRow> {
+        self.targets
+            .iter()
+            .map(|t| TargetRow {
+                name: t.name.clone(),
+                url: t.url.clone(),
+                every_ms: t.every_ms,
+            })
+            .collect()
+    }
+}
+
+/// Why the daemon stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("a store operation did not finish: {0}")]
+    Blocking(String),
+}
+
+/// Wall-clock milliseconds; the daemon's clock (tests give the scanner a fake one).
+pub fn now_ms(scanner: &Scanner) -> i64 {
+    scanner.now().timestamp_millis()
+}
+
+/// Runs a store operation off the async threads.
+pub async fn db<T: Send + 'static>(
+    store: &Arc<dyn Store>,
+    f: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, DaemonError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || f(store.as_ref()))
+        .await
+        .map_err(|e| DaemonError::Blocking(e.to_string()))?
+        .map_err(DaemonError::from)
+}
+
+/// The gate's refusal class of a refused report (the `mcpprobe_gate_refusals_total` label).
+fn refusal_class(report: &Report) -> Option<&'static str> {
+    if report.outcome != RunOutcome::Refused {
+        return None;
+    }
+    let why = report.reason.as_deref().unwrap_or("");
+    Some(if why.contains("opted out") {
+        "opted_out"
+    } else if why.contains("ownership") || why.contains("verification record") {
+        "ownership"
+    } else {
+        "other"
+    })
+}
+
+/// The daemon: one scanner, one store, the targets.
+pub struct Daemon {
+    pub config: Arc<DaemonConfig>,
+    pub store: Arc<dyn Store>,
+    pub scanner: Arc<Scanner>,
+    pub metrics: Arc<metrics::Metrics>,
+}
+
+impl Daemon {
+    pub fn new(config: DaemonConfig, store: Arc<dyn Store>, scanner: Scanner) -> Daemon {
+        Daemon {
+            config: Arc::new(config),
+            store,
+            scanner: Arc::new(scanner),
+            metrics: Arc::new(metrics::Metrics::default()),
+        }
+    }
+
+    /// Runs the schedule until `shutdown` fires (then running scans are cancelled and recorded
+    /// as interrupted, their slots released), or, with `once`, until every target's current
+    /// slot was tried once.
+    pub async fn run(&self, shutdown: CancellationToken, once: bool) -> Result<(), DaemonError> {
+        let rows = self.config.rows();
+        let now = now_ms(&self.scanner);
+        db(&self.store, move |s| s.sync_targets(&rows, now)).await?;
+        let permits = Arc::new(tokio::sync::Semaphore::new(self.config.max_concurrent));
+        let in_flight: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let mut tried: HashMap<String, i64> = HashMap::new();
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut tasks = tokio::task::JoinSet::new();
+        loop {
+            let now = now_ms(&self.scanner);
+            let mut wake = now + 60_000;
+            for t in &self.config.targets {
+                let slot = schedule::slot_at(now, t.every_ms, t.offset_ms);
+                wake = wake.min(slot + t.every_ms);
+                let busy = in_flight
+                    .lock()
+                    .map(|s| s.contains(&t.name))
+                    .unwrap_or(true);
+                if busy || tried.get(&t.name) == Some(&slot) {
+                    continue;
+                }
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    break; // a run finishing wakes the loop
+                };
+                let (name, lease) = (t.name.clone(), LEASE.as_millis() as i64);
+                let claim = db(&self.store, move |s| s.claim(&name, slot, now, lease)).await?;
+                tried.insert(t.name.clone(), slot);
+                let Some(claim) = claim else {
+                    continue; // this slot already ran, or another daemon runs the target
+                };
+                if let Ok(mut s) = in_flight.lock() {
+                    s.insert(t.name.clone());
+                }
+                let run = Runner {
+                    target: t.clone(),
+                    store: self.store.clone(),
+                    scanner: self.scanner.clone(),
+                    metrics: self.metrics.clone(),
+                    rate: self.config.rate,
+                };
+                let (cancel, done, in_flight) =
+                    (shutdown.child_token(), done_tx.clone(), in_flight.clone());
+                tasks.spawn(async move {
+                    let name = run.target.name.clone();
+                    run.run(claim, cancel).await;
+                    if let Ok(mut s) = in_flight.lock() {
+                        s.remove(&name);
+                    }
+                    drop(permit);
+                    let _ = done.send(name);
+                });
+            }
+            let idle = in_flight.lock().map(|s| s.is_empty()).unwrap_or(false);
+            if once
+                && idle
+                && self
+                    .config
+                    .targets
+                    .iter()
+                    .all(|t| tried.contains_key(&t.name))
+            {
+                break;
+            }
+            let sleep_ms = u64::try_from((wake - now).max(1)).unwrap_or(60_000);
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = done_rx.recv() => {}
+                () = tokio::time::sleep(Duration::from_millis(sleep_ms)) => {}
+            }
+        }
+        // Shutdown (or --once done): running scans see the cancellation and record themselves.
+        while tasks.join_next().await.is_some() {}
+        Ok(())
+    }
+}
+
+/// One run of one target.
+struct Runner {
+    target: TargetSpec,
+    store: Arc<dyn Store>,
+    scanner: Arc<Scanner>,
+    metrics: Arc<metrics::Metrics>,
+    rate: u32,
+}
+
+impl Runner {
+    async fn run(self, claim: Claim, cancel: CancellationToken) {
+        let name = self.target.name.clone();
+        if let Err(e) = self.scan(claim.clone(), cancel).await {
+            tracing::error!(target: "mcpprobe::daemon", target_name = %name, "run {} failed: {e}", claim.run_id);
+            let (store, c) = (self.store.clone(), claim);
+            let _ = db(&store, move |s| {
+                s.interrupt(&c, &format!("the daemon could not record it: {e}"), 0)
+            })
+            .await;
+        }
+    }
+
+    async fn scan(&self, claim: Claim, cancel: CancellationToken) -> Result<(), DaemonError> {
+        let t = &self.target;
+        let started = std::time::Instant::now();
+        let name = t.name.clone();
+        let accepted = db(&self.store, move |s| s.accepted_baseline(&name)).await?;
+        let label = format!("the accepted baseline of target {}", t.name);
+        let old = accepted
+            .as_ref()
+            .and_then(|b| crate::baseline::parse(b.json.as_bytes(), Path::new(&label)).ok());
+        let mut req = ScanRequest::new(match Target::http(&t.url) {
+            Ok(target) => target,
+            Err(e) => return Err(DaemonError::Blocking(e.to_string())),
+        });
+        req.credentials = Credentials {
+            token: t.token.clone(),
+            headers: Vec::new(),
+        };
+        req.checks = t.checks.clone();
+        req.limits = ScanLimits {
+            rate: self.rate,
+            ..ScanLimits::default()
+        };
+        req.stored_baseline = Some(StoredBaseline { label, old });
+        // The lease is renewed while the scan runs; a lost lease stops the scan.
+        let scan_cancel = cancel.child_token();
+        let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let renewer = {
+            let (store, stop, lost, mut c) = (
+                self.store.clone(),
+                scan_cancel.clone(),
+                lost.clone(),
+                claim.clone(),
+            );
+            let scanner = self.scanner.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(LEASE / 3).await;
+                    let now = now_ms(&scanner);
+                    let lease = LEASE.as_millis() as i64;
+                    let renewed = tokio::task::spawn_blocking({
+                        let store = store.clone();
+                        move || {
+                            let ok = store.renew(&mut c, now, lease);
+                            (ok, c)
+                        }
+                    })
+                    .await;
+                    match renewed {
+                        Ok((Ok(true), next)) => c = next,
+                        _ => {
+                            lost.store(true, std::sync::atomic::Ordering::Relaxed);
+                            stop.cancel();
+                            return;
+                        }
+                    }
+                }
+            })
+        };
+        let scanned = self.scanner.scan_observed(&req, scan_cancel).await;
+        renewer.abort();
+        let now = now_ms(&self.scanner);
+        let duration = started.elapsed();
+        if cancel.is_cancelled() || lost.load(std::sync::atomic::Ordering::Relaxed) {
+            let why = if cancel.is_cancelled() {
+                "interrupted: the daemon was shutting down"
+            } else {
+                "interrupted: the run's lease was lost"
+            };
+            let c = claim.clone();
+            db(&self.store, move |s| s.interrupt(&c, why, now)).await?;
+            self.metrics.record(RunStatus::Interrupted, duration);
+            tracing::info!(target: "mcpprobe::daemon", target_name = %t.name, outcome = "interrupted", duration_ms = duration.as_millis() as u64, "run {} interrupted", claim.run_id);
+            return Ok(());
+        }
+        let (mut report, observed) = match scanned {
+            Ok(s) => (s.report, s.observed),
+            Err(e) => {
+                let mut r = Report::new(t.url.clone(), t.policy);
+                r.outcome = RunOutcome::Incomplete;
+                r.reason = Some(format!("the scan could not start: {e}"));
+                r.skip_rest("the scan could not start");
+                r.finish();
+                (r, None)
+            }
+        };
+        t.review.apply(&mut report, self.scanner.now().date_naive());
+        report.apply_policy(t.policy);
+        let status = match report.outcome {
+            RunOutcome::Complete => RunStatus::Complete,
+            RunOutcome::Refused => RunStatus::Refused,
+            RunOutcome::Incomplete => RunStatus::Incomplete,
+        };
+        let observed_json = observed.as_ref().and_then(|b| b.to_pretty_json().ok());
+        let finished = Finished {
+            status,
+            exit_code: report.exit_code,
+            counts: Counts::of(&report),
+            tool_list_sha256: report.tool_list_sha256.clone(),
+            requests: report.requests_sent,
+            reason: report.reason.clone(),
+            report_json: report.to_json(),
+            observed_json: observed_json.clone(),
+            compared_with: accepted.as_ref().map(|b| b.id),
+            refusal: refusal_class(&report),
+            duration_ms: i64::try_from(duration.as_millis()).unwrap_or(i64::MAX),
+        };
+        let (c, name) = (claim.clone(), t.name.clone());
+        let first_pin = accepted.is_none() && status == RunStatus::Complete;
+        db(&self.store, move |s| {
+            s.finish(&c, &finished, now)?;
+            // The first complete state a target shows is its accepted baseline; later changes
+            // are BASE-01/02 findings until `daemon accept`.
+            if let (true, Some(json)) = (first_pin, observed_json) {
+                s.accept_baseline(&name, &json, now)?;
+            }
+            Ok(())
+        })
+        .await?;
+        self.metrics.record(status, duration);
+        tracing::info!(
+            target: "mcpprobe::daemon",
+            target_name = %t.name,
+            outcome = status.as_str(),
+            exit_code = report.exit_code,
+            duration_ms = duration.as_millis() as u64,
+            requests = report.requests_sent,
+            trace_id = report.trace_id.as_deref().unwrap_or(""),
+            "run {} of {}: {}",
+            claim.run_id,
+            t.name,
+            status.as_str()
+        );
+        Ok(())
+    }
+}

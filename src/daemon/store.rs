@@ -155,6 +155,33 @@ pub struct Finished {
     pub observed_json: Option<String>,
     /// The id of the accepted baseline it was compared with.
     pub compared_with: Option<i64>,
+    /// For a refused run: `opted_out`, `ownership` or `other`.
+    pub refusal: Option<&'static str>,
+    pub duration_ms: i64,
+}
+
+/// What `/metrics` reads from the store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Finished runs by status.
+    pub runs_by_status: Vec<(RunStatus, u64)>,
+    pub requests: u64,
+    /// Refused runs by refusal class.
+    pub refusals: Vec<(String, u64)>,
+    /// Findings of each active target's latest finished run, summed.
+    pub latest_findings: Counts,
+    pub targets: u64,
+    /// Per target: the latest finished run (for `?per_target=1`).
+    pub latest: Vec<RunSummary>,
+}
+
+/// What a finished run keeps beside its summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDocuments {
+    pub report_json: String,
+    pub observed_json: Option<String>,
+    /// The accepted baseline it was compared with.
+    pub compared_with: Option<i64>,
 }
 
 /// An accepted baseline.
@@ -197,12 +224,8 @@ pub trait Store: Send + Sync {
     /// The runs of a target, newest first.
     fn runs(&self, target: &str, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
     fn run(&self, target: &str, id: i64) -> Result<Option<RunSummary>, StoreError>;
-    /// A run's JSON report and observed state.
-    fn run_documents(
-        &self,
-        target: &str,
-        id: i64,
-    ) -> Result<Option<(String, Option<String>, Option<i64>)>, StoreError>;
+    /// A run's JSON report, observed state and the baseline it was compared with.
+    fn run_documents(&self, target: &str, id: i64) -> Result<Option<RunDocuments>, StoreError>;
     /// The JSON report of the latest finished run.
     fn latest_report(&self, target: &str) -> Result<Option<String>, StoreError>;
     /// When the target last had a clean complete run, and its first run (for the badge's
@@ -214,4 +237,5 @@ pub trait Store: Send + Sync {
     fn accept_baseline(&self, target: &str, json: &str, now_ms: i64) -> Result<i64, StoreError>;
     /// Accepts the state the latest run with a complete inventory observed.
     fn accept_latest(&self, target: &str, now_ms: i64) -> Result<i64, StoreError>;
+    fn totals(&self) -> Result<Totals, StoreError>;
 }

@@ -348,6 +348,7 @@ impl Scanner {
         scan_cancel.cancel();
         self.politeness.forget_idle();
         report.requests_sent += net.requests_sent();
+        report.trace_id = Some(net.trace_id().to_string());
         report.finish();
         // Whatever a server echoed back, the user's secrets never reach a report.
         let secrets = net.secrets().clone();

@@ -152,6 +152,10 @@ pub struct Report {
     /// With `--fail-on-new`: the previous report and how many findings are new.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_report: Option<crate::review::PreviousRecord>,
+    /// The W3C trace id every request of a live scan carried (`traceparent`), to find the
+    /// scan in the server's logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     /// When a live scan started (absent for offline checks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -204,6 +208,7 @@ impl Report {
             suppressions: Vec::new(),
             previous_report: None,
             started_at: None,
+            trace_id: None,
             warnings: Vec::new(),
         }
     }

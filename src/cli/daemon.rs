@@ -1,0 +1,135 @@
+//! `mcpprobe daemon` as the CLI hosts it: the configuration (tokens from the environment), the
+//! state folder, logs, SIGTERM/SIGINT (which cancel running scans, recorded as interrupted),
+//! the status endpoint and the schedule. `daemon accept NAME` accepts a target's state.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{DaemonAction, DaemonArgs, LogFormat, print_out, usage_error};
+use crate::config::Config;
+use crate::daemon::sqlite::SqliteStore;
+use crate::daemon::store::Store;
+use crate::daemon::{Daemon, DaemonConfig, http};
+use crate::engine::{Scanner, ScannerConfig};
+
+fn logs(format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_target("mcpprobe::daemon", tracing::Level::INFO)
+        .with_target("mcpprobe", tracing::Level::WARN);
+    let base = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    let _ = match format {
+        LogFormat::Json => tracing_subscriber::registry()
+            .with(base.json())
+            .with(filter)
+            .try_init(),
+        LogFormat::Text => tracing_subscriber::registry()
+            .with(base)
+            .with(filter)
+            .try_init(),
+    };
+}
+
+pub fn run(args: &DaemonArgs) -> i32 {
+    let config = match Config::load(&args.config) {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    let default_state = match super::scan::state_dir_from_env() {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    let daemon_config = match DaemonConfig::new(&config, |v| std::env::var(v).ok(), default_state) {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    if let Err(e) = std::fs::create_dir_all(&daemon_config.state_dir) {
+        return usage_error(format!(
+            "cannot create the state folder {}: {e}",
+            daemon_config.state_dir.display()
+        ));
+    }
+    let store = match SqliteStore::open(&SqliteStore::path_in(&daemon_config.state_dir)) {
+        Ok(s) => Arc::new(s) as Arc<dyn Store>,
+        Err(e) => return usage_error(e),
+    };
+    if let Some(DaemonAction::Accept { name }) = &args.action {
+        let now = chrono::Utc::now().timestamp_millis();
+        return match store.accept_latest(name, now) {
+            Ok(id) => print_out(&format!(
+                "accepted the latest state of {name} as its baseline (#{id})\n"
+            )),
+            Err(e) => usage_error(e),
+        };
+    }
+    if daemon_config.targets.is_empty() {
+        return usage_error(format!("{}: no [[targets]] to scan", args.config.display()));
+    }
+    logs(args.log_format);
+    let runtime = match super::scan::runtime() {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let resolver = match args.resolver.as_deref().map(str::parse).transpose() {
+        Ok(r) => r,
+        Err(_) => return usage_error("--resolver is not IP:PORT"),
+    };
+    runtime.block_on(async {
+        let mut sc = ScannerConfig::new(daemon_config.state_dir.clone());
+        sc.host_rate = daemon_config.rate;
+        sc.resolver = resolver;
+        let scanner = match Scanner::new(sc) {
+            Ok(s) => s,
+            Err(e) => return usage_error(e),
+        };
+        let listen = daemon_config.listen;
+        let daemon = Daemon::new(daemon_config, store, scanner);
+        let shutdown = CancellationToken::new();
+        let on_signal = shutdown.clone();
+        tokio::spawn(async move {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(t) => t,
+                    Err(_) => return,
+                };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            tracing::info!(target: "mcpprobe::daemon", "shutting down: running scans are cancelled and recorded as interrupted");
+            on_signal.cancel();
+        });
+        let server = if args.once {
+            None
+        } else {
+            let listener = match tokio::net::TcpListener::bind(listen).await {
+                Ok(l) => l,
+                Err(e) => return usage_error(format!("cannot listen on {listen}: {e}")),
+            };
+            tracing::info!(target: "mcpprobe::daemon", "status endpoint on http://{listen}/");
+            let state = http::AppState {
+                config: daemon.config.clone(),
+                store: daemon.store.clone(),
+                scanner: daemon.scanner.clone(),
+                metrics: daemon.metrics.clone(),
+            };
+            Some(tokio::spawn(http::serve(listener, state, shutdown.clone())))
+        };
+        let result = daemon.run(shutdown.clone(), args.once).await;
+        shutdown.cancel();
+        if let Some(s) = server {
+            let _ = s.await;
+        }
+        match result {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!(target: "mcpprobe::daemon", "{e}");
+                crate::exit::ExitCode::Incomplete.code()
+            }
+        }
+    })
+}

@@ -1,0 +1,526 @@
+//! The embedded store: one SQLite file in the state folder (rusqlite, bundled), WAL mode,
+//! versioned plain-SQL migrations (`migrations/NNN_*.sql`, applied in order, the version kept
+//! in `PRAGMA user_version`). One connection behind a mutex: callers on async threads go
+//! through `spawn_blocking`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+
+use super::store::{
+    Claim, Counts, Finished, RunDocuments, RunStatus, RunSummary, Store, StoreError,
+    StoredBaseline, TargetRow, Totals,
+};
+
+/// The migrations, in order; the schema version is their count.
+const MIGRATIONS: &[&str] = &[include_str!("migrations/001_init.sql")];
+
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: String,
+}
+
+const RUN_COLUMNS: &str = "id, target, slot, started_ms, finished_ms, status, exit_code, \
+     critical, high, medium, low, info, tool_list_sha256, requests, reason";
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
+    let status: String = r.get(5)?;
+    Ok(RunSummary {
+        id: r.get(0)?,
+        target: r.get(1)?,
+        slot: r.get(2)?,
+        started_ms: r.get(3)?,
+        finished_ms: r.get(4)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Interrupted),
+        exit_code: r.get(6)?,
+        counts: Counts {
+            critical: r.get(7)?,
+            high: r.get(8)?,
+            medium: r.get(9)?,
+            low: r.get(10)?,
+            info: r.get(11)?,
+        },
+        tool_list_sha256: r.get(12)?,
+        requests: r.get::<_, i64>(13)?.max(0).unsigned_abs(),
+        reason: r.get(14)?,
+    })
+}
+
+impl SqliteStore {
+    /// Opens (creating) the database at `path` and brings its schema up to date. A database
+    /// from a newer mcpprobe is refused, never downgraded.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let name = path.display().to_string();
+        let err = |e: rusqlite::Error| StoreError::Database {
+            path: name.clone(),
+            message: e.to_string(),
+        };
+        let mut conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(err)?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(err)?;
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(StoreError::NewerSchema {
+                path: name,
+                found: version,
+                known,
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+            let tx = conn.transaction().map_err(err)?;
+            tx.execute_batch(sql).map_err(err)?;
+            tx.pragma_update(None, "user_version", i as i64 + 1)
+                .map_err(err)?;
+            tx.commit().map_err(err)?;
+        }
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            path: name,
+        })
+    }
+
+    /// The database file in a state folder.
+    pub fn path_in(state_dir: &Path) -> PathBuf {
+        state_dir.join("daemon.sqlite3")
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn.lock().map_err(|_| StoreError::Database {
+            path: self.path.clone(),
+            message: "a previous operation panicked while holding the connection".into(),
+        })?;
+        f(&mut conn).map_err(|e| StoreError::Database {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })
+    }
+}
+
+impl Store for SqliteStore {
+    fn sync_targets(&self, targets: &[TargetRow], now_ms: i64) -> Result<(), StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute("UPDATE targets SET active = 0", [])?;
+            for t in targets {
+                tx.execute(
+                    "INSERT INTO targets (name, url, every_ms, active, added_ms) VALUES (?1, ?2, ?3, 1, ?4)
+                     ON CONFLICT(name) DO UPDATE SET url = excluded.url, every_ms = excluded.every_ms, active = 1",
+                    params![t.name, t.url, t.every_ms, now_ms],
+                )?;
+            }
+            tx.commit()
+        })
+    }
+
+    fn targets(&self) -> Result<Vec<TargetRow>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT name, url, every_ms FROM targets WHERE active = 1 ORDER BY name",
+            )?;
+            st.query_map([], |r| {
+                Ok(TargetRow {
+                    name: r.get(0)?,
+                    url: r.get(1)?,
+                    every_ms: r.get(2)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    fn claim(
+        &self,
+        target: &str,
+        slot: i64,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            // A lease that lapsed: its daemon died. The run is interrupted, its slot released.
+            tx.execute(
+                "UPDATE runs SET status = 'interrupted', finished_ms = ?2,
+                     reason = 'its lease lapsed (the daemon running it stopped)'
+                 WHERE target = ?1 AND status = 'running' AND lease_until < ?2",
+                params![target, now_ms],
+            )?;
+            let busy: i64 = tx.query_row(
+                "SELECT count(*) FROM runs WHERE target = ?1 AND status = 'running'",
+                params![target],
+                |r| r.get(0),
+            )?;
+            if busy > 0 {
+                return Ok(None);
+            }
+            let inserted = tx.execute(
+                "INSERT OR IGNORE INTO runs (target, slot, status, started_ms, lease_until, lease_epoch)
+                 VALUES (?1, ?2, 'running', ?3, ?4, 1)",
+                params![target, slot, now_ms, now_ms + lease_ms],
+            )?;
+            let claim = (inserted == 1).then(|| Claim {
+                run_id: tx.last_insert_rowid(),
+                target: target.to_string(),
+                slot,
+                epoch: 1,
+            });
+            tx.commit()?;
+            Ok(claim)
+        })
+    }
+
+    fn renew(&self, claim: &mut Claim, now_ms: i64, lease_ms: i64) -> Result<bool, StoreError> {
+        let n = self.with(|c| {
+            c.execute(
+                "UPDATE runs SET lease_until = ?1, lease_epoch = lease_epoch + 1
+                 WHERE id = ?2 AND status = 'running' AND lease_epoch = ?3",
+                params![now_ms + lease_ms, claim.run_id, claim.epoch],
+            )
+        })?;
+        if n == 1 {
+            claim.epoch += 1;
+        }
+        Ok(n == 1)
+    }
+
+    fn finish(&self, claim: &Claim, run: &Finished, now_ms: i64) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE runs SET status = ?2, finished_ms = ?3, lease_until = NULL, exit_code = ?4,
+                     critical = ?5, high = ?6, medium = ?7, low = ?8, info = ?9,
+                     tool_list_sha256 = ?10, requests = ?11, reason = ?12, report_json = ?13,
+                     observed_json = ?14, compared_with = ?15, refusal = ?16, duration_ms = ?17
+                 WHERE id = ?1",
+                params![
+                    claim.run_id,
+                    run.status.as_str(),
+                    now_ms,
+                    run.exit_code,
+                    run.counts.critical,
+                    run.counts.high,
+                    run.counts.medium,
+                    run.counts.low,
+                    run.counts.info,
+                    run.tool_list_sha256,
+                    i64::try_from(run.requests).unwrap_or(i64::MAX),
+                    run.reason,
+                    run.report_json,
+                    run.observed_json,
+                    run.compared_with,
+                    run.refusal,
+                    run.duration_ms,
+                ],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn interrupt(&self, claim: &Claim, reason: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE runs SET status = 'interrupted', finished_ms = ?2, lease_until = NULL, reason = ?3
+                 WHERE id = ?1 AND status = 'running'",
+                params![claim.run_id, now_ms, reason],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn runs(&self, target: &str, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE target = ?1 ORDER BY id DESC LIMIT ?2"
+            ))?;
+            st.query_map(
+                params![target, i64::try_from(limit).unwrap_or(i64::MAX)],
+                run_row,
+            )?
+            .collect()
+        })
+    }
+
+    fn run(&self, target: &str, id: i64) -> Result<Option<RunSummary>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE target = ?1 AND id = ?2"),
+                params![target, id],
+                run_row,
+            )
+            .optional()
+        })
+    }
+
+    fn run_documents(&self, target: &str, id: i64) -> Result<Option<RunDocuments>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT report_json, observed_json, compared_with FROM runs
+                 WHERE target = ?1 AND id = ?2 AND report_json IS NOT NULL",
+                params![target, id],
+                |r| {
+                    Ok(RunDocuments {
+                        report_json: r.get(0)?,
+                        observed_json: r.get(1)?,
+                        compared_with: r.get(2)?,
+                    })
+                },
+            )
+            .optional()
+        })
+    }
+
+    fn latest_report(&self, target: &str) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT report_json FROM runs WHERE target = ?1 AND report_json IS NOT NULL
+                 ORDER BY id DESC LIMIT 1",
+                params![target],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+    }
+
+    fn last_clean_and_first(&self, target: &str) -> Result<(Option<i64>, Option<i64>), StoreError> {
+        self.with(|c| {
+            let clean = c.query_row(
+                "SELECT max(started_ms) FROM runs WHERE target = ?1 AND status = 'complete'
+                     AND critical = 0 AND high = 0 AND medium = 0 AND low = 0",
+                params![target],
+                |r| r.get(0),
+            )?;
+            let first = c.query_row(
+                "SELECT min(started_ms) FROM runs WHERE target = ?1",
+                params![target],
+                |r| r.get(0),
+            )?;
+            Ok((clean, first))
+        })
+    }
+
+    fn accepted_baseline(&self, target: &str) -> Result<Option<StoredBaseline>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT id, json, accepted_ms FROM baselines WHERE target = ?1 ORDER BY id DESC LIMIT 1",
+                params![target],
+                |r| {
+                    Ok(StoredBaseline {
+                        id: r.get(0)?,
+                        json: r.get(1)?,
+                        accepted_ms: r.get(2)?,
+                    })
+                },
+            )
+            .optional()
+        })
+    }
+
+    fn baseline(&self, id: i64) -> Result<Option<StoredBaseline>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT id, json, accepted_ms FROM baselines WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok(StoredBaseline {
+                        id: r.get(0)?,
+                        json: r.get(1)?,
+                        accepted_ms: r.get(2)?,
+                    })
+                },
+            )
+            .optional()
+        })
+    }
+
+    fn accept_baseline(&self, target: &str, json: &str, now_ms: i64) -> Result<i64, StoreError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO baselines (target, json, accepted_ms) VALUES (?1, ?2, ?3)",
+                params![target, json, now_ms],
+            )?;
+            Ok(c.last_insert_rowid())
+        })
+    }
+
+    fn accept_latest(&self, target: &str, now_ms: i64) -> Result<i64, StoreError> {
+        let known = self.with(|c| {
+            c.query_row(
+                "SELECT count(*) FROM targets WHERE name = ?1",
+                params![target],
+                |r| r.get::<_, i64>(0),
+            )
+        })?;
+        if known == 0 {
+            return Err(StoreError::UnknownTarget(target.to_string()));
+        }
+        let observed: Option<String> = self.with(|c| {
+            c.query_row(
+                "SELECT observed_json FROM runs WHERE target = ?1 AND observed_json IS NOT NULL
+                 ORDER BY id DESC LIMIT 1",
+                params![target],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        match observed {
+            Some(json) => self.accept_baseline(target, &json, now_ms),
+            None => Err(StoreError::NothingToAccept(target.to_string())),
+        }
+    }
+
+    fn totals(&self) -> Result<Totals, StoreError> {
+        self.with(|c| {
+            let mut t = Totals::default();
+            let mut st = c.prepare(
+                "SELECT status, count(*) FROM runs WHERE status != 'running' GROUP BY status",
+            )?;
+            t.runs_by_status = st
+                .query_map([], |r| {
+                    let s: String = r.get(0)?;
+                    Ok((
+                        RunStatus::parse(&s).unwrap_or(RunStatus::Interrupted),
+                        r.get::<_, i64>(1)?.max(0).unsigned_abs(),
+                    ))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            t.requests = c
+                .query_row("SELECT coalesce(sum(requests), 0) FROM runs", [], |r| {
+                    r.get::<_, i64>(0)
+                })?
+                .max(0)
+                .unsigned_abs();
+            let mut st = c.prepare(
+                "SELECT refusal, count(*) FROM runs WHERE status = 'refused' GROUP BY refusal",
+            )?;
+            t.refusals = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, Option<String>>(0)?
+                            .unwrap_or_else(|| "other".into()),
+                        r.get::<_, i64>(1)?.max(0).unsigned_abs(),
+                    ))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            t.targets = c
+                .query_row("SELECT count(*) FROM targets WHERE active = 1", [], |r| {
+                    r.get::<_, i64>(0)
+                })?
+                .max(0)
+                .unsigned_abs();
+            let mut st = c.prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE id IN (
+                     SELECT max(r.id) FROM runs r JOIN targets t ON t.name = r.target
+                     WHERE t.active = 1 AND r.status != 'running' GROUP BY r.target)
+                 ORDER BY target"
+            ))?;
+            t.latest = st
+                .query_map([], run_row)?
+                .collect::<rusqlite::Result<_>>()?;
+            for r in &t.latest {
+                t.latest_findings.critical += r.counts.critical;
+                t.latest_findings.high += r.counts.high;
+                t.latest_findings.medium += r.counts.medium;
+                t.latest_findings.low += r.counts.low;
+                t.latest_findings.info += r.counts.info;
+            }
+            Ok(t)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().expect("dir");
+        let s = SqliteStore::open(&dir.path().join("d.sqlite3")).expect("open");
+        s.sync_targets(
+            &[TargetRow {
+                name: "a".into(),
+                url: "http://127.0.0.1:1/mcp".into(),
+                every_ms: 60_000,
+            }],
+            0,
+        )
+        .expect("targets");
+        (dir, s)
+    }
+
+    fn done(status: RunStatus) -> Finished {
+        Finished {
+            status,
+            exit_code: 0,
+            counts: Counts::default(),
+            tool_list_sha256: None,
+            requests: 3,
+            reason: None,
+            report_json: "{}".into(),
+            observed_json: None,
+            compared_with: None,
+            refusal: None,
+            duration_ms: 5,
+        }
+    }
+
+    #[test]
+    fn one_run_per_slot_and_no_overlap() {
+        let (_d, s) = store();
+        let c = s.claim("a", 0, 10, 1000).expect("claim").expect("claimed");
+        assert_eq!(s.claim("a", 0, 11, 1000).expect("claim"), None, "same slot");
+        assert_eq!(
+            s.claim("a", 60_000, 12, 1000).expect("claim"),
+            None,
+            "overlap"
+        );
+        s.finish(&c, &done(RunStatus::Complete), 20)
+            .expect("finish");
+        assert_eq!(s.claim("a", 0, 30, 1000).expect("claim"), None, "slot done");
+        assert!(s.claim("a", 60_000, 60_001, 1000).expect("claim").is_some());
+    }
+
+    #[test]
+    fn an_interrupted_run_releases_its_slot_and_a_lapsed_lease_is_interrupted() {
+        let (_d, s) = store();
+        let c = s.claim("a", 0, 10, 1000).expect("claim").expect("claimed");
+        s.interrupt(&c, "shutdown", 20).expect("interrupt");
+        let again = s.claim("a", 0, 30, 1000).expect("claim").expect("released");
+        // The daemon dies: nobody renews; after the lease the slot can be claimed once more.
+        assert_eq!(s.claim("a", 0, 500, 1000).expect("claim"), None);
+        let third = s.claim("a", 0, 2000, 1000).expect("claim").expect("lapsed");
+        let runs = s.runs("a", 10).expect("runs");
+        assert_eq!(runs.len(), 3);
+        assert_eq!(runs[1].id, again.run_id);
+        assert_eq!(runs[1].status, RunStatus::Interrupted);
+        assert_eq!(runs[0].id, third.run_id);
+        // The old claim's renewal fails: its lease is gone.
+        let mut old = again;
+        assert!(!s.renew(&mut old, 2001, 1000).expect("renew"));
+    }
+
+    #[test]
+    fn migrations_are_versioned_and_a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.sqlite3");
+        drop(SqliteStore::open(&path).expect("open"));
+        drop(SqliteStore::open(&path).expect("reopen is a no-op"));
+        let c = Connection::open(&path).expect("raw");
+        c.pragma_update(None, "user_version", 99).expect("bump");
+        drop(c);
+        assert!(matches!(
+            SqliteStore::open(&path),
+            Err(StoreError::NewerSchema { found: 99, .. })
+        ));
+    }
+}
