@@ -6,6 +6,7 @@ mod catalogue;
 mod cli;
 mod config;
 mod corpus;
+mod daemon;
 mod engine;
 mod gate;
 mod hostile;
