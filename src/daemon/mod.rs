@@ -349,9 +349,9 @@ impl Runner {
         let name = self.target.name.clone();
         if let Err(e) = self.scan(claim.clone(), cancel).await {
             tracing::error!(target: "mcpprobe::daemon", target_name = %name, "run {} failed: {e}", claim.run_id);
-            let (store, c) = (self.store.clone(), claim);
+            let (store, c, now) = (self.store.clone(), claim, now_ms(&self.scanner));
             let _ = db(&store, move |s| {
-                s.interrupt(&c, &format!("the daemon could not record it: {e}"), 0)
+                s.interrupt(&c, &format!("the daemon could not record it: {e}"), now)
             })
             .await;
         }
@@ -360,6 +360,7 @@ impl Runner {
     async fn scan(&self, claim: Claim, cancel: CancellationToken) -> Result<(), DaemonError> {
         let t = &self.target;
         let started = std::time::Instant::now();
+        tracing::info!(target: "mcpprobe::daemon", target_name = %t.name, run = claim.run_id, slot = claim.slot, "run {} of {} started", claim.run_id, t.name);
         let name = t.name.clone();
         let accepted = db(&self.store, move |s| s.accepted_baseline(&name)).await?;
         let label = format!("the accepted baseline of target {}", t.name);

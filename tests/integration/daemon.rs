@@ -523,3 +523,129 @@ fn daemon_config_errors_name_file_line_and_key() {
         );
     }
 }
+
+/// A server that accepts connections and never answers: a scan of it runs until stopped.
+fn hanging(rt: &tokio::runtime::Runtime) -> (u16, tokio::task::JoinHandle<()>) {
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let task = rt.spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s);
+        }
+    });
+    (port, task)
+}
+
+#[test]
+fn a_restart_loses_no_run_and_runs_none_twice() {
+    use std::io::BufRead as _;
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("dir");
+    let (port, hang) = hanging(&rt);
+    let file = dir.path().join("mcpprobe.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "listen = \"127.0.0.1:0\"\nrate = 10\n[[targets]]\nname = \"slow\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nevery = \"7d\"\n"
+        ),
+    )
+    .expect("write");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mcpprobe"))
+        .env("MCPPROBE_STATE_DIR", dir.path())
+        .arg("daemon")
+        .arg("--config")
+        .arg(&file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the daemon starts");
+    // Wait (bounded) for the log line that says the run started.
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let started = line.contains("run 1 of slow started");
+            let _ = tx.send(line);
+            if started {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        match rx.recv_timeout(BOUND) {
+            Ok(line) if line.contains("run 1 of slow started") => break,
+            Ok(line) => seen.push(line),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("the run did not start: {seen:?}");
+            }
+        }
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx
+        .recv_timeout(BOUND)
+        .expect("the daemon stops on SIGTERM")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0));
+
+    let store = SqliteStore::open(&SqliteStore::path_in(dir.path())).expect("store");
+    let runs = store.runs("slow", 10).expect("runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].status, RunStatus::Interrupted, "{runs:?}");
+    assert!(
+        runs[0]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("shutting down"))
+    );
+    let slot = runs[0].slot;
+    drop(store);
+
+    // The server answers now; after the restart the released slot runs, once.
+    hang.abort();
+    let _ = rt.block_on(hang);
+    let srv = rt
+        .block_on(server::start(twin(server::safe_tools()), port))
+        .expect("the server on the same port");
+    for _ in 0..2 {
+        let out = mcpprobe()
+            .env("MCPPROBE_STATE_DIR", dir.path())
+            .arg("daemon")
+            .arg("--once")
+            .arg("--config")
+            .arg(&file)
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let store = SqliteStore::open(&SqliteStore::path_in(dir.path())).expect("store");
+    let runs = store.runs("slow", 10).expect("runs");
+    assert_eq!(
+        runs.len(),
+        2,
+        "the interrupted run and one more, not two: {runs:?}"
+    );
+    assert_eq!((runs[0].slot, runs[1].slot), (slot, slot));
+    assert_ne!(runs[0].status, RunStatus::Interrupted, "{runs:?}");
+    assert_ne!(runs[0].status, RunStatus::Running, "{runs:?}");
+    drop(srv);
+}
