@@ -88,29 +88,24 @@ async fn healthz() -> Response {
 }
 
 async fn targets(State(s): State<AppState>) -> Response {
-    let names: Vec<String> = s.config.targets.iter().map(|t| t.name.clone()).collect();
-    let latest = match db(&s.store, move |st| {
-        names
-            .iter()
-            .map(|n| st.runs(n, 1).map(|r| r.into_iter().next()))
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await
-    {
+    let latest = match db(&s.store, |st| st.latest_runs()).await {
         Ok(l) => l,
         Err(e) => return internal(e),
     };
+    let mut by_name: std::collections::HashMap<String, RunSummary> = latest
+        .into_iter()
+        .map(|r| (r.target.clone(), r))
+        .collect();
     let list: Vec<Value> = s
         .config
         .targets
         .iter()
-        .zip(latest)
-        .map(|(t, last)| {
+        .map(|t| {
             json!({
                 "name": t.name,
                 "url": t.url,
                 "every_seconds": t.every_ms / 1000,
-                "latest": last.as_ref().map(run_json),
+                "latest": by_name.remove(&t.name).as_ref().map(run_json),
             })
         })
         .collect();

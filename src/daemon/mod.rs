@@ -264,7 +264,9 @@ impl Daemon {
         db(&self.store, move |s| s.sync_targets(&rows, now)).await?;
         let permits = Arc::new(tokio::sync::Semaphore::new(self.config.max_concurrent));
         let in_flight: Arc<Mutex<HashSet<String>>> = Arc::default();
-        let mut tried: HashMap<String, i64> = HashMap::new();
+        // Slots that already ran need no claim (one query instead of one claim per target).
+        let mut tried: HashMap<String, i64> =
+            db(&self.store, |s| s.held_slots()).await?.into_iter().collect();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let mut tasks = tokio::task::JoinSet::new();
         loop {
@@ -277,7 +279,7 @@ impl Daemon {
                     .lock()
                     .map(|s| s.contains(&t.name))
                     .unwrap_or(true);
-                if busy || tried.get(&t.name) == Some(&slot) {
+                if busy || tried.get(&t.name).is_some_and(|held| *held >= slot) {
                     continue;
                 }
                 let Ok(permit) = permits.clone().try_acquire_owned() else {

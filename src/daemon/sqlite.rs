@@ -262,6 +262,26 @@ impl Store for SqliteStore {
         })
     }
 
+    fn held_slots(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT target, max(slot) FROM runs WHERE status != 'interrupted' GROUP BY target",
+            )?;
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+        })
+    }
+
+    fn latest_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE id IN (
+                     SELECT max(r.id) FROM runs r JOIN targets t ON t.name = r.target
+                     WHERE t.active = 1 GROUP BY r.target)"
+            ))?;
+            st.query_map([], run_row)?.collect()
+        })
+    }
+
     fn run_documents(&self, target: &str, id: i64) -> Result<Option<RunDocuments>, StoreError> {
         self.with(|c| {
             c.query_row(

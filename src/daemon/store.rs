@@ -224,6 +224,11 @@ pub trait Store: Send + Sync {
     /// The runs of a target, newest first.
     fn runs(&self, target: &str, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
     fn run(&self, target: &str, id: i64) -> Result<Option<RunSummary>, StoreError>;
+    /// The latest slot of each target that has a run which still holds its slot (not
+    /// interrupted): the scheduler skips those without a claim.
+    fn held_slots(&self) -> Result<Vec<(String, i64)>, StoreError>;
+    /// The newest run of every active target (running ones included), in one query.
+    fn latest_runs(&self) -> Result<Vec<RunSummary>, StoreError>;
     /// A run's JSON report, observed state and the baseline it was compared with.
     fn run_documents(&self, target: &str, id: i64) -> Result<Option<RunDocuments>, StoreError>;
     /// The JSON report of the latest finished run.
