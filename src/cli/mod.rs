@@ -2,6 +2,7 @@
 //! Ctrl-C, rendering and exit codes. Usage errors exit 64, never clap's 2 (2 means "stopped by
 //! the gate"). The only module that prints.
 
+mod badge;
 mod demo;
 mod offline;
 mod scan;
@@ -68,10 +69,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ListFormat::Terminal)]
         format: ListFormat,
     },
-    /// Render a status badge (SVG) from a JSON report (not yet available).
+    /// Render a status badge (SVG, or shields.io endpoint JSON) from a JSON report.
     Badge {
-        /// A JSON report written by `scan --json`.
+        /// A JSON report written by `scan --json` or `check --format json`.
         report: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = badge::BadgeFormat::Svg)]
+        format: badge::BadgeFormat,
+        /// Write the badge to FILE instead of stdout.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Re-scan targets on a schedule and serve their status (not yet available).
     Daemon {
@@ -355,7 +362,11 @@ pub fn run(cli: Cli) -> i32 {
         Command::Diff { old, new, format } => offline::diff(&old, &new, format),
         Command::Scan(args) => scan::scan(&args),
         Command::Verify { action, resolver } => scan::verify(&action, resolver.as_deref()),
-        Command::Badge { .. } => not_yet("badge"),
+        Command::Badge {
+            report,
+            format,
+            output,
+        } => badge::run(&report, format, output.as_ref()),
         Command::Daemon { .. } => not_yet("daemon"),
         Command::Demo(args) => demo::run(&args),
         Command::Completions { shell } => {
