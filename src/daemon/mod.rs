@@ -2,4 +2,5 @@
 //! through one [`crate::engine::Scanner`], with their state in a [`store::Store`], a status
 //! API, badges, metrics and a web page. A host of the engine, like the CLI.
 
+pub mod page;
 pub mod store;
