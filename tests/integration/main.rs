@@ -3,6 +3,7 @@
 mod action;
 mod badge;
 mod baseline;
+mod browser;
 mod catalogue;
 mod cli;
 mod config;
