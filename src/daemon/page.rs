@@ -128,17 +128,31 @@ pub struct ToolChange {
 
 /// The page of one target: `{TARGETS_PREFIX}/{name}`.
 pub fn target_href(name: &str) -> String {
-    format!("{TARGETS_PREFIX}/{name}")
+    format!("{TARGETS_PREFIX}/{}", path_segment(name))
 }
 
 /// The page of one run: `{TARGETS_PREFIX}/{name}/runs/{id}`.
 pub fn run_href(name: &str, id: i64) -> String {
-    format!("{TARGETS_PREFIX}/{name}/runs/{id}")
+    format!("{TARGETS_PREFIX}/{}/runs/{id}", path_segment(name))
 }
 
 /// A target's badge: `{BADGE_PREFIX}/{name}.svg`.
 pub fn badge_href(name: &str) -> String {
-    format!("{BADGE_PREFIX}/{name}.svg")
+    format!("{BADGE_PREFIX}/{}.svg", path_segment(name))
+}
+
+/// `name` as one URL path segment: configured names are `[A-Za-z0-9_-]` and pass unchanged;
+/// any other byte is percent-encoded, so no name can leave its segment.
+fn path_segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// The dashboard (`/`): every target with its URL, latest run (outcome, when, exit code, counts
@@ -965,6 +979,16 @@ mod tests {
                 .into_string()
                 .contains("No targets are configured.")
         );
+    }
+
+    #[test]
+    fn names_stay_in_their_path_segment() {
+        assert_eq!(target_href("prod-1_a"), "/targets/prod-1_a");
+        assert_eq!(
+            run_href("a/../b?x#\"", 3),
+            "/targets/a%2F..%2Fb%3Fx%23%22/runs/3"
+        );
+        assert_eq!(badge_href("é"), "/badge/%C3%A9.svg");
     }
 
     #[test]
