@@ -77,7 +77,12 @@ fn checks_show_explains_one_check() {
 
 #[test]
 fn commands_not_built_yet_say_so_and_exit_64() {
-    let out = mcpprobe().arg("daemon").assert().code(64).get_output().clone();
+    let out = mcpprobe()
+        .arg("daemon")
+        .assert()
+        .code(64)
+        .get_output()
+        .clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("not yet available"));
 }
 
