@@ -2,6 +2,7 @@
 //! Ctrl-C, rendering and exit codes. Usage errors exit 64, never clap's 2 (2 means "stopped by
 //! the gate"). The only module that prints.
 
+mod badge;
 mod daemon;
 mod demo;
 mod offline;
@@ -69,10 +70,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ListFormat::Terminal)]
         format: ListFormat,
     },
-    /// Render a status badge (SVG) from a JSON report (not yet available).
+    /// Render a status badge (SVG, or shields.io endpoint JSON) from a JSON report.
     Badge {
-        /// A JSON report written by `scan --json`.
+        /// A JSON report written by `scan --json` or `check --format json`.
         report: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = badge::BadgeFormat::Svg)]
+        format: badge::BadgeFormat,
+        /// Write the badge to FILE instead of stdout.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Re-scan the targets of mcpprobe.toml on a schedule; serve their status, badges,
     /// metrics and a web page.
@@ -362,12 +369,6 @@ pub fn usage_error(msg: impl std::fmt::Display) -> i32 {
     ExitCode::Usage.code()
 }
 
-fn not_yet(what: &str) -> i32 {
-    usage_error(format!(
-        "`{what}` is not yet available in this build of mcpprobe"
-    ))
-}
-
 pub fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Checks { action, format } => match action {
@@ -385,7 +386,11 @@ pub fn run(cli: Cli) -> i32 {
         Command::Diff { old, new, format } => offline::diff(&old, &new, format),
         Command::Scan(args) => scan::scan(&args),
         Command::Verify { action, resolver } => scan::verify(&action, resolver.as_deref()),
-        Command::Badge { .. } => not_yet("badge"),
+        Command::Badge {
+            report,
+            format,
+            output,
+        } => badge::run(&report, format, output.as_ref()),
         Command::Daemon(args) => daemon::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Completions { shell } => {

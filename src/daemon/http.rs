@@ -14,9 +14,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+use super::page;
 use super::store::{RunSummary, Store};
 use super::{DaemonConfig, DaemonError, db, now_ms};
 use crate::engine::Scanner;
+use crate::report::badge::Badge;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -28,7 +30,7 @@ pub struct AppState {
 }
 
 /// The CSP of every answer: nothing runs, nothing loads from elsewhere.
-pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+pub use super::page::CSP;
 
 /// Most runs a list returns.
 const RUNS_LIMIT: usize = 200;
@@ -83,6 +85,158 @@ fn run_json(r: &RunSummary) -> Value {
     })
 }
 
+fn html(markup: maud::Markup) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
+        markup.into_string(),
+    )
+        .into_response()
+}
+
+fn row(t: &super::TargetSpec) -> super::store::TargetRow {
+    super::store::TargetRow {
+        name: t.name.clone(),
+        url: t.url.clone(),
+        every_ms: t.every_ms,
+    }
+}
+
+fn at(ms: Option<i64>) -> Option<chrono::DateTime<chrono::Utc>> {
+    ms.and_then(chrono::DateTime::from_timestamp_millis)
+}
+
+/// A target's badge from its latest run's summary (no report parsed).
+fn badge_of(
+    run: Option<&RunSummary>,
+    clean_first: (Option<i64>, Option<i64>),
+    now: chrono::DateTime<chrono::Utc>,
+) -> Badge {
+    use super::store::RunStatus;
+    use crate::report::RunOutcome;
+    let outcome = run.and_then(|r| match r.status {
+        RunStatus::Complete => Some(RunOutcome::Complete),
+        RunStatus::Refused => Some(RunOutcome::Refused),
+        RunStatus::Incomplete => Some(RunOutcome::Incomplete),
+        RunStatus::Running | RunStatus::Interrupted => None,
+    });
+    let worst = run.and_then(|r| r.counts.worst().map(|w| (w, r.counts.get(w) as usize)));
+    crate::report::badge::of_outcome(
+        outcome,
+        worst,
+        run.and_then(|r| at(Some(r.started_ms))),
+        at(clean_first.0),
+        at(clean_first.1),
+        now,
+    )
+}
+
+/// The latest finished run of a target (a running one says nothing about its state yet).
+fn finished(runs: Vec<RunSummary>) -> Option<RunSummary> {
+    runs.into_iter()
+        .find(|r| r.status != super::store::RunStatus::Running)
+}
+
+async fn dashboard(State(s): State<AppState>) -> Response {
+    let latest = match db(&s.store, |st| st.latest_runs()).await {
+        Ok(l) => l,
+        Err(e) => return internal(e),
+    };
+    let mut by_name: std::collections::HashMap<String, RunSummary> =
+        latest.into_iter().map(|r| (r.target.clone(), r)).collect();
+    let now = s.scanner.now();
+    let cards: Vec<page::TargetCard> = s
+        .config
+        .targets
+        .iter()
+        .map(|t| {
+            let latest = by_name.remove(&t.name);
+            let badge = badge_of(latest.as_ref(), (None, None), now);
+            page::TargetCard {
+                target: row(t),
+                latest,
+                badge,
+            }
+        })
+        .collect();
+    html(page::dashboard(&cards))
+}
+
+async fn style() -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("text/css"))],
+        page::STYLE_CSS,
+    )
+        .into_response()
+}
+
+async fn target(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(t) = s.config.targets.iter().find(|t| t.name == name) else {
+        return error(StatusCode::NOT_FOUND, "no such target");
+    };
+    let n = name.clone();
+    let found = db(&s.store, move |st| {
+        Ok((st.runs(&n, RUNS_LIMIT)?, st.last_clean_and_first(&n)?))
+    })
+    .await;
+    let (runs, clean_first) = match found {
+        Ok(f) => f,
+        Err(e) => return internal(e),
+    };
+    let latest = finished(runs.clone());
+    let badge = badge_of(latest.as_ref(), clean_first, s.scanner.now());
+    if wants_html(&headers) {
+        return html(page::target_page(&row(t), &badge, &runs));
+    }
+    axum::Json(json!({
+        "name": t.name,
+        "url": t.url,
+        "every_seconds": t.every_ms / 1000,
+        "latest": runs.first().map(run_json),
+        "badge": crate::report::badge::endpoint_json(&badge),
+    }))
+    .into_response()
+}
+
+async fn badge(State(s): State<AppState>, Path(file): Path<String>) -> Response {
+    let (name, svg) = match (file.strip_suffix(".svg"), file.strip_suffix(".json")) {
+        (Some(n), _) => (n.to_string(), true),
+        (None, Some(n)) => (n.to_string(), false),
+        _ => return error(StatusCode::NOT_FOUND, "badges are NAME.svg or NAME.json"),
+    };
+    if !known(&s, &name) {
+        return error(StatusCode::NOT_FOUND, "no such target");
+    }
+    let n = name.clone();
+    let found = db(&s.store, move |st| {
+        Ok((st.runs(&n, 20)?, st.last_clean_and_first(&n)?))
+    })
+    .await;
+    let (runs, clean_first) = match found {
+        Ok(f) => f,
+        Err(e) => return internal(e),
+    };
+    let b = badge_of(finished(runs).as_ref(), clean_first, s.scanner.now());
+    if svg {
+        (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("image/svg+xml"),
+            )],
+            crate::report::badge::svg(&b),
+        )
+            .into_response()
+    } else {
+        axum::Json(crate::report::badge::endpoint_json(&b)).into_response()
+    }
+}
+
 async fn healthz() -> Response {
     axum::Json(json!({ "status": "ok" })).into_response()
 }
@@ -92,10 +246,8 @@ async fn targets(State(s): State<AppState>) -> Response {
         Ok(l) => l,
         Err(e) => return internal(e),
     };
-    let mut by_name: std::collections::HashMap<String, RunSummary> = latest
-        .into_iter()
-        .map(|r| (r.target.clone(), r))
-        .collect();
+    let mut by_name: std::collections::HashMap<String, RunSummary> =
+        latest.into_iter().map(|r| (r.target.clone(), r)).collect();
     let list: Vec<Value> = s
         .config
         .targets
@@ -123,15 +275,49 @@ async fn runs(State(s): State<AppState>, Path(name): Path<String>) -> Response {
     }
 }
 
-async fn run(State(s): State<AppState>, Path((name, id)): Path<(String, i64)>) -> Response {
-    if !known(&s, &name) {
+async fn run(
+    State(s): State<AppState>,
+    Path((name, id)): Path<(String, i64)>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(t) = s.config.targets.iter().find(|t| t.name == name) else {
         return error(StatusCode::NOT_FOUND, "no such target");
-    }
+    };
     let found = db(&s.store, move |st| {
-        Ok((st.run(&name, id)?, st.run_documents(&name, id)?))
+        let docs = st.run_documents(&name, id)?;
+        // The accepted baseline the run was compared with, for the side-by-side view.
+        let old = match docs.as_ref().and_then(|d| d.compared_with) {
+            Some(b) => st.baseline(b)?,
+            None => None,
+        };
+        Ok((st.run(&name, id)?, docs, old))
     })
     .await;
-    match found {
+    if wants_html(&headers) {
+        return match found {
+            Ok((Some(r), docs, old)) => {
+                let report = docs.as_ref().and_then(|d| {
+                    serde_json::from_str::<crate::report::Report>(&d.report_json).ok()
+                });
+                let parse = |json: &str| {
+                    crate::baseline::parse(json.as_bytes(), std::path::Path::new("stored")).ok()
+                };
+                let new = docs
+                    .as_ref()
+                    .and_then(|d| d.observed_json.as_deref())
+                    .and_then(parse);
+                let old = old.and_then(|b| parse(&b.json));
+                let changes = match (&new, &old) {
+                    (Some(n), Some(o)) => page::tool_changes(Some(o), n),
+                    _ => Vec::new(),
+                };
+                html(page::run_page(&row(t), &r, report.as_ref(), &changes))
+            }
+            Ok((None, _, _)) => error(StatusCode::NOT_FOUND, "no such run"),
+            Err(e) => internal(e),
+        };
+    }
+    match found.map(|(r, d, _)| (r, d)) {
         Ok((Some(r), docs)) => {
             let report = docs
                 .and_then(|d| serde_json::from_str::<Value>(&d.report_json).ok())
@@ -253,7 +439,11 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// The router.
 pub fn router(state: AppState) -> axum::Router {
     axum::Router::new()
+        .route(page::HOME_PATH, get(dashboard))
+        .route(page::STYLE_PATH, get(style))
         .route("/healthz", get(healthz))
+        .route("/targets/{name}", get(target))
+        .route("/badge/{file}", get(badge))
         .route("/targets", get(targets))
         .route("/targets/{name}/runs", get(runs))
         .route("/targets/{name}/runs/{id}", get(run))

@@ -6,6 +6,7 @@
 
 pub mod http;
 pub mod metrics;
+pub mod page;
 pub mod schedule;
 pub mod sqlite;
 pub mod store;
@@ -265,8 +266,10 @@ impl Daemon {
         let permits = Arc::new(tokio::sync::Semaphore::new(self.config.max_concurrent));
         let in_flight: Arc<Mutex<HashSet<String>>> = Arc::default();
         // Slots that already ran need no claim (one query instead of one claim per target).
-        let mut tried: HashMap<String, i64> =
-            db(&self.store, |s| s.held_slots()).await?.into_iter().collect();
+        let mut tried: HashMap<String, i64> = db(&self.store, |s| s.held_slots())
+            .await?
+            .into_iter()
+            .collect();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let mut tasks = tokio::task::JoinSet::new();
         loop {

@@ -1,4 +1,5 @@
-//! Making server-controlled text safe for a terminal.
+//! Making server-controlled text safe for a terminal (and for the daemon's web page and the
+//! badges, which show it the same way).
 //!
 //! Nothing a server sends reaches the terminal raw: C0 and C1 controls (ESC, BEL, CR…), DEL,
 //! invisible and direction-changing characters, Unicode tag characters and other format
@@ -44,6 +45,23 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// Like [`escape`], but keeps line feeds and tabs as themselves: for multi-line text shown in
+/// a block of its own (a `<pre>` on the daemon's web page), where a line break cannot forge a
+/// line of anything else. A carriage return is still shown as `[U+000D]`.
+pub fn escape_multiline(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            c if is_hidden(c) => {
+                let _ = write!(out, "[U+{:04X}]", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Like [`escape`], then shortened to at most `max` characters with an ellipsis.
 pub fn escape_trimmed(s: &str, max: usize) -> String {
     let e = escape(s);
@@ -74,6 +92,14 @@ mod tests {
         assert_eq!(
             escape("héllo wörld ✓\nnext\tcol"),
             "héllo wörld ✓\\nnext\\tcol"
+        );
+    }
+
+    #[test]
+    fn multiline_keeps_line_breaks_and_tabs_only() {
+        assert_eq!(
+            escape_multiline("a\n\tb\r\n\u{1b}[0m\u{2066}"),
+            "a\n\tb[U+000D]\n[U+001B][0m[U+2066]"
         );
     }
 

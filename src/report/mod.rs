@@ -1,6 +1,7 @@
 //! Reports: what a run recorded, rendered as terminal text, JSON (SPEC §4 contract) or SARIF.
 //! Reports never ask the network anything.
 
+pub mod badge;
 pub mod escape;
 pub mod markdown;
 pub mod sarif;

@@ -76,11 +76,20 @@ fn checks_show_explains_one_check() {
 }
 
 #[test]
-fn commands_not_built_yet_say_so_and_exit_64() {
-    for args in [&["daemon"][..], &["badge", "report.json"]] {
-        let out = mcpprobe().args(args).assert().code(64).get_output().clone();
-        assert!(String::from_utf8_lossy(&out.stderr).contains("not yet available"));
-    }
+fn daemon_without_a_config_file_exits_64_naming_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = mcpprobe()
+        .current_dir(dir.path())
+        .arg("daemon")
+        .assert()
+        .code(64)
+        .get_output()
+        .clone();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot read mcpprobe.toml"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

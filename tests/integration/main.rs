@@ -1,7 +1,9 @@
 //! One integration test binary (ripgrep/zizmor style): `cargo test` builds it once.
 
 mod action;
+mod badge;
 mod baseline;
+mod browser;
 mod catalogue;
 mod cli;
 mod config;

@@ -46,6 +46,7 @@ pub fn assert_valid(schema: &str, instance: &serde_json::Value) {
     );
 }
 
+pub mod browser;
 pub mod dns;
 pub mod hostile;
 pub mod http;

@@ -1,0 +1,999 @@
+//! The daemon's web page (SPEC §8.1): server-rendered HTML, no JavaScript at all, made to be
+//! served with [`CSP`] (so no inline style either: the look is [`STYLE_CSS`], served at
+//! [`STYLE_PATH`]).
+//!
+//! Everything on these pages came from servers that may be hostile: target URLs, tool names and
+//! definitions, finding titles, messages, evidence and exchanges, reasons. Each such string is
+//! first shown with its control, ANSI, bidi and invisible characters made visible as
+//! `[U+200B]` ([`crate::report::escape`], the terminal's escaper), then HTML-escaped by maud.
+//!
+//! Pure functions: documents in, full HTML documents out (as [`Markup`]; `into_string()` gives
+//! the text). No store, no clock, no network. The link targets are the constants below.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use maud::{DOCTYPE, Markup, html};
+use similar::{ChangeTag, TextDiff};
+
+use crate::baseline::Baseline;
+use crate::daemon::store::{Counts, RunStatus, RunSummary, TargetRow};
+use crate::finding::{Exchange, Finding, Message, Severity};
+use crate::report::Report;
+use crate::report::badge::Badge;
+use crate::report::escape::{escape, escape_multiline, escape_trimmed};
+
+/// The dashboard (the list of targets).
+pub const HOME_PATH: &str = "/";
+/// Where the stylesheet is served.
+pub const STYLE_PATH: &str = "/style.css";
+/// HTML pages of a target: `{TARGETS_PREFIX}/{name}` and `{TARGETS_PREFIX}/{name}/runs/{id}`.
+pub const TARGETS_PREFIX: &str = "/targets";
+/// Badges: `{BADGE_PREFIX}/{name}.svg`.
+pub const BADGE_PREFIX: &str = "/badge";
+
+/// The Content-Security-Policy these pages are made for: no script, no inline style.
+pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+                       base-uri 'none'; frame-ancestors 'none'";
+
+/// The longest body of an exchange shown (bodies are capped when recorded; this caps the page).
+pub const MAX_BODY_CHARS: usize = 16 * 1024;
+
+/// The longest tool definition diffed word by word; longer ones are shown whole, unmarked.
+pub const MAX_DIFF_CHARS: usize = 64 * 1024;
+
+/// How long a word diff may take before it settles for a coarser one.
+const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The stylesheet of every page (served at [`STYLE_PATH`]).
+pub const STYLE_CSS: &str = r#":root {
+  --fg: #1f2328; --muted: #656d76; --bg: #ffffff; --line: #d0d7de; --panel: #f6f8fa;
+  --critical: #b42318; --high: #c4501a; --medium: #9a6700; --low: #5f7d0e; --info: #0969da;
+  --del-bg: #ffd7d5; --del-fg: #82071e; --ins-bg: #ccffd8; --ins-fg: #055d20;
+}
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
+header.top { padding: 12px 24px; border-bottom: 1px solid var(--line); background: var(--panel); }
+header.top a { color: var(--fg); text-decoration: none; font-weight: 600; }
+nav.crumbs { color: var(--muted); }
+main { padding: 16px 24px 48px; max-width: 1400px; }
+h1 { font-size: 22px; margin: 8px 0 4px; }
+h2 { font-size: 18px; margin: 24px 0 8px; }
+h3 { font-size: 15px; margin: 16px 0 6px; }
+a { color: #0969da; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px; white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; }
+table { border-collapse: collapse; width: 100%; margin: 8px 0; }
+th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: var(--panel); font-weight: 600; }
+td.url, .url { overflow-wrap: anywhere; }
+.muted, .empty { color: var(--muted); }
+.status { font-weight: 600; }
+.status-complete { color: #1a7f37; }
+.status-refused, .status-incomplete, .status-interrupted { color: var(--medium); }
+.status-running { color: var(--info); }
+.counts span { display: inline-block; min-width: 2.2em; margin-right: 4px; padding: 0 4px; border-radius: 4px; text-align: center; }
+.counts .zero { color: var(--muted); }
+.sev-critical { color: var(--critical); }
+.sev-high { color: var(--high); }
+.sev-medium { color: var(--medium); }
+.sev-low { color: var(--low); }
+.sev-info { color: var(--info); }
+section.severity, article.finding { color: var(--fg); }
+.counts span.sev-critical:not(.zero) { background: #fee4e2; }
+.counts span.sev-high:not(.zero) { background: #fdead7; }
+.counts span.sev-medium:not(.zero) { background: #fef7c3; }
+.counts span.sev-low:not(.zero) { background: #ecfccb; }
+.badge { vertical-align: middle; }
+.meta { color: var(--muted); margin: 2px 0 12px; }
+.meta dt { display: inline; font-weight: 600; }
+.meta dd { display: inline; margin: 0 16px 0 4px; }
+article.finding { border: 1px solid var(--line); border-left: 4px solid var(--line); border-radius: 6px; padding: 8px 12px; margin: 10px 0; }
+article.finding.sev-critical { border-left-color: var(--critical); }
+article.finding.sev-high { border-left-color: var(--high); }
+article.finding.sev-medium { border-left-color: var(--medium); }
+article.finding.sev-low { border-left-color: var(--low); }
+article.finding.sev-info { border-left-color: var(--info); }
+article.finding.suppressed { opacity: .75; }
+article.finding h3 { margin: 0 0 4px; color: var(--fg); }
+.mark { display: inline-block; font-size: 11px; font-weight: 600; padding: 0 6px; border-radius: 10px; border: 1px solid var(--line); margin-left: 6px; color: var(--muted); }
+.mark-new { color: #8250df; border-color: #8250df; }
+.mark-suppressed { color: var(--muted); }
+.exchange { margin: 6px 0 10px; }
+.exchange h4 { margin: 6px 0 2px; font-size: 13px; }
+details > summary { cursor: pointer; color: var(--muted); }
+.diff { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+.diff h4 { margin: 4px 0; }
+del { background: var(--del-bg); color: var(--del-fg); text-decoration: line-through; }
+ins { background: var(--ins-bg); color: var(--ins-fg); text-decoration: none; }
+.warning { border: 1px solid #d4a72c; background: #fff8c5; border-radius: 6px; padding: 6px 10px; margin: 8px 0; }
+"#;
+
+/// A target as the dashboard shows it.
+#[derive(Debug, Clone)]
+pub struct TargetCard {
+    pub target: TargetRow,
+    pub latest: Option<RunSummary>,
+    pub badge: Badge,
+}
+
+/// A tool whose definition differs from the accepted baseline: the pretty JSON of its
+/// definition before and after (`None`: it was added, or removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolChange {
+    pub name: String,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+/// The page of one target: `{TARGETS_PREFIX}/{name}`.
+pub fn target_href(name: &str) -> String {
+    format!("{TARGETS_PREFIX}/{}", path_segment(name))
+}
+
+/// The page of one run: `{TARGETS_PREFIX}/{name}/runs/{id}`.
+pub fn run_href(name: &str, id: i64) -> String {
+    format!("{TARGETS_PREFIX}/{}/runs/{id}", path_segment(name))
+}
+
+/// A target's badge: `{BADGE_PREFIX}/{name}.svg`.
+pub fn badge_href(name: &str) -> String {
+    format!("{BADGE_PREFIX}/{}.svg", path_segment(name))
+}
+
+/// `name` as one URL path segment: configured names are `[A-Za-z0-9_-]` and pass unchanged;
+/// any other byte is percent-encoded, so no name can leave its segment.
+fn path_segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The dashboard (`/`): every target with its URL, latest run (outcome, when, exit code, counts
+/// by severity) and badge, each linking to its page. A full HTML document.
+pub fn dashboard(targets: &[TargetCard]) -> Markup {
+    let body = html! {
+        h1 { "Targets" }
+        @if targets.is_empty() {
+            p.empty { "No targets are configured." }
+        } @else {
+            table.targets {
+                thead { tr {
+                    th { "Target" } th { "URL" } th { "Latest run" } th { "Exit" }
+                    th { "Findings" } th { "Badge" }
+                } }
+                tbody {
+                    @for card in targets {
+                        @let name = &card.target.name;
+                        tr {
+                            td { a href=(target_href(name)) { (escape(name)) } }
+                            td.url { (escape(&card.target.url)) }
+                            @match &card.latest {
+                                Some(run) => {
+                                    td {
+                                        a href=(run_href(name, run.id)) { (status(run.status)) }
+                                        " " span.muted { (when(run.started_ms)) }
+                                        @if let Some(reason) = &run.reason {
+                                            div.muted { (escape_trimmed(reason, 200)) }
+                                        }
+                                    }
+                                    td { (exit_code(run.exit_code)) }
+                                    td { (counts(&run.counts)) }
+                                }
+                                None => {
+                                    td.muted colspan="3" { "not run yet" }
+                                }
+                            }
+                            td { (badge_img(name, &card.badge)) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    document("mcpprobe: targets", html! {}, body)
+}
+
+/// A target's page (`{TARGETS_PREFIX}/{name}`): its badge and run history (time, status, exit
+/// code, counts by severity, requests, tool-list hash), newest first as given, each run linking
+/// to its page. A full HTML document.
+pub fn target_page(target: &TargetRow, badge: &Badge, runs: &[RunSummary]) -> Markup {
+    let name = &target.name;
+    let crumbs = html! { " / " (escape(name)) };
+    let body = html! {
+        h1 { (escape(name)) " " (badge_img(name, badge)) }
+        dl.meta {
+            dt { "URL" } dd.url { (escape(&target.url)) }
+            dt { "Every" } dd { (interval(target.every_ms)) }
+        }
+        h2 { "Runs" }
+        @if runs.is_empty() {
+            p.empty { "No runs yet." }
+        } @else {
+            table.runs {
+                thead { tr {
+                    th { "Run" } th { "Started" } th { "Took" } th { "Status" } th { "Exit" }
+                    th { "Findings" } th { "Requests" } th { "Tool list" }
+                } }
+                tbody {
+                    @for run in runs {
+                        tr {
+                            td { a href=(run_href(name, run.id)) { "#" (run.id) } }
+                            td { (when(run.started_ms)) }
+                            td { (took(run)) }
+                            td {
+                                (status(run.status))
+                                @if let Some(reason) = &run.reason {
+                                    div.muted { (escape_trimmed(reason, 200)) }
+                                }
+                            }
+                            td { (exit_code(run.exit_code)) }
+                            td { (counts(&run.counts)) }
+                            td { (run.requests) }
+                            td { (hash(run.tool_list_sha256.as_deref())) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    document(
+        &format!("mcpprobe: {}", escape_trimmed(name, 80)),
+        crumbs,
+        body,
+    )
+}
+
+/// A run's page (`{TARGETS_PREFIX}/{name}/runs/{id}`): what the run recorded, its findings
+/// grouped by severity with their evidence (the text that fired, the exchanges: method, URL,
+/// status, headers, bodies capped at [`MAX_BODY_CHARS`]), suppressed and new marks, the checks'
+/// statuses; and when `changes` is not empty, "Tools changed since the accepted baseline" with
+/// old and new definitions side by side, the changed words marked `<del>` / `<ins>`.
+/// `report` is `None` when no report was stored (a run still running or interrupted).
+/// A full HTML document.
+pub fn run_page(
+    target: &TargetRow,
+    run: &RunSummary,
+    report: Option<&Report>,
+    changes: &[ToolChange],
+) -> Markup {
+    let name = &target.name;
+    let crumbs = html! {
+        " / " a href=(target_href(name)) { (escape(name)) } " / run #" (run.id)
+    };
+    let body = html! {
+        h1 { (escape(name)) ": run #" (run.id) " " (status(run.status)) }
+        dl.meta {
+            dt { "URL" } dd.url { (escape(&target.url)) }
+            dt { "Started" } dd { (when(run.started_ms)) }
+            dt { "Took" } dd { (took(run)) }
+            dt { "Exit code" } dd { (exit_code(run.exit_code)) }
+            dt { "Requests" } dd { (run.requests) }
+            dt { "Tool list" } dd { (hash(run.tool_list_sha256.as_deref())) }
+        }
+        @if let Some(reason) = &run.reason {
+            p.warning { (escape(reason)) }
+        }
+        p { (counts(&run.counts)) }
+        @if !changes.is_empty() {
+            (tool_changes_section(changes))
+        }
+        @match report {
+            Some(report) => (report_body(report)),
+            None => p.empty { "No report is stored for this run." },
+        }
+    };
+    document(
+        &format!("mcpprobe: {} run {}", escape_trimmed(name, 80), run.id),
+        crumbs,
+        body,
+    )
+}
+
+/// The tools whose definitions differ between the accepted baseline `old` (none: every tool
+/// is new) and `new`, paired by name, in name order, each as pretty JSON.
+pub fn tool_changes(old: Option<&Baseline>, new: &Baseline) -> Vec<ToolChange> {
+    let old = old.map(|b| by_name(&b.tools)).unwrap_or_default();
+    let new = by_name(&new.tools);
+    let names: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let (o, n) = (old.get(name), new.get(name));
+            (o != n).then(|| ToolChange {
+                name: name.clone(),
+                old: o.cloned(),
+                new: n.cloned(),
+            })
+        })
+        .collect()
+}
+
+/// Tools by name, as pretty JSON (a second tool of one name is keyed `name (2)`).
+fn by_name(tools: &[serde_json::Value]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for tool in tools {
+        let base = tool
+            .get("name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("(unnamed)")
+            .to_string();
+        let mut key = base.clone();
+        let mut n = 1;
+        while out.contains_key(&key) {
+            n += 1;
+            key = format!("{base} ({n})");
+        }
+        let text = serde_json::to_string_pretty(tool).unwrap_or_else(|_| tool.to_string());
+        out.insert(key, text);
+    }
+    out
+}
+
+/// The HTML document around a page's body.
+fn document(title: &str, crumbs: Markup, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="referrer" content="no-referrer";
+                title { (title) }
+                link rel="stylesheet" href=(STYLE_PATH);
+            }
+            body {
+                header.top {
+                    nav.crumbs { a href=(HOME_PATH) { "mcpprobe" } (crumbs) }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+fn badge_img(name: &str, badge: &Badge) -> Markup {
+    let alt = format!("{}: {}", escape(&badge.label), escape(&badge.message));
+    html! { img.badge src=(badge_href(name)) alt=(alt) height="20"; }
+}
+
+fn status(s: RunStatus) -> Markup {
+    html! { span class={ "status status-" (s.as_str()) } { (s.as_str()) } }
+}
+
+fn exit_code(code: Option<i32>) -> Markup {
+    html! {
+        @match code {
+            Some(c) => span.mono { (c) },
+            None => span.muted { "–" },
+        }
+    }
+}
+
+/// Counts by severity, critical first (`3 C` …), zeros dimmed.
+fn counts(c: &Counts) -> Markup {
+    html! {
+        span.counts {
+            @for s in Severity::ALL_DESCENDING {
+                @let n = c.get(s);
+                span class={ "sev-" (s.as_str()) @if n == 0 { " zero" } } title=(s.as_str()) {
+                    (n) " " (s.as_str())
+                }
+            }
+        }
+    }
+}
+
+fn hash(h: Option<&str>) -> Markup {
+    html! {
+        @match h {
+            Some(h) => code title=(escape(h)) { (escape_trimmed(h, 13)) },
+            None => span.muted { "–" },
+        }
+    }
+}
+
+/// A unix-millisecond time as `2026-12-01 12:00:00 UTC`.
+fn when(ms: i64) -> String {
+    match chrono::DateTime::from_timestamp_millis(ms) {
+        Some(t) => t.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        None => format!("{ms} ms"),
+    }
+}
+
+fn took(run: &RunSummary) -> String {
+    match run.finished_ms {
+        Some(f) => {
+            let ms = f.saturating_sub(run.started_ms).max(0);
+            if ms < 10_000 {
+                format!("{:.1} s", ms as f64 / 1000.0)
+            } else {
+                interval(ms)
+            }
+        }
+        None => "–".into(),
+    }
+}
+
+/// An interval in the config's units (`30s`, `15m`, `24h`, `7d`), rounded down.
+fn interval(ms: i64) -> String {
+    let s = ms / 1000;
+    match s {
+        s if s >= 86_400 && s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s >= 3_600 => format!("{}h", s / 3_600),
+        s if s >= 60 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// The recorded part of a run page.
+fn report_body(report: &Report) -> Markup {
+    let suppressed = report.suppressed_count();
+    html! {
+        dl.meta {
+            dt { "Outcome" } dd { (format!("{:?}", report.outcome).to_lowercase()) }
+            dt { "Requests sent" } dd { (report.requests_sent) }
+            dt { "Checks" } dd { (report.checks.len()) }
+            @if suppressed > 0 { dt { "Suppressed" } dd { (suppressed) } }
+            @if report.below_min_confidence > 0 {
+                dt { "Below the confidence floor" } dd { (report.below_min_confidence) }
+            }
+        }
+        @if let Some(reason) = &report.reason {
+            p.warning { (escape(reason)) }
+        }
+        @for w in &report.warnings {
+            p.warning { (escape(w)) }
+        }
+        h2 { "Findings (" (report.findings.len()) ")" }
+        @if report.findings.is_empty() {
+            p.empty { "No findings." }
+        }
+        @for sev in Severity::ALL_DESCENDING {
+            @let group: Vec<&Finding> = report.findings.iter().filter(|f| f.severity == sev).collect();
+            @if !group.is_empty() {
+                section class={ "severity sev-" (sev.as_str()) } {
+                    h2 class={ "sev-" (sev.as_str()) } {
+                        (capitalised(sev.as_str())) " (" (group.len()) ")"
+                    }
+                    @for f in group { (finding(f)) }
+                }
+            }
+        }
+        details.checks {
+            summary { "Checks (" (report.checks.len()) ")" }
+            table {
+                thead { tr { th { "Check" } th { "Kind" } th { "Status" } th { "Findings" } th { "Requests" } th { "Reason" } } }
+                tbody {
+                    @for c in &report.checks {
+                        tr {
+                            td.mono { (escape(&c.id)) }
+                            td { (format!("{:?}", c.kind).to_lowercase()) }
+                            td { (format!("{:?}", c.status).to_lowercase()) }
+                            td { (c.findings) }
+                            td { (c.requests) }
+                            td { @if let Some(r) = &c.reason { (escape(r)) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// One finding: its ids and title, marks, message, location, evidence, fix and references.
+fn finding(f: &Finding) -> Markup {
+    let sev = f.severity.as_str();
+    let id = match &f.rule {
+        Some(rule) => format!("{}/{}", escape(&f.check), escape(rule)),
+        None => escape(&f.check),
+    };
+    html! {
+        article class={ "finding sev-" (sev) @if f.suppressed.is_some() { " suppressed" } } {
+            h3 {
+                code { (id) } " " (escape(&f.title))
+                span.mark { (sev) }
+                span.mark { "confidence " (f.confidence.as_str()) }
+                @if f.new == Some(true) { span.mark.mark-new { "new" } }
+                @if f.new == Some(false) { span.mark { "known" } }
+                @if f.suppressed.is_some() { span.mark.mark-suppressed { "suppressed" } }
+                @if let Some(d) = f.default_severity { span.mark { "catalogue: " (d.as_str()) } }
+            }
+            @if let Some(s) = &f.suppressed {
+                p.muted {
+                    "Suppressed: " (escape(&s.reason))
+                    @if let Some(until) = &s.until { " (until " (escape(until)) ")" }
+                }
+            }
+            @if let Some(m) = &f.message { p { (escape(m)) } }
+            @if f.location.tool.is_some() || f.location.pointer.is_some() {
+                p.muted {
+                    @if let Some(t) = &f.location.tool { "Tool " code { (escape(t)) } " " }
+                    @if let Some(p) = &f.location.pointer { "at " code { (escape(p)) } }
+                }
+            }
+            @if let Some(t) = &f.evidence.text {
+                h4 { "Evidence" }
+                pre.evidence { (escape_multiline(t)) }
+            }
+            @for (i, x) in f.evidence.exchanges.iter().enumerate() {
+                (exchange(i + 1, x))
+            }
+            p { strong { "Fix: " } (escape(&f.fix)) }
+            @if !f.references.is_empty() {
+                p.muted {
+                    "References: "
+                    @for (i, r) in f.references.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        (escape(r))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One exchange of a finding's evidence: request and response, bodies capped.
+fn exchange(n: usize, x: &Exchange) -> Markup {
+    let req = &x.request;
+    let line = format!(
+        "{} {}",
+        escape(req.method.as_deref().unwrap_or("")),
+        escape(req.url.as_deref().unwrap_or(""))
+    );
+    let status = x
+        .response
+        .as_ref()
+        .and_then(|r| r.status)
+        .map(|s| format!(" → {s}"))
+        .unwrap_or_else(|| {
+            if x.response.is_some() {
+                String::new()
+            } else {
+                " → no response".into()
+            }
+        });
+    html! {
+        details.exchange {
+            summary { "Exchange " (n) ": " span.mono { (line) (status) } }
+            @if let Some(note) = &x.note { p.muted { (escape(note)) } }
+            h4 { "Request" }
+            (message(req))
+            @if let Some(resp) = &x.response {
+                h4 { "Response" }
+                (message(resp))
+            }
+        }
+    }
+}
+
+/// A message's start line, headers and body, as text.
+fn message(m: &Message) -> Markup {
+    let mut head = String::new();
+    if let Some(method) = &m.method {
+        head.push_str(method);
+        head.push(' ');
+    }
+    if let Some(url) = &m.url {
+        head.push_str(url);
+    }
+    if let Some(status) = m.status {
+        head.push_str(&format!("HTTP {status}"));
+    }
+    for (k, v) in &m.headers {
+        if !head.is_empty() {
+            head.push('\n');
+        }
+        head.push_str(&format!("{k}: {v}"));
+    }
+    let body = capped(&m.body, MAX_BODY_CHARS);
+    let truncated = m.truncated || body.len() < m.body.len();
+    html! {
+        pre.message {
+            (escape_multiline(&head))
+            @if !m.body.is_empty() { "\n\n" (escape_multiline(body)) }
+        }
+        @if truncated { p.muted { "(body truncated)" } }
+    }
+}
+
+/// At most `max` characters of `s`.
+fn capped(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// One side of a word diff (`marked` is `Delete` for the old side, `Insert` for the new):
+/// the equal words and the marked ones, consecutive marked words in one `<del>` / `<ins>`.
+fn side(changes: &[(ChangeTag, &str)], marked: ChangeTag) -> Markup {
+    let mut runs: Vec<(bool, String)> = Vec::new();
+    for (tag, text) in changes {
+        let is_marked = *tag == marked;
+        if !is_marked && *tag != ChangeTag::Equal {
+            continue;
+        }
+        match runs.last_mut() {
+            Some((m, run)) if *m == is_marked => run.push_str(text),
+            _ => runs.push((is_marked, (*text).to_string())),
+        }
+    }
+    html! {
+        pre {
+            @for (is_marked, run) in &runs {
+                @let shown = escape_multiline(run);
+                @if !*is_marked {
+                    (shown)
+                } @else if marked == ChangeTag::Delete {
+                    del { (shown) }
+                } @else {
+                    ins { (shown) }
+                }
+            }
+        }
+    }
+}
+
+/// "Tools changed since the accepted baseline": each change side by side, changed words marked.
+fn tool_changes_section(changes: &[ToolChange]) -> Markup {
+    html! {
+        section.changes {
+            h2 { "Tools changed since the accepted baseline (" (changes.len()) ")" }
+            @for c in changes {
+                @let kind = match (&c.old, &c.new) {
+                    (None, Some(_)) => "added",
+                    (Some(_), None) => "removed",
+                    _ => "changed",
+                };
+                h3 { code { (escape(&c.name)) } " " span.mark { (kind) } }
+                @let (old, new) = word_diff(c.old.as_deref(), c.new.as_deref());
+                div.diff {
+                    div.old { h4 { "Accepted" } (old) }
+                    div.new { h4 { "Now" } (new) }
+                }
+            }
+        }
+    }
+}
+
+/// The two sides of a word diff: removed words in `<del>` on the old side, added ones in
+/// `<ins>` on the new side. A missing side says so; texts above [`MAX_DIFF_CHARS`] are shown
+/// whole, unmarked.
+fn word_diff(old: Option<&str>, new: Option<&str>) -> (Markup, Markup) {
+    let missing = |what: &str| html! { p.empty { (what) } };
+    match (old, new) {
+        (None, None) => (missing("(none)"), missing("(none)")),
+        (None, Some(n)) => (
+            missing("(not in the accepted baseline)"),
+            html! { pre { ins { (escape_multiline(n)) } } },
+        ),
+        (Some(o), None) => (
+            html! { pre { del { (escape_multiline(o)) } } },
+            missing("(removed)"),
+        ),
+        (Some(o), Some(n)) if o.len() > MAX_DIFF_CHARS || n.len() > MAX_DIFF_CHARS => (
+            html! { p.muted { "(too long to mark)" } pre { (escape_multiline(o)) } },
+            html! { p.muted { "(too long to mark)" } pre { (escape_multiline(n)) } },
+        ),
+        (Some(o), Some(n)) => {
+            let diff = TextDiff::configure().timeout(DIFF_TIMEOUT).diff_words(o, n);
+            let changes: Vec<(ChangeTag, &str)> = diff
+                .iter_all_changes()
+                .map(|c| (c.tag(), c.value()))
+                .collect();
+            let old = side(&changes, ChangeTag::Delete);
+            let new = side(&changes, ChangeTag::Insert);
+            (old, new)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::{Confidence, Evidence, Location};
+    use crate::report::Policy;
+    use crate::report::badge::{self, BadgeColor};
+
+    const HOSTILE: &str =
+        "Adds.<script>alert(1)</script>\u{1b}[31mred\u{200B}zw\u{202E}evil\"'&<img src=x>";
+
+    fn target(name: &str) -> TargetRow {
+        TargetRow {
+            name: name.into(),
+            url: format!("http://127.0.0.1:1/{name}?<script>"),
+            every_ms: 86_400_000,
+        }
+    }
+
+    fn run(id: i64) -> RunSummary {
+        RunSummary {
+            id,
+            target: "prod".into(),
+            slot: 0,
+            started_ms: 1_764_590_400_000,
+            finished_ms: Some(1_764_590_401_500),
+            status: RunStatus::Complete,
+            exit_code: Some(1),
+            counts: Counts {
+                high: 1,
+                ..Counts::default()
+            },
+            tool_list_sha256: Some("ab".repeat(32)),
+            requests: 12,
+            reason: Some(format!("reason {HOSTILE}")),
+        }
+    }
+
+    fn hostile_report() -> Report {
+        let mut r = Report::new("http://127.0.0.1:1/mcp", Policy::default());
+        r.findings.push(Finding {
+            check: "META-02".into(),
+            rule: Some("P2".into()),
+            subcode: None,
+            title: format!("Title {HOSTILE}"),
+            message: Some(format!("Message {HOSTILE}")),
+            severity: Severity::High,
+            confidence: Confidence::High,
+            location: Location {
+                pointer: Some("/tools/0/description".into()),
+                tool: Some(format!("tool{HOSTILE}")),
+            },
+            evidence: Evidence {
+                text: Some(HOSTILE.into()),
+                exchanges: vec![Exchange {
+                    request: Message {
+                        method: Some("POST".into()),
+                        url: Some("http://127.0.0.1:1/mcp".into()),
+                        status: None,
+                        headers: vec![("content-type".into(), "application/json".into())],
+                        body: r#"{"method":"tools/list"}"#.into(),
+                        truncated: false,
+                    },
+                    response: Some(Message {
+                        method: None,
+                        url: None,
+                        status: Some(200),
+                        headers: vec![("x-evil".into(), HOSTILE.into())],
+                        body: format!("{HOSTILE}\n</pre><script>alert(2)</script>"),
+                        truncated: true,
+                    }),
+                    note: None,
+                }],
+            },
+            references: vec!["MCP03 Tool Poisoning".into()],
+            fix: "Remove it.".into(),
+            fingerprint: String::new(),
+            suppressed: None,
+            default_severity: None,
+            new: Some(true),
+        });
+        r
+    }
+
+    fn assert_inert(html: &str) {
+        let lower = html.to_lowercase();
+        assert!(!lower.contains("<script"), "a script element:\n{html}");
+        assert!(
+            !lower.contains("<img src=x"),
+            "an injected element:\n{html}"
+        );
+        assert!(!html.contains('\u{1b}'), "a raw ESC");
+        assert!(!html.contains('\u{200B}'), "a raw zero-width space");
+        assert!(!html.contains('\u{202E}'), "a raw bidi override");
+        assert!(!lower.contains("style="), "an inline style");
+    }
+
+    fn diff_text(old: &str, new: &str) -> String {
+        let changes = [ToolChange {
+            name: "add".into(),
+            old: Some(old.into()),
+            new: Some(new.into()),
+        }];
+        run_page(&target("prod"), &run(1), None, &changes).into_string()
+    }
+
+    #[test]
+    fn hostile_text_is_shown_inert() {
+        let changes = [ToolChange {
+            name: format!("evil{HOSTILE}"),
+            old: Some(format!("\"{HOSTILE}\"")),
+            new: Some("\"plain\"".into()),
+        }];
+        let report = hostile_report();
+        let html = run_page(&target("prod"), &run(7), Some(&report), &changes).into_string();
+        assert_inert(&html);
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(
+            html.contains("[U+001B][31mred[U+200B]zw[U+202E]evil"),
+            "{html}"
+        );
+        assert!(
+            html.contains("&lt;/pre&gt;&lt;script&gt;alert(2)"),
+            "{html}"
+        );
+        assert!(html.contains("HTTP 200"));
+        assert!(html.contains("(body truncated)"));
+        assert!(html.contains("mark-new"));
+
+        let page = target_page(
+            &target("prod"),
+            &badge::of_report(None, None, None, chrono::Utc::now()),
+            &[run(1), run(2)],
+        )
+        .into_string();
+        assert_inert(&page);
+        assert!(page.contains("reason Adds.&lt;script&gt;"));
+    }
+
+    #[test]
+    fn findings_are_grouped_by_severity_with_marks() {
+        let mut report = hostile_report();
+        let mut low = report.findings[0].clone();
+        low.severity = Severity::Low;
+        low.new = None;
+        low.suppressed = Some(crate::finding::Suppressed {
+            reason: "accepted risk".into(),
+            until: Some("2027-03-01".into()),
+        });
+        report.findings.push(low);
+        let html = run_page(&target("prod"), &run(3), Some(&report), &[]).into_string();
+        let high = html.find("High (1)").expect("a high group");
+        let low = html.find("Low (1)").expect("a low group");
+        assert!(high < low);
+        assert!(html.contains("Suppressed: accepted risk (until 2027-03-01)"));
+        assert!(!html.contains("Tools changed since"));
+    }
+
+    #[test]
+    fn word_diff_marks_changed_words_only() {
+        let html = diff_text(
+            "{\n  \"description\": \"Adds two numbers.\"\n}",
+            "{\n  \"description\": \"Adds two numbers, then reads ~/.ssh/id_rsa.\"\n}",
+        );
+        assert!(
+            html.contains("Tools changed since the accepted baseline"),
+            "{html}"
+        );
+        assert!(html.contains("<del>numbers.&quot;</del>"), "{html}");
+        assert!(
+            html.contains("<ins>numbers, then reads ~/.ssh/id_rsa.&quot;</ins>"),
+            "{html}"
+        );
+        assert!(!html.contains("<del>Adds</del>") && !html.contains("<ins>Adds</ins>"));
+        assert_inert(&html);
+        // A hidden character in a changed word is marked and visible.
+        let html = diff_text("\"a b\"", "\"a b\u{200B}\"");
+        assert!(html.contains("<ins>b[U+200B]&quot;</ins>"), "{html}");
+    }
+
+    #[test]
+    fn added_and_removed_tools_show_one_side() {
+        let changes = [
+            ToolChange {
+                name: "new_tool".into(),
+                old: None,
+                new: Some("{}".into()),
+            },
+            ToolChange {
+                name: "gone".into(),
+                old: Some("{}".into()),
+                new: None,
+            },
+        ];
+        let html = run_page(&target("prod"), &run(1), None, &changes).into_string();
+        assert!(html.contains("(not in the accepted baseline)"));
+        assert!(html.contains("<ins>{}</ins>") && html.contains("<del>{}</del>"));
+        assert!(html.contains("No report is stored for this run."));
+    }
+
+    #[test]
+    fn tool_changes_pairs_by_name_and_keeps_only_differences() {
+        let at = chrono::DateTime::from_timestamp(0, 0).expect("epoch");
+        let inv = |tools: serde_json::Value| {
+            Baseline::from_inventory("t", at, &serde_json::json!({ "tools": tools }))
+        };
+        let old = inv(serde_json::json!([
+            {"name": "same", "description": "unchanged"},
+            {"name": "edit", "description": "before"},
+            {"name": "gone", "description": "x"},
+        ]));
+        let new = inv(serde_json::json!([
+            {"name": "edit", "description": "after"},
+            {"name": "same", "description": "unchanged"},
+            {"name": "added", "description": "y"},
+        ]));
+        let changes = tool_changes(Some(&old), &new);
+        let names: Vec<&str> = changes.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["added", "edit", "gone"]);
+        assert!(changes[0].old.is_none() && changes[0].new.is_some());
+        assert!(
+            changes[1]
+                .old
+                .as_deref()
+                .is_some_and(|t| t.contains("\"before\""))
+        );
+        assert!(
+            changes[1]
+                .new
+                .as_deref()
+                .is_some_and(|t| t.contains("\"after\"") && t.contains('\n'))
+        );
+        assert!(changes[2].new.is_none());
+        // No accepted baseline: every tool is new.
+        assert_eq!(tool_changes(None, &new).len(), 3);
+        assert!(tool_changes(Some(&new), &new).is_empty());
+    }
+
+    #[test]
+    fn dashboard_lists_every_target() {
+        let cards: Vec<TargetCard> = ["prod", "staging", "dev-1"]
+            .into_iter()
+            .enumerate()
+            .map(|(i, name)| TargetCard {
+                target: target(name),
+                latest: (i != 2).then(|| run(i as i64 + 1)),
+                badge: Badge {
+                    label: "mcpprobe".into(),
+                    message: "1 high".into(),
+                    color: BadgeColor::Orange,
+                },
+            })
+            .collect();
+        let html = dashboard(&cards).into_string();
+        for name in ["prod", "staging", "dev-1"] {
+            assert!(
+                html.contains(&format!("href=\"/targets/{name}\"")),
+                "{name}: {html}"
+            );
+            assert!(
+                html.contains(&format!("src=\"/badge/{name}.svg\"")),
+                "{name}"
+            );
+        }
+        assert!(html.contains("href=\"/targets/prod/runs/1\""));
+        assert!(html.contains("not run yet"));
+        assert!(html.contains("href=\"/style.css\""));
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert_inert(&html);
+        assert!(
+            dashboard(&[])
+                .into_string()
+                .contains("No targets are configured.")
+        );
+    }
+
+    #[test]
+    fn names_stay_in_their_path_segment() {
+        assert_eq!(target_href("prod-1_a"), "/targets/prod-1_a");
+        assert_eq!(
+            run_href("a/../b?x#\"", 3),
+            "/targets/a%2F..%2Fb%3Fx%23%22/runs/3"
+        );
+        assert_eq!(badge_href("é"), "/badge/%C3%A9.svg");
+    }
+
+    #[test]
+    fn stylesheet_styles_the_diff_marks() {
+        assert!(STYLE_CSS.contains("del {") && STYLE_CSS.contains("ins {"));
+        assert!(!STYLE_CSS.contains("</"));
+    }
+}
