@@ -54,7 +54,8 @@ with open(os.path.join(work, "mcpprobe.toml"), "w") as f:
 
 db = sqlite3.connect(os.path.join(work, "daemon.sqlite3"))
 db.executescript(open(os.path.join(root, "src/daemon/migrations/001_init.sql")).read())
-db.execute("PRAGMA user_version = 1")
+db.executescript(open(os.path.join(root, "src/daemon/migrations/002_latest_run.sql")).read())
+db.execute("PRAGMA user_version = 2")
 now = int(time.time() * 1000)
 db.executemany(
     "INSERT INTO targets (name, url, every_ms, active, added_ms) VALUES (?, ?, ?, 1, ?)",
@@ -65,6 +66,7 @@ db.executemany(
     "VALUES (?, ?, 'complete', ?, ?, 0, '{}')",
     [(name, slot(now, name), now - 1000, now - 500) for name in names[due:]],
 )
+db.execute("UPDATE targets SET latest_run = (SELECT max(id) FROM runs WHERE runs.target = targets.name)")
 db.commit()
 db.close()
 

@@ -10,6 +10,8 @@
 #   5. detection on published attacks (../shared/corpus/wild-dev/, scripts/corpus.sh): per source
 #      and per family, poisoned files detected and benign tools flagged;
 #   6. the hostile-server scenarios (scripts/hostile.sh): wall time and peak memory of each;
+#   8. the daemon with 10,000 configured targets (scripts/bench-daemon.py): peak memory against
+#      200 MB and GET /targets latency against 50 ms while scans run;
 #   7. beside the peers (scripts/bench-peers.py): Cisco's mcp-scanner (YARA) and tool-scan on the
 #      same tool list, mcpmap against the same local server (requests counted at the server), and
 #      every real SDK server scanned at --rate 10 against its floor.
@@ -124,6 +126,9 @@ fi
 if [ -x scripts/hostile.sh ]; then
   scripts/hostile.sh "$bin"
 fi
+
+# 8. The daemon at 10,000 targets (10 due): peak memory and /targets latency while scans run.
+python3 scripts/bench-daemon.py "$bin" 10000 10
 
 # 7. Beside the peers: the same inputs through Cisco's mcp-scanner (YARA), tool-scan and mcpmap,
 #    and every real SDK server scanned at --rate 10 against its floor.

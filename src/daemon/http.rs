@@ -70,19 +70,48 @@ fn known(state: &AppState, name: &str) -> bool {
     state.config.targets.iter().any(|t| t.name == name)
 }
 
-fn run_json(r: &RunSummary) -> Value {
-    json!({
-        "id": r.id,
-        "slot": r.slot,
-        "started_at": chrono::DateTime::from_timestamp_millis(r.started_ms).map(|t| t.to_rfc3339()),
-        "finished_at": r.finished_ms.and_then(chrono::DateTime::from_timestamp_millis).map(|t| t.to_rfc3339()),
-        "outcome": r.status.as_str(),
-        "exit_code": r.exit_code,
-        "counts": r.counts,
-        "tool_list_sha256": r.tool_list_sha256,
-        "requests": r.requests,
-        "reason": r.reason,
-    })
+/// A run as the API shows it (serialised straight from the summary: `/targets` lists
+/// thousands).
+#[derive(serde::Serialize)]
+struct RunJson<'a> {
+    id: i64,
+    slot: i64,
+    started_at: Option<String>,
+    finished_at: Option<String>,
+    outcome: &'static str,
+    exit_code: Option<i32>,
+    counts: &'a super::store::Counts,
+    tool_list_sha256: Option<&'a str>,
+    requests: u64,
+    reason: Option<&'a str>,
+}
+
+fn rfc3339(ms: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
+fn run_json(r: &RunSummary) -> RunJson<'_> {
+    RunJson {
+        id: r.id,
+        slot: r.slot,
+        started_at: rfc3339(r.started_ms),
+        finished_at: r.finished_ms.and_then(rfc3339),
+        outcome: r.status.as_str(),
+        exit_code: r.exit_code,
+        counts: &r.counts,
+        tool_list_sha256: r.tool_list_sha256.as_deref(),
+        requests: r.requests,
+        reason: r.reason.as_deref(),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct TargetJson<'a> {
+    name: &'a str,
+    url: &'a str,
+    every_seconds: i64,
+    latest: Option<RunJson<'a>>,
 }
 
 fn html(markup: maud::Markup) -> Response {
@@ -246,22 +275,27 @@ async fn targets(State(s): State<AppState>) -> Response {
         Ok(l) => l,
         Err(e) => return internal(e),
     };
-    let mut by_name: std::collections::HashMap<String, RunSummary> =
-        latest.into_iter().map(|r| (r.target.clone(), r)).collect();
-    let list: Vec<Value> = s
+    let by_name: std::collections::HashMap<&str, &RunSummary> =
+        latest.iter().map(|r| (r.target.as_str(), r)).collect();
+    let list: Vec<TargetJson<'_>> = s
         .config
         .targets
         .iter()
-        .map(|t| {
-            json!({
-                "name": t.name,
-                "url": t.url,
-                "every_seconds": t.every_ms / 1000,
-                "latest": by_name.remove(&t.name).as_ref().map(run_json),
-            })
+        .map(|t| TargetJson {
+            name: &t.name,
+            url: &t.url,
+            every_seconds: t.every_ms / 1000,
+            latest: by_name.get(t.name.as_str()).map(|r| run_json(r)),
         })
         .collect();
-    axum::Json(json!({ "targets": list })).into_response()
+    #[derive(serde::Serialize)]
+    struct Targets<'a> {
+        targets: Vec<TargetJson<'a>>,
+    }
+    match serde_json::to_string(&Targets { targets: list }) {
+        Ok(text) => json_text(text),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
 }
 
 async fn runs(State(s): State<AppState>, Path(name): Path<String>) -> Response {

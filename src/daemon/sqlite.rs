@@ -14,7 +14,10 @@ use super::store::{
 };
 
 /// The migrations, in order; the schema version is their count.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/001_init.sql"),
+    include_str!("migrations/002_latest_run.sql"),
+];
 
 pub struct SqliteStore {
     conn: Mutex<Connection>,
@@ -176,6 +179,12 @@ impl Store for SqliteStore {
                 slot,
                 epoch: 1,
             });
+            if let Some(c) = &claim {
+                tx.execute(
+                    "UPDATE targets SET latest_run = ?2 WHERE name = ?1",
+                    params![target, c.run_id],
+                )?;
+            }
             tx.commit()?;
             Ok(claim)
         })
@@ -275,8 +284,7 @@ impl Store for SqliteStore {
         self.with(|c| {
             let mut st = c.prepare(&format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE id IN (
-                     SELECT max(r.id) FROM runs r JOIN targets t ON t.name = r.target
-                     WHERE t.active = 1 GROUP BY r.target)"
+                     SELECT latest_run FROM targets WHERE active = 1 AND latest_run IS NOT NULL)"
             ))?;
             st.query_map([], run_row)?.collect()
         })
@@ -438,10 +446,14 @@ impl Store for SqliteStore {
                 })?
                 .max(0)
                 .unsigned_abs();
+            // The newest finished run of each active target: its latest run, or the one
+            // before it while the latest is still running.
             let mut st = c.prepare(&format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE id IN (
-                     SELECT max(r.id) FROM runs r JOIN targets t ON t.name = r.target
-                     WHERE t.active = 1 AND r.status != 'running' GROUP BY r.target)
+                     SELECT CASE WHEN r.status != 'running' THEN r.id ELSE
+                         (SELECT max(p.id) FROM runs p WHERE p.target = t.name AND p.status != 'running')
+                     END
+                     FROM targets t JOIN runs r ON r.id = t.latest_run WHERE t.active = 1)
                  ORDER BY target"
             ))?;
             t.latest = st
