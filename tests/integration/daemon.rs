@@ -409,6 +409,21 @@ fn the_status_api_answers_as_specified() {
     );
     assert_eq!(get(&url("/targets/demo/runs/999"), None, None).0, 404);
 
+    // The badge: valid SVG, red for the demo's worst (critical) finding, and its JSON twin.
+    let (status, headers, svg) = get(&url("/badge/demo.svg"), None, None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        headers.get("content-type").and_then(|v| v.to_str().ok()),
+        Some("image/svg+xml")
+    );
+    let doc = roxmltree::Document::parse(&svg).expect("the badge is XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    assert!(svg.contains("#e05d44"), "critical is red: {svg}");
+    let (_, _, badge) = get(&url("/badge/demo.json"), None, None);
+    let badge: Value = serde_json::from_str(&badge).expect("json");
+    assert_eq!((badge["schemaVersion"].as_i64(), badge["color"].as_str()), (Some(1), Some("red")));
+    assert_eq!(get(&url("/badge/nope.svg"), None, None).0, 404);
+
     let (status, headers, metrics) = get(&url("/metrics"), None, None);
     assert_eq!(status, 200);
     assert!(
