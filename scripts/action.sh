@@ -71,10 +71,12 @@ scan() {
   local sarif=$out_dir/mcpprobe.sarif json=$out_dir/mcpprobe.json md=$out_dir/summary.md
   rm -f "$sarif" "$json" "$md" "$out_dir/exit-code"
   local args=(scan) cmd=()
-  case $target in
+  # A URL by its scheme (in any case); anything else is a stdio command line.
+  case ${target,,} in
     http://* | https://*) args+=("$target") ;;
     *)
-      # A stdio command line, split on whitespace with globbing off.
+      # A stdio command line, split on whitespace with globbing off (no shell quoting: a
+      # program or argument with spaces needs a wrapper script).
       set -f
       read -r -a cmd <<<"$target"
       set +f

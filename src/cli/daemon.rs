@@ -43,6 +43,25 @@ pub fn run(args: &DaemonArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
+    // `accept` needs only the state folder (not the targets' tokens).
+    if let Some(DaemonAction::Accept { name, run }) = &args.action {
+        let state_dir = config.state_dir.clone().unwrap_or(default_state);
+        let store = match SqliteStore::open(&SqliteStore::path_in(&state_dir)) {
+            Ok(s) => s,
+            Err(e) => return usage_error(e),
+        };
+        let now = chrono::Utc::now().timestamp_millis();
+        let accepted = match run {
+            Some(id) => store.accept_run(name, *id, now),
+            None => store.accept_latest(name, now),
+        };
+        return match accepted {
+            Ok(id) => print_out(&format!(
+                "accepted the state of {name} as its baseline (#{id})\n"
+            )),
+            Err(e) => usage_error(e),
+        };
+    }
     let daemon_config = match DaemonConfig::new(&config, |v| std::env::var(v).ok(), default_state) {
         Ok(c) => c,
         Err(e) => return usage_error(e),
@@ -57,15 +76,6 @@ pub fn run(args: &DaemonArgs) -> i32 {
         Ok(s) => Arc::new(s) as Arc<dyn Store>,
         Err(e) => return usage_error(e),
     };
-    if let Some(DaemonAction::Accept { name }) = &args.action {
-        let now = chrono::Utc::now().timestamp_millis();
-        return match store.accept_latest(name, now) {
-            Ok(id) => print_out(&format!(
-                "accepted the latest state of {name} as its baseline (#{id})\n"
-            )),
-            Err(e) => usage_error(e),
-        };
-    }
     if daemon_config.targets.is_empty() {
         return usage_error(format!("{}: no [[targets]] to scan", args.config.display()));
     }

@@ -288,8 +288,13 @@ pub struct DaemonArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum DaemonAction {
-    /// Accept a target's current state (its latest complete inventory) as its new baseline.
-    Accept { name: String },
+    /// Accept a target's state as its new baseline: the state run --run ID observed (the run
+    /// you reviewed), or the latest run's.
+    Accept {
+        name: String,
+        #[arg(long, value_name = "ID")]
+        run: Option<i64>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -162,10 +162,12 @@ fn badge_of(
     )
 }
 
-/// The latest finished run of a target (a running one says nothing about its state yet).
+/// The latest finished run of a target (a running or interrupted one says nothing about its
+/// state).
 fn finished(runs: Vec<RunSummary>) -> Option<RunSummary> {
+    use super::store::RunStatus;
     runs.into_iter()
-        .find(|r| r.status != super::store::RunStatus::Running)
+        .find(|r| !matches!(r.status, RunStatus::Running | RunStatus::Interrupted))
 }
 
 async fn dashboard(State(s): State<AppState>) -> Response {
@@ -377,11 +379,24 @@ async fn report(State(s): State<AppState>, Path(name): Path<String>) -> Response
     }
 }
 
+async fn accept_run(
+    State(s): State<AppState>,
+    Path((name, id)): Path<(String, i64)>,
+    headers: HeaderMap,
+) -> Response {
+    accept_state(s, name, Some(id), headers).await
+}
+
 async fn accept(
     State(s): State<AppState>,
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Response {
+    accept_state(s, name, None, headers).await
+}
+
+/// Accepts the state run `id` observed (the one the reviewer read), or the latest run's.
+async fn accept_state(s: AppState, name: String, id: Option<i64>, headers: HeaderMap) -> Response {
     if !known(&s, &name) {
         return error(StatusCode::NOT_FOUND, "no such target");
     }
@@ -393,11 +408,17 @@ async fn accept(
         );
     }
     let now = now_ms(&s.scanner);
-    match db(&s.store, move |st| st.accept_latest(&name, now)).await {
+    let accepted = db(&s.store, move |st| match id {
+        Some(run) => st.accept_run(&name, run, now),
+        None => st.accept_latest(&name, now),
+    })
+    .await;
+    match accepted {
         Ok(id) => axum::Json(json!({ "accepted_baseline": id })).into_response(),
-        Err(DaemonError::Store(e @ super::store::StoreError::NothingToAccept(_))) => {
-            error(StatusCode::CONFLICT, &e.to_string())
-        }
+        Err(DaemonError::Store(
+            e @ (super::store::StoreError::NothingToAccept(_)
+            | super::store::StoreError::NoSuchRunToAccept(..)),
+        )) => error(StatusCode::CONFLICT, &e.to_string()),
         Err(e) => internal(e),
     }
 }
@@ -428,6 +449,14 @@ async fn metrics(State(s): State<AppState>, Query(q): Query<MetricsQuery>) -> Re
 /// Security headers on every answer; the bearer token where the config asks for one.
 async fn guard(State(s): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();
+    // Without a token the endpoint relies on being reachable from this machine only: a page
+    // whose name was re-bound to 127.0.0.1 (DNS rebinding) is refused by its Host.
+    if s.config.api_token.is_none() && !local_host(req.headers(), s.config.listen) {
+        return secure(error(
+            StatusCode::FORBIDDEN,
+            "the Host header names another host (set api_token_env to serve other names)",
+        ));
+    }
     let open = path == "/healthz" || path.starts_with("/badge/");
     if let (Some(token), false) = (&s.config.api_token, open) {
         let shown = req
@@ -445,6 +474,23 @@ async fn guard(State(s): State<AppState>, req: Request, next: Next) -> Response 
         }
     }
     secure(next.run(req).await)
+}
+
+/// Whether the request's Host is this machine: `localhost`, a loopback address, or the
+/// listen address itself.
+fn local_host(headers: &HeaderMap, listen: std::net::SocketAddr) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => host,
+    };
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip == listen.ip())
 }
 
 fn secure(mut r: Response) -> Response {
@@ -483,6 +529,7 @@ pub fn router(state: AppState) -> axum::Router {
         .route("/targets/{name}/runs/{id}", get(run))
         .route("/targets/{name}/report", get(report))
         .route("/targets/{name}/accept", post(accept))
+        .route("/targets/{name}/runs/{id}/accept", post(accept_run))
         .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)

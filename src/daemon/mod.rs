@@ -26,7 +26,7 @@ use crate::engine::{
 use crate::finding::Confidence;
 use crate::report::{FailOn, Policy, Report, RunOutcome};
 use crate::review::{Review, Suppression};
-use store::{Claim, Counts, Finished, RunStatus, Store, StoreError, TargetRow};
+use store::{Claim, Claimed, Counts, Finished, RunStatus, Store, StoreError, TargetRow};
 
 /// The status endpoint's default address (SPEC §8).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
@@ -272,9 +272,12 @@ impl Daemon {
             .collect();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let mut tasks = tokio::task::JoinSet::new();
+        // Every run's cancellation: a shutdown, or an error of the scheduler itself.
+        let stop = shutdown.child_token();
         loop {
             let now = now_ms(&self.scanner);
             let mut wake = now + 60_000;
+            let mut claimed_nothing = true;
             for t in &self.config.targets {
                 let slot = schedule::slot_at(now, t.every_ms, t.offset_ms);
                 wake = wake.min(slot + t.every_ms);
@@ -289,11 +292,27 @@ impl Daemon {
                     break; // a run finishing wakes the loop
                 };
                 let (name, lease) = (t.name.clone(), LEASE.as_millis() as i64);
-                let claim = db(&self.store, move |s| s.claim(&name, slot, now, lease)).await?;
-                tried.insert(t.name.clone(), slot);
-                let Some(claim) = claim else {
-                    continue; // this slot already ran, or another daemon runs the target
+                let claim = match db(&self.store, move |s| s.claim(&name, slot, now, lease)).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Running scans are cancelled and recorded before the error returns.
+                        stop.cancel();
+                        while tasks.join_next().await.is_some() {}
+                        return Err(e);
+                    }
                 };
+                let claim = match claim {
+                    Claimed::Run(c) => c,
+                    Claimed::Done => {
+                        tried.insert(t.name.clone(), slot);
+                        continue;
+                    }
+                    // Another run holds the target (a daemon that died: its lease lapses):
+                    // try again on a later pass.
+                    Claimed::Busy => continue,
+                };
+                tried.insert(t.name.clone(), slot);
+                claimed_nothing = false;
                 if let Ok(mut s) = in_flight.lock() {
                     s.insert(t.name.clone());
                 }
@@ -305,7 +324,7 @@ impl Daemon {
                     rate: self.config.rate,
                 };
                 let (cancel, done, in_flight) =
-                    (shutdown.child_token(), done_tx.clone(), in_flight.clone());
+                    (stop.child_token(), done_tx.clone(), in_flight.clone());
                 tasks.spawn(async move {
                     let name = run.target.name.clone();
                     run.run(claim, cancel).await;
@@ -317,14 +336,8 @@ impl Daemon {
                 });
             }
             let idle = in_flight.lock().map(|s| s.is_empty()).unwrap_or(false);
-            if once
-                && idle
-                && self
-                    .config
-                    .targets
-                    .iter()
-                    .all(|t| tried.contains_key(&t.name))
-            {
+            // --once does not wait for another daemon's lease: what it could claim, it ran.
+            if once && idle && claimed_nothing {
                 break;
             }
             let sleep_ms = u64::try_from((wake - now).max(1)).unwrap_or(60_000);
@@ -369,9 +382,41 @@ impl Runner {
         let name = t.name.clone();
         let accepted = db(&self.store, move |s| s.accepted_baseline(&name)).await?;
         let label = format!("the accepted baseline of target {}", t.name);
-        let old = accepted
-            .as_ref()
-            .and_then(|b| crate::baseline::parse(b.json.as_bytes(), Path::new(&label)).ok());
+        // An accepted baseline that cannot be read fails closed: the run is incomplete and says
+        // why, rather than comparing with nothing (the rug-pull check would be off for good).
+        let old = match accepted.as_ref().map(|b| {
+            crate::baseline::parse(b.json.as_bytes(), Path::new(&label)).map_err(|e| (b.id, e))
+        }) {
+            None => None,
+            Some(Ok(b)) => Some(b),
+            Some(Err((id, e))) => {
+                let mut r = Report::new(t.url.clone(), t.policy);
+                r.outcome = RunOutcome::Incomplete;
+                r.reason = Some(format!(
+                    "the accepted baseline #{id} of target {} could not be read ({e}); accept a run again with `mcpprobe daemon accept {}`",
+                    t.name, t.name
+                ));
+                r.skip_rest("the accepted baseline could not be read");
+                r.finish();
+                let finished = Finished {
+                    status: RunStatus::Incomplete,
+                    exit_code: r.exit_code,
+                    counts: Counts::default(),
+                    tool_list_sha256: None,
+                    requests: 0,
+                    reason: r.reason.clone(),
+                    report_json: r.to_json(),
+                    observed_json: None,
+                    compared_with: Some(id),
+                    refusal: None,
+                    duration_ms: 0,
+                };
+                let (c, now) = (claim.clone(), now_ms(&self.scanner));
+                db(&self.store, move |s| s.finish(&c, &finished, now)).await?;
+                tracing::error!(target: "mcpprobe::daemon", target_name = %t.name, "run {}: the accepted baseline #{id} could not be read", claim.run_id);
+                return Ok(());
+            }
+        };
         let mut req = ScanRequest::new(match Target::http(&t.url) {
             Ok(target) => target,
             Err(e) => return Err(DaemonError::Blocking(e.to_string())),
@@ -471,16 +516,20 @@ impl Runner {
         };
         let (c, name) = (claim.clone(), t.name.clone());
         let first_pin = accepted.is_none() && status == RunStatus::Complete;
-        db(&self.store, move |s| {
-            s.finish(&c, &finished, now)?;
+        let held = db(&self.store, move |s| {
+            let held = s.finish(&c, &finished, now)?;
             // The first complete state a target shows is its accepted baseline; later changes
             // are BASE-01/02 findings until `daemon accept`.
-            if let (true, Some(json)) = (first_pin, observed_json) {
+            if let (true, true, Some(json)) = (held, first_pin, observed_json) {
                 s.accept_baseline(&name, &json, now)?;
             }
-            Ok(())
+            Ok(held)
         })
         .await?;
+        if !held {
+            tracing::warn!(target: "mcpprobe::daemon", target_name = %t.name, "run {} lost its claim before it finished: not recorded", claim.run_id);
+            return Ok(());
+        }
         self.metrics.record(status, duration);
         tracing::info!(
             target: "mcpprobe::daemon",

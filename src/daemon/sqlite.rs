@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::store::{
-    Claim, Counts, Finished, RunDocuments, RunStatus, RunSummary, Store, StoreError,
+    Claim, Claimed, Counts, Finished, RunDocuments, RunStatus, RunSummary, Store, StoreError,
     StoredBaseline, TargetRow, Totals,
 };
 
@@ -150,7 +150,7 @@ impl Store for SqliteStore {
         slot: i64,
         now_ms: i64,
         lease_ms: i64,
-    ) -> Result<Option<Claim>, StoreError> {
+    ) -> Result<Claimed, StoreError> {
         self.with(|c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             // A lease that lapsed: its daemon died. The run is interrupted, its slot released.
@@ -166,7 +166,7 @@ impl Store for SqliteStore {
                 |r| r.get(0),
             )?;
             if busy > 0 {
-                return Ok(None);
+                return Ok(Claimed::Busy);
             }
             let inserted = tx.execute(
                 "INSERT OR IGNORE INTO runs (target, slot, status, started_ms, lease_until, lease_epoch)
@@ -186,7 +186,7 @@ impl Store for SqliteStore {
                 )?;
             }
             tx.commit()?;
-            Ok(claim)
+            Ok(claim.map_or(Claimed::Done, Claimed::Run))
         })
     }
 
@@ -204,14 +204,14 @@ impl Store for SqliteStore {
         Ok(n == 1)
     }
 
-    fn finish(&self, claim: &Claim, run: &Finished, now_ms: i64) -> Result<(), StoreError> {
+    fn finish(&self, claim: &Claim, run: &Finished, now_ms: i64) -> Result<bool, StoreError> {
         self.with(|c| {
             c.execute(
                 "UPDATE runs SET status = ?2, finished_ms = ?3, lease_until = NULL, exit_code = ?4,
                      critical = ?5, high = ?6, medium = ?7, low = ?8, info = ?9,
                      tool_list_sha256 = ?10, requests = ?11, reason = ?12, report_json = ?13,
                      observed_json = ?14, compared_with = ?15, refusal = ?16, duration_ms = ?17
-                 WHERE id = ?1",
+                 WHERE id = ?1 AND status = 'running'",
                 params![
                     claim.run_id,
                     run.status.as_str(),
@@ -232,7 +232,7 @@ impl Store for SqliteStore {
                     run.duration_ms,
                 ],
             )
-            .map(|_| ())
+            .map(|n| n == 1)
         })
     }
 
@@ -274,7 +274,7 @@ impl Store for SqliteStore {
     fn held_slots(&self) -> Result<Vec<(String, i64)>, StoreError> {
         self.with(|c| {
             let mut st = c.prepare(
-                "SELECT target, max(slot) FROM runs WHERE status != 'interrupted' GROUP BY target",
+                "SELECT target, max(slot) FROM runs WHERE status NOT IN ('interrupted', 'running') GROUP BY target",
             )?;
             st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
         })
@@ -407,6 +407,21 @@ impl Store for SqliteStore {
         }
     }
 
+    fn accept_run(&self, target: &str, id: i64, now_ms: i64) -> Result<i64, StoreError> {
+        let observed: Option<String> = self.with(|c| {
+            c.query_row(
+                "SELECT observed_json FROM runs WHERE target = ?1 AND id = ?2 AND observed_json IS NOT NULL",
+                params![target, id],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        match observed {
+            Some(json) => self.accept_baseline(target, &json, now_ms),
+            None => Err(StoreError::NoSuchRunToAccept(target.to_string(), id)),
+        }
+    }
+
     fn totals(&self) -> Result<Totals, StoreError> {
         self.with(|c| {
             let mut t = Totals::default();
@@ -509,28 +524,64 @@ mod tests {
     #[test]
     fn one_run_per_slot_and_no_overlap() {
         let (_d, s) = store();
-        let c = s.claim("a", 0, 10, 1000).expect("claim").expect("claimed");
-        assert_eq!(s.claim("a", 0, 11, 1000).expect("claim"), None, "same slot");
+        let Claimed::Run(c) = s.claim("a", 0, 10, 1000).expect("claim") else {
+            panic!("claimed")
+        };
+        assert_eq!(
+            s.claim("a", 0, 11, 1000).expect("claim"),
+            Claimed::Busy,
+            "same slot, running"
+        );
         assert_eq!(
             s.claim("a", 60_000, 12, 1000).expect("claim"),
-            None,
+            Claimed::Busy,
             "overlap"
         );
-        s.finish(&c, &done(RunStatus::Complete), 20)
-            .expect("finish");
-        assert_eq!(s.claim("a", 0, 30, 1000).expect("claim"), None, "slot done");
-        assert!(s.claim("a", 60_000, 60_001, 1000).expect("claim").is_some());
+        assert!(
+            s.finish(&c, &done(RunStatus::Complete), 20)
+                .expect("finish")
+        );
+        assert!(
+            s.finish(&c, &done(RunStatus::Complete), 21)
+                .is_ok_and(|held| !held),
+            "twice"
+        );
+        assert_eq!(
+            s.claim("a", 0, 30, 1000).expect("claim"),
+            Claimed::Done,
+            "slot done"
+        );
+        assert!(matches!(
+            s.claim("a", 60_000, 60_001, 1000).expect("claim"),
+            Claimed::Run(_)
+        ));
     }
 
     #[test]
     fn an_interrupted_run_releases_its_slot_and_a_lapsed_lease_is_interrupted() {
         let (_d, s) = store();
-        let c = s.claim("a", 0, 10, 1000).expect("claim").expect("claimed");
+        let Claimed::Run(c) = s.claim("a", 0, 10, 1000).expect("claim") else {
+            panic!("claimed")
+        };
         s.interrupt(&c, "shutdown", 20).expect("interrupt");
-        let again = s.claim("a", 0, 30, 1000).expect("claim").expect("released");
-        // The daemon dies: nobody renews; after the lease the slot can be claimed once more.
-        assert_eq!(s.claim("a", 0, 500, 1000).expect("claim"), None);
-        let third = s.claim("a", 0, 2000, 1000).expect("claim").expect("lapsed");
+        let Claimed::Run(again) = s.claim("a", 0, 30, 1000).expect("claim") else {
+            panic!("released")
+        };
+        // The daemon dies: nobody renews; its slot is not held, and after the lease it can be
+        // claimed once more.
+        assert!(
+            s.held_slots().expect("held").is_empty(),
+            "a running row holds nothing"
+        );
+        assert_eq!(s.claim("a", 0, 500, 1000).expect("claim"), Claimed::Busy);
+        let Claimed::Run(third) = s.claim("a", 0, 2000, 1000).expect("claim") else {
+            panic!("lapsed")
+        };
+        // The dead run cannot record a late finish over the new one.
+        assert!(
+            !s.finish(&again, &done(RunStatus::Complete), 2100)
+                .expect("finish")
+        );
         let runs = s.runs("a", 10).expect("runs");
         assert_eq!(runs.len(), 3);
         assert_eq!(runs[1].id, again.run_id);

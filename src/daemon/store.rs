@@ -25,6 +25,8 @@ pub enum StoreError {
     UnknownTarget(String),
     #[error("target {0:?} has no run with a complete inventory to accept")]
     NothingToAccept(String),
+    #[error("target {0:?} has no run {1} with a complete inventory to accept")]
+    NoSuchRunToAccept(String, i64),
 }
 
 /// How a run ended (or that it has not).
@@ -130,6 +132,17 @@ pub struct RunSummary {
     pub reason: Option<String>,
 }
 
+/// What a claim got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The slot is this run's.
+    Run(Claim),
+    /// The slot already has a run that holds it (complete, refused, incomplete).
+    Done,
+    /// Another run of the target holds a live lease (no overlap): try again later.
+    Busy,
+}
+
 /// A run claimed for a slot: the handle its scan renews and finishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
@@ -206,26 +219,28 @@ pub trait Store: Send + Sync {
     /// keep their history but are no longer listed).
     fn sync_targets(&self, targets: &[TargetRow], now_ms: i64) -> Result<(), StoreError>;
     fn targets(&self) -> Result<Vec<TargetRow>, StoreError>;
-    /// Claims `slot` of `target`: `None` when the slot already has a run that is not
-    /// interrupted, or when another run of the target holds a live lease (no overlap). A run
-    /// whose lease lapsed is marked interrupted first, releasing its slot.
+    /// Claims `slot` of `target`. A run whose lease lapsed is marked interrupted first,
+    /// releasing its slot.
     fn claim(
         &self,
         target: &str,
         slot: i64,
         now_ms: i64,
         lease_ms: i64,
-    ) -> Result<Option<Claim>, StoreError>;
+    ) -> Result<Claimed, StoreError>;
     /// Extends the lease; `false` when it was lost (the scan must stop).
     fn renew(&self, claim: &mut Claim, now_ms: i64, lease_ms: i64) -> Result<bool, StoreError>;
-    fn finish(&self, claim: &Claim, run: &Finished, now_ms: i64) -> Result<(), StoreError>;
+    /// Records the end of a run that still holds its claim; `false` when it no longer does
+    /// (its lease lapsed and another run took over): nothing is recorded then.
+    fn finish(&self, claim: &Claim, run: &Finished, now_ms: i64) -> Result<bool, StoreError>;
     /// Records the run as interrupted and releases its slot.
     fn interrupt(&self, claim: &Claim, reason: &str, now_ms: i64) -> Result<(), StoreError>;
     /// The runs of a target, newest first.
     fn runs(&self, target: &str, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
     fn run(&self, target: &str, id: i64) -> Result<Option<RunSummary>, StoreError>;
-    /// The latest slot of each target that has a run which still holds its slot (not
-    /// interrupted): the scheduler skips those without a claim.
+    /// The latest slot of each target that has a finished run holding it (not interrupted,
+    /// not running: a run left `running` by a daemon that died is claimed again once its lease
+    /// lapses): the scheduler skips those without a claim.
     fn held_slots(&self) -> Result<Vec<(String, i64)>, StoreError>;
     /// The newest run of every active target (running ones included), in one query.
     fn latest_runs(&self) -> Result<Vec<RunSummary>, StoreError>;
@@ -242,5 +257,8 @@ pub trait Store: Send + Sync {
     fn accept_baseline(&self, target: &str, json: &str, now_ms: i64) -> Result<i64, StoreError>;
     /// Accepts the state the latest run with a complete inventory observed.
     fn accept_latest(&self, target: &str, now_ms: i64) -> Result<i64, StoreError>;
+    /// Accepts the state run `id` observed (the run a reviewer looked at, not whatever ran
+    /// since).
+    fn accept_run(&self, target: &str, id: i64, now_ms: i64) -> Result<i64, StoreError>;
     fn totals(&self) -> Result<Totals, StoreError>;
 }

@@ -18,13 +18,13 @@ pub fn cell(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(visible.len());
     for c in visible.chars() {
         match c {
+            // `:` and `.` are written as entities too: GitHub links `https://…` and `www.…`
+            // in plain text, and a tool description must not put a link in the summary.
             'a'..='z'
             | 'A'..='Z'
             | '0'..='9'
             | ' '
-            | '.'
             | ','
-            | ':'
             | ';'
             | '/'
             | '\''
@@ -52,8 +52,8 @@ pub fn render(report: &Report) -> String {
     };
     let _ = writeln!(
         out,
-        "Target `{}` · scan {outcome} · exit code **{}**\n",
-        cell(&report.target, 200).replace('`', "&#96;"),
+        "Target {} · scan {outcome} · exit code **{}**\n",
+        cell(&report.target, 200),
         report.exit_code
     );
     if let Some(reason) = &report.reason {
@@ -159,14 +159,18 @@ mod tests {
     #[test]
     fn cells_carry_no_markup() {
         let c = cell(
-            "a|b <img src=x> [l](http://x) `c` *d* \u{1b}[31m @team\n",
+            "a|b <img src=x> [l](http://x) `c` *d* \u{1b}[31m @team www.evil.example https://evil.example\n",
             200,
         );
         for bad in [
-            '|', '<', '>', '[', ']', '(', ')', '`', '*', '@', '\u{1b}', '\n',
+            '|', '<', '>', '[', ']', '(', ')', '`', '*', '@', '\u{1b}', '\n', ':',
         ] {
             assert!(!c.contains(bad), "{bad:?} in {c}");
         }
         assert!(c.contains("&#124;") && c.contains("&#60;img"), "{c}");
+        assert!(
+            !c.contains("www.") && !c.contains("://"),
+            "no autolink: {c}"
+        );
     }
 }

@@ -421,8 +421,42 @@ fn the_status_api_answers_as_specified() {
     assert!(svg.contains("#e05d44"), "critical is red: {svg}");
     let (_, _, badge) = get(&url("/badge/demo.json"), None, None);
     let badge: Value = serde_json::from_str(&badge).expect("json");
-    assert_eq!((badge["schemaVersion"].as_i64(), badge["color"].as_str()), (Some(1), Some("red")));
+    assert_eq!(
+        (badge["schemaVersion"].as_i64(), badge["color"].as_str()),
+        (Some(1), Some("red"))
+    );
     assert_eq!(get(&url("/badge/nope.svg"), None, None).0, 404);
+
+    // Accept the run that was reviewed; refused with an Origin (a web page) or a foreign Host
+    // (DNS rebinding).
+    let post = |path: &str, extra: Option<(&str, &str)>| -> u16 {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        rt.block_on(async {
+            let mut r = reqwest::Client::new().post(url(path));
+            if let Some((k, v)) = extra {
+                r = r.header(k, v);
+            }
+            tokio::time::timeout(BOUND, r.send())
+                .await
+                .expect("in time")
+                .expect("answered")
+                .status()
+                .as_u16()
+        })
+    };
+    let accept = format!("/targets/demo/runs/{id}/accept");
+    assert_eq!(post(&accept, Some(("origin", "https://evil.example"))), 403);
+    assert_eq!(post(&accept, Some(("host", "rebound.evil.example"))), 403);
+    assert_eq!(post("/targets/demo/runs/999/accept", None), 409);
+    assert_eq!(post(&accept, None), 200);
+    assert_eq!(
+        get(&url("/targets"), None, None).0,
+        200,
+        "127.0.0.1 with its port is this machine"
+    );
 
     let (status, headers, metrics) = get(&url("/metrics"), None, None);
     assert_eq!(status, 200);
