@@ -50,6 +50,14 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
     })
 }
 
+fn baseline_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredBaseline> {
+    Ok(StoredBaseline {
+        id: r.get(0)?,
+        json: r.get(1)?,
+        accepted_ms: r.get(2)?,
+    })
+}
+
 impl SqliteStore {
     /// Opens (creating) the database at `path` and brings its schema up to date. A database
     /// from a newer mcpprobe is refused, never downgraded.
@@ -342,13 +350,7 @@ impl Store for SqliteStore {
             c.query_row(
                 "SELECT id, json, accepted_ms FROM baselines WHERE target = ?1 ORDER BY id DESC LIMIT 1",
                 params![target],
-                |r| {
-                    Ok(StoredBaseline {
-                        id: r.get(0)?,
-                        json: r.get(1)?,
-                        accepted_ms: r.get(2)?,
-                    })
-                },
+                baseline_row,
             )
             .optional()
         })
@@ -359,13 +361,7 @@ impl Store for SqliteStore {
             c.query_row(
                 "SELECT id, json, accepted_ms FROM baselines WHERE id = ?1",
                 params![id],
-                |r| {
-                    Ok(StoredBaseline {
-                        id: r.get(0)?,
-                        json: r.get(1)?,
-                        accepted_ms: r.get(2)?,
-                    })
-                },
+                baseline_row,
             )
             .optional()
         })

@@ -126,22 +126,36 @@ fn twin(tools: Vec<Value>) -> Behaviour {
     }
 }
 
+/// Two safe-twin servers and a daemon with one target on each: (first, second, daemon).
+fn two_targets(
+    rt: &tokio::runtime::Runtime,
+    rate: u32,
+    names: [&str; 2],
+    every: [&str; 2],
+) -> (Running, Running, Fixture) {
+    let tools = server::safe_tools();
+    let a = rt
+        .block_on(server::start(twin(tools.clone()), 0))
+        .expect("a");
+    let b = rt.block_on(server::start(twin(tools), 0)).expect("b");
+    let text = format!(
+        "rate = {rate}\n[[targets]]\nname = \"{}\"\nurl = \"{}\"\nevery = \"{}\"\ntoken_env = \"T\"\n\n[[targets]]\nname = \"{}\"\nurl = \"{}\"\nevery = \"{}\"\ntoken_env = \"T\"\n",
+        names[0],
+        a.url(),
+        every[0],
+        names[1],
+        b.url(),
+        every[1]
+    );
+    let f = rt.block_on(async { fixture(&text, &[("T", "daemon-twin-token")]) });
+    (a, b, f)
+}
+
 #[test]
 fn runs_on_schedule_catch_a_rug_pull_accept_it_and_stop_at_an_opt_out() {
     let rt = runtime();
     let tools = server::safe_tools();
-    let changing = rt
-        .block_on(server::start(twin(tools.clone()), 0))
-        .expect("a");
-    let steady = rt
-        .block_on(server::start(twin(tools.clone()), 0))
-        .expect("b");
-    let text = format!(
-        "rate = 10\n[[targets]]\nname = \"changing\"\nurl = \"{}\"\nevery = \"1h\"\ntoken_env = \"T\"\n\n[[targets]]\nname = \"steady\"\nurl = \"{}\"\nevery = \"30m\"\ntoken_env = \"T\"\n",
-        changing.url(),
-        steady.url()
-    );
-    let f = rt.block_on(async { fixture(&text, &[("T", "daemon-twin-token")]) });
+    let (changing, steady, f) = two_targets(&rt, 10, ["changing", "steady"], ["1h", "30m"]);
 
     // First pass: both run once, clean, and their first state is pinned.
     rt.block_on(f.once());
@@ -239,18 +253,7 @@ fn worst_second(times: &mut [std::time::Instant]) -> usize {
 #[test]
 fn two_targets_on_one_host_share_its_rate() {
     let rt = runtime();
-    let a = rt
-        .block_on(server::start(twin(server::safe_tools()), 0))
-        .expect("a");
-    let b = rt
-        .block_on(server::start(twin(server::safe_tools()), 0))
-        .expect("b");
-    let text = format!(
-        "rate = 5\n[[targets]]\nname = \"a\"\nurl = \"{}\"\nevery = \"1h\"\ntoken_env = \"T\"\n[[targets]]\nname = \"b\"\nurl = \"{}\"\nevery = \"1h\"\ntoken_env = \"T\"\n",
-        a.url(),
-        b.url()
-    );
-    let f = rt.block_on(async { fixture(&text, &[("T", "daemon-twin-token")]) });
+    let (a, b, f) = two_targets(&rt, 5, ["a", "b"], ["1h", "1h"]);
     rt.block_on(f.once());
     let mut times = a.arrivals();
     times.extend(b.arrivals());
@@ -703,18 +706,7 @@ fn a_restart_loses_no_run_and_runs_none_twice() {
 fn the_web_page_in_chromium_shows_targets_and_a_rug_pull_as_inert_text() {
     let rt = runtime();
     let tools = server::safe_tools();
-    let changing = rt
-        .block_on(server::start(twin(tools.clone()), 0))
-        .expect("a");
-    let steady = rt
-        .block_on(server::start(twin(tools.clone()), 0))
-        .expect("b");
-    let text = format!(
-        "rate = 10\n[[targets]]\nname = \"weather\"\nurl = \"{}\"\nevery = \"1h\"\ntoken_env = \"T\"\n\n[[targets]]\nname = \"quiet\"\nurl = \"{}\"\nevery = \"1h\"\ntoken_env = \"T\"\n",
-        changing.url(),
-        steady.url()
-    );
-    let f = rt.block_on(async { fixture(&text, &[("T", "daemon-twin-token")]) });
+    let (changing, steady, f) = two_targets(&rt, 10, ["weather", "quiet"], ["1h", "1h"]);
     rt.block_on(f.once());
     // The rug pull: a description with a script element and a terminal escape.
     let mut changed = tools.clone();
