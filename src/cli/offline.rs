@@ -2,11 +2,15 @@
 
 use crate::cli::{CheckArgs, DiffFormat, emit, print_out, usage_error};
 use crate::fingerprint::diff as diff_tools;
-use crate::offline::{check_document, load, render_diff};
+use crate::offline::{check_document, parse, read_input, render_diff};
 use crate::rules::InputKind;
 
 pub fn check(args: &CheckArgs) -> i32 {
-    let input = match load(&args.file, args.kind) {
+    let bytes = match read_input(&args.file) {
+        Ok(b) => b,
+        Err(e) => return usage_error(e),
+    };
+    let input = match parse(&args.file, &bytes, args.kind) {
         Ok(i) => i,
         Err(e) => return usage_error(e),
     };
@@ -35,25 +39,38 @@ pub fn check(args: &CheckArgs) -> i32 {
     // a 20 MB check).
     std::mem::forget(doc);
     std::mem::forget(input);
+    drop(bytes);
     code
 }
 
 pub fn fingerprint(path: &str) -> i32 {
-    match load(path, Some(InputKind::Tools)) {
+    let bytes = match read_input(path) {
+        Ok(b) => b,
+        Err(e) => return usage_error(e),
+    };
+    match parse(path, &bytes, Some(InputKind::Tools)) {
         Ok(input) => print_out(&format!("{}\n", input.tools_sha256())),
         Err(e) => usage_error(e),
     }
 }
 
 pub fn diff(old: &str, new: &str, format: DiffFormat) -> i32 {
+    let (old_bytes, new_bytes) = match (read_input(old), read_input(new)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return usage_error(e),
+    };
     let (a, b) = match (
-        load(old, Some(InputKind::Tools)),
-        load(new, Some(InputKind::Tools)),
+        parse(old, &old_bytes, Some(InputKind::Tools)),
+        parse(new, &new_bytes, Some(InputKind::Tools)),
     ) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return usage_error(e),
     };
-    let d = diff_tools(a.tools(), b.tools());
+    // The diff reports values as `Value`s.
+    let values = |i: &crate::rules::Input<'_>| -> Vec<serde_json::Value> {
+        i.tools().iter().map(crate::rules::Json::to_value).collect()
+    };
+    let d = diff_tools(&values(&a), &values(&b));
     let text = match format {
         DiffFormat::Json => serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
         DiffFormat::Terminal => render_diff(&d),

@@ -8,7 +8,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::LazyLock;
 
-use serde_json::{Map, Value};
+use super::json::{Json, Object};
 
 use super::document::{Document, Tool, token};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
@@ -259,10 +259,10 @@ impl Profile {
     }
 }
 
-pub fn properties<'a>(tool: &Tool<'a>) -> Option<&'a Map<String, Value>> {
+pub fn properties<'a>(tool: &Tool<'a>) -> Option<&'a Object<'a>> {
     tool.value
         .pointer("/inputSchema/properties")
-        .and_then(Value::as_object)
+        .and_then(Json::as_object)
 }
 
 /// Verbs that, leading a sentence or clause of a description, say the tool changes, deletes,
@@ -379,7 +379,7 @@ pub fn profile(tool: &Tool<'_>) -> Profile {
     if let Some(title) = tool.title() {
         p.add(classify_name(title), || "title".into());
     }
-    if let Some(d) = tool.value.get("description").and_then(Value::as_str) {
+    if let Some(d) = tool.value.get("description").and_then(Json::as_str) {
         p.add(classify_prose(d, READS), || "description".into());
     }
     if let Some(props) = properties(tool) {
@@ -450,16 +450,18 @@ const NOT_SECRET_TOKEN: &[&str] = &[
     "csrf",
 ];
 
-fn is_free_text(schema: &Value) -> bool {
+fn is_free_text(schema: &Json<'_>) -> bool {
     let Some(map) = schema.as_object() else {
         return false;
     };
     let mut string_type = false;
     for (k, v) in map {
-        match (k.as_str(), v) {
+        match (k, v) {
             ("enum" | "const" | "pattern" | "format", _) => return false,
-            ("type", Value::String(t)) => string_type = t == "string",
-            ("type", Value::Array(ts)) => string_type = ts.iter().any(|t| t == "string"),
+            ("type", Json::String(t)) => string_type = t == "string",
+            ("type", Json::Array(ts)) => {
+                string_type = ts.iter().any(|t| t.as_str() == Some("string"))
+            }
             _ => {}
         }
     }
@@ -467,7 +469,7 @@ fn is_free_text(schema: &Value) -> bool {
 }
 
 /// Whether a parameter name (and schema) takes a secret: the credentials word and why.
-fn secret_param(w: &[String], schema: &Value) -> Option<String> {
+fn secret_param(w: &[String], schema: &Json<'_>) -> Option<String> {
     let creds = classify_words(w, 1 << Class::Credentials as u16);
     if let Some((_, word)) = creds.first() {
         let pagination = word == "token"
@@ -480,10 +482,10 @@ fn secret_param(w: &[String], schema: &Value) -> Option<String> {
             return Some(format!("\"{word}\" in the parameter name"));
         }
     }
-    if schema.get("format").and_then(Value::as_str) == Some("password") {
+    if schema.get("format").and_then(Json::as_str) == Some("password") {
         return Some("`format: password`".into());
     }
-    if schema.get("writeOnly") == Some(&Value::Bool(true)) {
+    if schema.get("writeOnly") == Some(&Json::Bool(true)) {
         return Some("`writeOnly: true`".into());
     }
     None
@@ -549,15 +551,15 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
                     .build(),
             );
         }
-        let annotations = tool.value.get("annotations").and_then(Value::as_object);
+        let annotations = tool.value.get("annotations").and_then(Json::as_object);
         let read_only_hint =
-            annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));
+            annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Json::Bool(true));
         if named.is_empty()
             && read_only_hint
             && let Some((class, verb)) = tool
                 .value
                 .get("description")
-                .and_then(Value::as_str)
+                .and_then(Json::as_str)
                 .and_then(described_effect)
         {
             out.push(
@@ -572,7 +574,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         }
         if let Some(first) = named.first() {
             let read_only =
-                annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));
+                annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Json::Bool(true));
             if read_only {
                 out.push(
                     tool_finding(tool, "C3")
@@ -591,7 +593,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
                 "idempotentHint",
                 "openWorldHint",
             ];
-            let annotated = annotations.is_some_and(|a| hints.iter().any(|h| a.contains_key(*h)));
+            let annotated = annotations.is_some_and(|a| hints.iter().any(|h| a.contains_key(h)));
             if !annotated {
                 out.push(
                     tool_finding(tool, "C4")
@@ -620,7 +622,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     out
 }
 
-fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
+fn params(tool: &Tool<'_>, props: &Object<'_>, out: &mut Vec<Finding>) {
     for (name, schema) in props {
         let at = || format!("{}/inputSchema/properties/{}", tool.pointer, token(name));
         let w = words(name);
@@ -694,7 +696,7 @@ fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
         if w.iter()
             .any(|x| matches!(x.as_str(), "action" | "operation" | "op" | "verb"))
         {
-            let values = schema.get("enum").and_then(Value::as_array).map(Vec::len);
+            let values = schema.get("enum").and_then(Json::as_array).map(<[_]>::len);
             if values.is_none_or(|n| n >= 2) {
                 let detail = match values {
                     Some(n) => format!("{n} actions in its enum"),
