@@ -25,6 +25,8 @@ pub trait Tree {
     /// Appends a null, boolean or number as JSON.
     fn push_scalar(&self, out: &mut String);
     fn member(&self, key: &str) -> Option<&Self>;
+    /// Whether [`Tree::members`] always come in key order (no need to look).
+    const SORTED: bool = false;
 }
 
 impl Tree for Value {
@@ -47,6 +49,8 @@ impl Tree for Value {
 }
 
 impl Tree for Json<'_> {
+    const SORTED: bool = true;
+
     fn as_str(&self) -> Option<&str> {
         Json::as_str(self)
     }
@@ -115,7 +119,7 @@ fn push_members<'v, T: Tree + 'v>(
         out.push(':');
         write_canonical(x, out);
     };
-    if members.clone().map(|(k, _)| k).is_sorted() {
+    if T::SORTED || members.clone().map(|(k, _)| k).is_sorted() {
         members.enumerate().for_each(|m| push(m, out));
     } else {
         let mut sorted: Vec<_> = members.collect();
@@ -129,6 +133,15 @@ fn push_json_string(s: &str, out: &mut String) {
     out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
+    // Most strings need no escape: one pass without branches (it vectorises) tells.
+    let plain = !bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     while let Some(off) = bytes[start..]
         .iter()
