@@ -134,15 +134,18 @@ static PHRASE_STARTS: LazyLock<FxHashSet<String>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Every table entry as a prose pattern (`api_key` also as "api key").
-static PROSE: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    let patterns: Vec<&String> = WORDS.keys().collect();
-    AhoCorasickBuilder::new()
+/// Every table entry as a prose pattern (`api_key` also as "api key"), with each pattern's
+/// phrase and class bits (a match, ASCII case aside, is its pattern: no lookup, no copy).
+static PROSE: LazyLock<(AhoCorasick, Vec<(&'static str, u16)>)> = LazyLock::new(|| {
+    let patterns: Vec<(&'static str, u16)> =
+        WORDS.iter().map(|(k, bits)| (k.as_str(), *bits)).collect();
+    let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostLongest)
         .kind(Some(AhoCorasickKind::DFA))
-        .build(patterns)
-        .unwrap_or_else(|e| panic!("the class words build: {e}"))
+        .build(patterns.iter().map(|(p, _)| p))
+        .unwrap_or_else(|e| panic!("the class words build: {e}"));
+    (ac, patterns)
 });
 
 const READS: u16 = (1 << Class::ReadsUntrusted as u16)
@@ -197,18 +200,19 @@ pub fn classify_words(w: &[String], mask: u16) -> Vec<(Class, String)> {
 /// only, restricted to `mask`.
 pub fn classify_prose(text: &str, mask: u16) -> Vec<(Class, String)> {
     let view = MatchView::new(text);
+    let (ac, patterns) = &*PROSE;
     let mut found = Vec::new();
     let mut per_class = [0usize; Class::ALL.len()];
-    for m in PROSE.find_iter(view.text.as_ref()) {
+    for m in ac.find_iter(view.text.as_ref()) {
         if !whole_word(&view.text, m.start(), m.end()) {
             continue;
         }
-        let phrase = view.text[m.start()..m.end()].to_ascii_lowercase();
-        if let Some(bits) = WORDS.get(phrase.as_str()) {
+        // The patterns are ASCII and lower case: the match in lower case is its pattern.
+        if let Some(&(phrase, bits)) = patterns.get(m.pattern().as_usize()) {
             for c in Class::ALL {
                 if bits & mask & c.bit() != 0 && per_class[c as usize] < MAX_PER_CLASS {
                     per_class[c as usize] += 1;
-                    found.push((c, phrase.clone()));
+                    found.push((c, phrase.to_string()));
                 }
             }
         }
@@ -353,9 +357,10 @@ const NOUN_EFFECTS: &[&str] = &[
 /// Classes of a name or title: every class word counts, except that after a leading read
 /// verb the noun-like effect words do not.
 fn classify_name(text: &str) -> Vec<(Class, String)> {
-    let found = classify(text, u16::MAX);
-    let first = words(text).into_iter().next().unwrap_or_default();
-    if !READ_VERBS.contains(&first.as_str()) {
+    let w = words(text);
+    let found = classify_words(&w, u16::MAX);
+    let first = w.first().map_or("", String::as_str);
+    if !READ_VERBS.contains(&first) {
         return found;
     }
     let effects = [
