@@ -99,6 +99,13 @@ const SCHEMA_KEYWORDS: &[&str] = &[
     "x-mcp-header",
 ];
 
+/// [`SCHEMA_KEYWORDS`] as a set: the walk asks for every key it does not read on purpose (every
+/// `"type": "string"`), and a linear search of 70 keywords was a visible part of the walk. A
+/// fixed set: nothing a server sends is inserted, so the fast non-keyed hash cannot be driven
+/// into collisions.
+static SCHEMA_KEYWORD_SET: std::sync::LazyLock<rustc_hash::FxHashSet<&'static str>> =
+    std::sync::LazyLock::new(|| SCHEMA_KEYWORDS.iter().copied().collect());
+
 /// What a text is, which decides the rules that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
@@ -427,7 +434,7 @@ impl<'a> Walker<'a, '_> {
                         }
                     }
                 }
-                (k, x) if !SCHEMA_KEYWORDS.contains(&k) => self.unknown(k, x, at, tool, depth),
+                (k, x) if !SCHEMA_KEYWORD_SET.contains(k) => self.unknown(k, x, at, tool, depth),
                 _ => {}
             }
         }
