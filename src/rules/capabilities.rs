@@ -302,13 +302,15 @@ const IMPERATIVE_FROM: usize = 27;
 pub fn described_effect(desc: &str) -> Option<(Class, &'static str)> {
     let mut first_clause = true;
     for clause in desc.split(['.', ',', ';', '\n', ':', '!', '?', '(', ')']) {
-        let mut ws = clause.split_whitespace().map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_ascii_lowercase()
-        });
+        // Words are compared ASCII-case-insensitively (every listed word is ASCII lower case),
+        // never copied in lower case.
+        let is = |w: &str, list: &[&str]| list.iter().any(|x| x.eq_ignore_ascii_case(w));
+        let mut ws = clause
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()));
         let mut w = ws.next();
         // "…, and deletes the draft": the verb after a conjunction.
-        while matches!(w.as_deref(), Some("and" | "or" | "then" | "also" | "it")) {
+        while w.is_some_and(|w| is(w, &["and", "or", "then", "also", "it"])) {
             w = ws.next();
         }
         let at_start = first_clause;
@@ -318,15 +320,22 @@ pub fn described_effect(desc: &str) -> Option<(Class, &'static str)> {
         // is a noun.
         // … and a noun in a list is followed by a conjunction or a verb ("deletes and inserts
         // seen in the trail", "updates since last week").
-        match ws.next().as_deref() {
-            None
-            | Some(
-                "and" | "or" | "nor" | "of" | "are" | "is" | "were" | "was" | "since" | "seen"
-                | "from" | "for" | "made" | "to",
-            ) => continue,
-            Some(_) => {}
+        let noun_follows = ws.next().is_none_or(|n| {
+            is(
+                n,
+                &[
+                    "and", "or", "nor", "of", "are", "is", "were", "was", "since", "seen", "from",
+                    "for", "made", "to",
+                ],
+            )
+        });
+        if noun_follows {
+            continue;
         }
-        let found = DOES_VERBS.iter().enumerate().find(|(_, (v, _))| *v == w);
+        let found = DOES_VERBS
+            .iter()
+            .enumerate()
+            .find(|(_, (v, _))| v.eq_ignore_ascii_case(w));
         if let Some((i, (v, c))) = found
             && (i < IMPERATIVE_FROM || at_start)
         {
