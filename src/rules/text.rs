@@ -178,26 +178,53 @@ static BYTE_CLASS: [u8; 256] = {
 
 impl Scan {
     pub fn of(text: &str) -> Scan {
-        // One pass without branches on the data: the classes of all bytes OR-ed together, plus
-        // the two things that need a neighbour (two spaces in a row, a long base64-like run).
-        let (mut all, mut prev) = (0u8, 0u8);
-        let (mut run, mut long, mut double_space) = (0u32, false, false);
-        for &b in text.as_bytes() {
-            let c = BYTE_CLASS[b as usize];
-            all |= c;
-            double_space |= c & prev & SPACE != 0;
-            run = if c & B64 != 0 { run + 1 } else { 0 };
-            long |= run >= 32;
-            prev = c;
-        }
+        let bytes = text.as_bytes();
+        // The classes of all bytes OR-ed together: no branch and no chain from byte to byte
+        // but the OR (the compiler unrolls it).
+        let all = bytes
+            .iter()
+            .fold(0u8, |all, &b| all | BYTE_CLASS[b as usize]);
         let non_ascii = all & NON_ASCII != 0;
+        let needs_normalizing = non_ascii
+            || all & BREAK != 0
+            || (all & SPACE != 0 && memchr::memmem::find(bytes, b"  ").is_some());
+        // A long base64-like run matters only when nothing else makes P5 look; such a run has
+        // no space in it, so only a word of 32 bytes or more can hold one.
+        let p5_candidate = all & SPECIAL != 0 || {
+            let mut from = 0;
+            let mut long = false;
+            for end in memchr::memchr_iter(b' ', bytes).chain([bytes.len()]) {
+                if end - from >= 32 && long_b64_run(&bytes[from..end]) {
+                    long = true;
+                    break;
+                }
+                from = end + 1;
+            }
+            long
+        };
         Scan {
             non_ascii,
-            needs_normalizing: non_ascii || all & BREAK != 0 || double_space,
-            p5_candidate: all & SPECIAL != 0 || long,
+            needs_normalizing,
+            p5_candidate,
             marker_candidate: all & (MARK | SPECIAL | BREAK) != 0,
         }
     }
+}
+
+/// 32 or more base64 characters in a row.
+fn long_b64_run(bytes: &[u8]) -> bool {
+    let mut run = 0u32;
+    for &b in bytes {
+        run = if BYTE_CLASS[b as usize] & B64 != 0 {
+            run + 1
+        } else {
+            0
+        };
+        if run >= 32 {
+            return true;
+        }
+    }
+    false
 }
 
 pub fn is_word_byte(b: u8) -> bool {
@@ -423,6 +450,75 @@ mod tests {
         assert_eq!(excerpt("abc", 1, 2, 0), "…b…");
         let long = excerpt(&t, 0, t.len(), 3);
         assert!(long.chars().count() <= 8, "{long}");
+    }
+
+    /// The scan says what the byte-by-byte definition says.
+    #[test]
+    fn scan_matches_its_definition() {
+        fn reference(text: &str) -> (bool, bool, bool, bool) {
+            let (mut all, mut prev) = (0u8, 0u8);
+            let (mut run, mut long, mut double_space) = (0u32, false, false);
+            for &b in text.as_bytes() {
+                let c = BYTE_CLASS[b as usize];
+                all |= c;
+                double_space |= c & prev & SPACE != 0;
+                run = if c & B64 != 0 { run + 1 } else { 0 };
+                long |= run >= 32;
+                prev = c;
+            }
+            let non_ascii = all & NON_ASCII != 0;
+            (
+                non_ascii,
+                non_ascii || all & BREAK != 0 || double_space,
+                all & SPECIAL != 0 || long,
+                all & (MARK | SPECIAL | BREAK) != 0,
+            )
+        }
+        let parts = [
+            "a",
+            "Z",
+            "9",
+            "+",
+            "/",
+            " ",
+            "  ",
+            "\n",
+            "\t",
+            "é",
+            "<",
+            ":",
+            "[",
+            "~",
+            "$",
+            "=",
+            ".",
+            "-",
+            "\u{200B}",
+            "abcdefghijklmnop",
+            "ABCDEFGHIJKLMNOP",
+            "0123456789+/",
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..(seed % 24) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push_str(parts[(seed % parts.len() as u64) as usize]);
+            }
+            let s = Scan::of(&text);
+            assert_eq!(
+                (
+                    s.non_ascii,
+                    s.needs_normalizing,
+                    s.p5_candidate,
+                    s.marker_candidate
+                ),
+                reference(&text),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]
