@@ -54,22 +54,25 @@ pub fn fingerprint(path: &str) -> i32 {
 }
 
 pub fn diff(old: &str, new: &str, format: DiffFormat) -> i32 {
-    let (old_bytes, new_bytes) = match (read_input(old), read_input(new)) {
+    // The diff reads `Value`s: each file is parsed into one (as before the rules had their own
+    // tree), recognised as a tool list, and its tools moved out, never copied.
+    let load = |path: &str| -> Result<Vec<serde_json::Value>, String> {
+        let name = if path == "-" { "stdin" } else { path };
+        let value: serde_json::Value = serde_json::from_slice(&read_input(path)?)
+            .map_err(|e| format!("{name}: not valid JSON: {e}"))?;
+        let input = crate::rules::Input::from_value(value, Some(InputKind::Tools))
+            .map_err(|e| format!("{name}: {e}"))?;
+        Ok(input
+            .into_tools()
+            .into_iter()
+            .map(crate::rules::Json::into_value)
+            .collect())
+    };
+    let (a, b) = match (load(old), load(new)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return usage_error(e),
     };
-    let (a, b) = match (
-        parse(old, &old_bytes, Some(InputKind::Tools)),
-        parse(new, &new_bytes, Some(InputKind::Tools)),
-    ) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return usage_error(e),
-    };
-    // The diff reports values as `Value`s.
-    let values = |i: &crate::rules::Input<'_>| -> Vec<serde_json::Value> {
-        i.tools().iter().map(crate::rules::Json::to_value).collect()
-    };
-    let d = diff_tools(&values(&a), &values(&b));
+    let d = diff_tools(&a, &b);
     let text = match format {
         DiffFormat::Json => serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
         DiffFormat::Terminal => render_diff(&d),

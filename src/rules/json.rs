@@ -266,6 +266,23 @@ impl<'a> Json<'a> {
         }
     }
 
+    /// The same tree as a `Value`, its owned strings moved, not copied.
+    pub fn into_value(self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(b),
+            Json::Number(n) => Value::Number(n),
+            Json::String(s) => Value::String(s.into_owned()),
+            Json::Array(items) => Value::Array(items.into_iter().map(Json::into_value).collect()),
+            Json::Object(m) => Value::Object(
+                m.members
+                    .into_iter()
+                    .map(|(k, v)| (k.into_owned(), v.into_value()))
+                    .collect(),
+            ),
+        }
+    }
+
     /// Parses JSON text, borrowing every string without escapes from it.
     pub fn parse(text: &'a [u8]) -> serde_json::Result<Json<'a>> {
         // What `serde_json::from_slice` does: one value, then only whitespace.

@@ -118,6 +118,17 @@ impl<'a> Input<'a> {
             .unwrap_or(&[])
     }
 
+    /// The tools of the document, moved out of it.
+    pub fn into_tools(self) -> Vec<Json<'a>> {
+        match self.value {
+            Json::Object(mut m) => match m.remove("tools") {
+                Some(Json::Array(items)) => items,
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
     /// The tool-list fingerprint (SPEC §5), computed once.
     pub fn tools_sha256(&self) -> &str {
         self.sha256
