@@ -35,7 +35,6 @@ fn main() {
             std::process::exit(64);
         }
     };
-    drop(bytes);
     let (texts, text) = {
         let doc = input.document();
         (

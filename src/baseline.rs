@@ -642,7 +642,7 @@ mod tests {
             &json!({"tools": "not a list", "instructions": 3}),
         );
         assert!(b.tools.is_empty() && b.prompts.is_empty() && b.instructions.is_none());
-        assert_eq!(b.tool_list_sha256, fingerprint::tools_sha256(&[]));
+        assert_eq!(b.tool_list_sha256, fingerprint::tools_sha256::<Value>(&[]));
         assert_eq!(b.version, BASELINE_VERSION);
     }
 }

@@ -10,47 +10,108 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::rules::json::Json;
+
 /// Top-level tool fields that do not count (they change without changing what the model reads).
 const IGNORED: [&str; 2] = ["_meta", "icons"];
 
+/// A JSON tree the canonical form is written from: a `Value` (live inventories, baselines) or
+/// the rules' borrowed [`Json`] (`check`), one writer for both so that both hash alike.
+pub trait Tree {
+    fn as_str(&self) -> Option<&str>;
+    /// An object's members, in key order.
+    fn members(&self) -> Option<impl Iterator<Item = (&str, &Self)> + Clone>;
+    fn items(&self) -> Option<impl Iterator<Item = &Self>>;
+    /// Appends a null, boolean or number as JSON.
+    fn push_scalar(&self, out: &mut String);
+    fn member(&self, key: &str) -> Option<&Self>;
+    /// Whether [`Tree::members`] always come in key order (no need to look).
+    const SORTED: bool = false;
+}
+
+impl Tree for Value {
+    fn as_str(&self) -> Option<&str> {
+        Value::as_str(self)
+    }
+    fn members(&self) -> Option<impl Iterator<Item = (&str, &Self)> + Clone> {
+        self.as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.as_str(), v)))
+    }
+    fn items(&self) -> Option<impl Iterator<Item = &Self>> {
+        self.as_array().map(|a| a.iter())
+    }
+    fn push_scalar(&self, out: &mut String) {
+        let _ = write!(out, "{self}");
+    }
+    fn member(&self, key: &str) -> Option<&Self> {
+        self.get(key)
+    }
+}
+
+impl Tree for Json<'_> {
+    const SORTED: bool = true;
+
+    fn as_str(&self) -> Option<&str> {
+        Json::as_str(self)
+    }
+    fn members(&self) -> Option<impl Iterator<Item = (&str, &Self)> + Clone> {
+        self.as_object().map(|m| m.iter())
+    }
+    fn items(&self) -> Option<impl Iterator<Item = &Self>> {
+        self.as_array().map(|a| a.iter())
+    }
+    fn push_scalar(&self, out: &mut String) {
+        // As `Value`'s `Display` writes them.
+        match self {
+            Json::Bool(true) => out.push_str("true"),
+            Json::Bool(false) => out.push_str("false"),
+            Json::Number(n) => {
+                let _ = write!(out, "{n}");
+            }
+            _ => out.push_str("null"),
+        }
+    }
+    fn member(&self, key: &str) -> Option<&Self> {
+        self.get(key)
+    }
+}
+
 /// Canonical JSON of a value: keys sorted, compact.
-pub fn canonical(v: &Value) -> String {
+pub fn canonical(v: &impl Tree) -> String {
     let mut out = String::new();
     write_canonical(v, &mut out);
     out
 }
 
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            out.push('{');
-            push_members(map.iter(), out);
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(x, out);
+fn write_canonical<T: Tree>(v: &T, out: &mut String) {
+    if let Some(members) = v.members() {
+        out.push('{');
+        push_members(members, out);
+        out.push('}');
+    } else if let Some(items) = v.items() {
+        out.push('[');
+        for (i, x) in items.enumerate() {
+            if i > 0 {
+                out.push(',');
             }
-            out.push(']');
+            write_canonical(x, out);
         }
-        Value::String(s) => push_json_string(s, out),
-        other => {
-            let _ = write!(out, "{other}");
-        }
+        out.push(']');
+    } else if let Some(s) = v.as_str() {
+        push_json_string(s, out);
+    } else {
+        v.push_scalar(out);
     }
 }
 
 /// Appends `"key":value` members in key order. serde_json's map is usually already ordered by
-/// key (a BTreeMap); when a feature makes it keep insertion order, the members are sorted here.
-fn push_members<'v>(
-    members: impl Iterator<Item = (&'v String, &'v Value)> + Clone,
+/// key (a BTreeMap), and [`Json`]'s always is; when a feature makes `Value`'s map keep
+/// insertion order, the members are sorted here.
+fn push_members<'v, T: Tree + 'v>(
+    members: impl Iterator<Item = (&'v str, &'v T)> + Clone,
     out: &mut String,
 ) {
-    let push = |(i, (k, x)): (usize, (&String, &Value)), out: &mut String| {
+    let push = |(i, (k, x)): (usize, (&str, &T)), out: &mut String| {
         if i > 0 {
             out.push(',');
         }
@@ -58,7 +119,7 @@ fn push_members<'v>(
         out.push(':');
         write_canonical(x, out);
     };
-    if members.clone().map(|(k, _)| k).is_sorted() {
+    if T::SORTED || members.clone().map(|(k, _)| k).is_sorted() {
         members.enumerate().for_each(|m| push(m, out));
     } else {
         let mut sorted: Vec<_> = members.collect();
@@ -69,8 +130,18 @@ fn push_members<'v>(
 
 /// Appends `s` as a JSON string (RFC 8259 escapes: `"`, `\\`, and control characters).
 fn push_json_string(s: &str, out: &mut String) {
+    out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
+    // Most strings need no escape: one pass without branches (it vectorises) tells.
+    let plain = !bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     while let Some(off) = bytes[start..]
         .iter()
@@ -109,44 +180,40 @@ pub fn strip(tool: &Value) -> Value {
     }
 }
 
-fn name(tool: &Value) -> &str {
-    tool.get("name").and_then(Value::as_str).unwrap_or("")
+fn name<T: Tree>(tool: &T) -> &str {
+    tool.member("name").and_then(T::as_str).unwrap_or("")
 }
 
 /// Appends the canonical JSON of one tool, without the fields that do not count.
-fn push_canonical_tool(tool: &Value, out: &mut String) {
-    match tool {
-        Value::Object(m) => {
+fn push_canonical_tool<T: Tree>(tool: &T, out: &mut String) {
+    match tool.members() {
+        Some(m) => {
             out.push('{');
-            push_members(
-                m.iter().filter(|(k, _)| !IGNORED.contains(&k.as_str())),
-                out,
-            );
+            push_members(m.filter(|(k, _)| !IGNORED.contains(k)), out);
             out.push('}');
         }
-        v => write_canonical(v, out),
+        None => write_canonical(tool, out),
     }
 }
 
 /// Canonical JSON of one tool without the fields that do not count.
-fn canonical_tool(tool: &Value) -> String {
+fn canonical_tool<T: Tree>(tool: &T) -> String {
     let mut s = String::new();
     push_canonical_tool(tool, &mut s);
     s
 }
 
-/// The tools in canonical order: by name, ties (duplicate names) by canonical content. Each
-/// tool is canonicalised once.
 /// The tools' indices in canonical order (by name, then by canonical content), holding the
 /// canonical forms only of tools that share a name.
-fn order(tools: &[Value]) -> Vec<usize> {
+fn order<T: Tree>(tools: &[T]) -> Vec<usize> {
+    let names: Vec<&str> = tools.iter().map(name).collect();
     let mut idx: Vec<usize> = (0..tools.len()).collect();
-    idx.sort_by(|&a, &b| name(&tools[a]).cmp(name(&tools[b])));
+    idx.sort_by(|&a, &b| names[a].cmp(names[b]));
     let mut i = 0;
     while i < idx.len() {
-        let n = name(&tools[idx[i]]);
+        let n = names[idx[i]];
         let mut j = i + 1;
-        while j < idx.len() && name(&tools[idx[j]]) == n {
+        while j < idx.len() && names[idx[j]] == n {
             j += 1;
         }
         if j - i > 1 {
@@ -165,13 +232,13 @@ fn order(tools: &[Value]) -> Vec<usize> {
 }
 
 /// The canonical JSON of a tool list (tools sorted by name, then by content).
-pub fn canonical_tools(tools: &[Value]) -> String {
+pub fn canonical_tools<T: Tree>(tools: &[T]) -> String {
     let mut out = String::from("[");
     for (n, k) in order(tools).into_iter().enumerate() {
         if n > 0 {
             out.push(',');
         }
-        out.push_str(&canonical_tool(&tools[k]));
+        push_canonical_tool(&tools[k], &mut out);
     }
     out.push(']');
     out
@@ -179,9 +246,21 @@ pub fn canonical_tools(tools: &[Value]) -> String {
 
 /// SHA-256 (hex) of the canonical tool list (the same bytes as [`canonical_tools`], hashed
 /// tool by tool).
-pub fn tools_sha256(tools: &[Value]) -> String {
-    // One tool's canonical form at a time: the list is never held twice.
-    sha256_of_sorted(order(tools).into_iter().map(|k| canonical_tool(&tools[k])))
+pub fn tools_sha256<T: Tree>(tools: &[T]) -> String {
+    // One tool's canonical form at a time, in one reused buffer: the list is never held twice.
+    let mut h = Sha256::new();
+    let mut buf = String::new();
+    h.update(b"[");
+    for (n, k) in order(tools).into_iter().enumerate() {
+        if n > 0 {
+            h.update(b",");
+        }
+        buf.clear();
+        push_canonical_tool(&tools[k], &mut buf);
+        h.update(buf.as_bytes());
+    }
+    h.update(b"]");
+    hex::encode(h.finalize())
 }
 
 /// SHA-256 (hex) of `[c1,c2,…]` for canonical forms already in canonical order.
@@ -265,9 +344,9 @@ impl<'a> Indexed<'a> {
                     Value::Object(m) => {
                         rest.push('{');
                         push_members(
-                            m.iter().filter(|(k, _)| {
-                                k.as_str() != key_field && !IGNORED.contains(&k.as_str())
-                            }),
+                            m.iter()
+                                .map(|(k, v)| (k.as_str(), v))
+                                .filter(|(k, _)| *k != key_field && !IGNORED.contains(k)),
                             &mut rest,
                         );
                         rest.push('}');

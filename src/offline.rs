@@ -21,7 +21,7 @@ pub const RULES_STOPPED: &str =
 /// that is an error, not a result (`check` and a live scan's rules stage both judge so).
 pub fn run_offline(
     check: &dyn crate::checks::Check,
-    input: &Input,
+    input: &Input<'_>,
     doc: &crate::rules::Document<'_>,
 ) -> crate::checks::Outcome {
     match check.offline(input, doc) {
@@ -54,21 +54,21 @@ pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Reads and parses one offline document (`-` for stdin).
-pub fn load(path: &str, kind: Option<InputKind>) -> Result<Input, String> {
-    let text = read_input(path)?;
+/// Parses one offline document read from `path` (`-` for stdin) by [`read_input`]; the input
+/// borrows its strings from `text`.
+pub fn parse<'a>(path: &str, text: &'a [u8], kind: Option<InputKind>) -> Result<Input<'a>, String> {
     let name = if path == "-" { "stdin" } else { path };
-    Input::parse(text.as_slice(), kind).map_err(|e| format!("{name}: {e}"))
+    Input::parse(text, kind).map_err(|e| format!("{name}: {e}"))
 }
 
 /// The runs of `mcpprobe check`: every catalogue check, over one offline document.
-pub fn check_report(input: &Input, target: &str, policy: crate::report::Policy) -> Report {
+pub fn check_report(input: &Input<'_>, target: &str, policy: crate::report::Policy) -> Report {
     check_document(input, &input.document(), target, policy)
 }
 
 /// [`check_report`] over a document model already built from `input`.
 pub fn check_document(
-    input: &Input,
+    input: &Input<'_>,
     doc: &crate::rules::Document<'_>,
     target: &str,
     policy: crate::report::Policy,

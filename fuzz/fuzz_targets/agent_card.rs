@@ -9,6 +9,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = agent_card::run(&card);
+    let card = mcpprobe::rules::Json::borrow(&card);
     let doc = Document::from_agent_card(&card);
     for t in doc.texts.iter().take(64) {
         let _ = doc.pointer(t.path);

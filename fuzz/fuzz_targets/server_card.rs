@@ -14,6 +14,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = server_card::endpoints(&card);
     let _ = server_card::run(&card);
+    let card = mcpprobe::rules::Json::borrow(&card);
     let doc = Document::from_server_card(&card);
     for t in doc.texts.iter().take(64) {
         let _ = doc.pointer(t.path);

@@ -53,7 +53,7 @@ pub struct Live<'a> {
     pub fingerprint: &'a crate::protocol::ladder::Fingerprint,
     pub inventory: Option<&'a crate::protocol::inventory::Inventory>,
     /// The inventory as the rules engine reads it.
-    pub input: Option<&'a Input>,
+    pub input: Option<&'a Input<'a>>,
     pub doc: Option<&'a Document<'a>>,
     /// The HTTP client for the target (none for stdio).
     pub client: Option<&'a crate::net::Client>,
@@ -145,7 +145,7 @@ impl BaselineView {
 
 impl Live<'_> {
     /// The rules document and input, or why a metadata check cannot run.
-    pub fn metadata(&self) -> Result<(&Input, &Document<'_>), Outcome> {
+    pub fn metadata(&self) -> Result<(&Input<'_>, &Document<'_>), Outcome> {
         match (self.input, self.doc) {
             (Some(i), Some(d)) => Ok((i, d)),
             _ => Err(Outcome::Skipped("no inventory could be read".into())),

@@ -525,13 +525,8 @@ impl Scanner {
         req: &ScanRequest,
         net: &Network,
         inventory: Option<&crate::protocol::inventory::Inventory>,
-    ) -> (
-        Option<crate::rules::Input>,
-        Option<crate::checks::RuleOutcomes>,
-    ) {
-        let Some(inv) = inventory else {
-            return (None, None);
-        };
+    ) -> Option<crate::checks::RuleOutcomes> {
+        let inv = inventory?;
         let value = inv.value.clone();
         let checks: Vec<&'static dyn Check> = catalogue()
             .entries
@@ -546,7 +541,7 @@ impl Scanner {
         )));
         let flag = stop.0.clone();
         let task = tokio::task::spawn_blocking(move || {
-            let input = crate::rules::Input::shared_inventory(value)?;
+            let input = crate::rules::Input::shared_inventory(&value)?;
             let mut outcomes = crate::checks::RuleOutcomes::new();
             {
                 let mut doc = input.document();
@@ -565,7 +560,7 @@ impl Scanner {
                     outcomes.insert(check.id(), outcome);
                 }
             }
-            Some((input, outcomes))
+            Some(outcomes)
         });
         let mut task = std::pin::pin!(task);
         let joined = tokio::select! {
@@ -575,10 +570,7 @@ impl Scanner {
                 task.await
             }
         };
-        match joined {
-            Ok(Some((input, outcomes))) => (Some(input), Some(outcomes)),
-            Ok(None) | Err(_) => (None, None),
-        }
+        joined.ok().flatten()
     }
 
     /// Runs every check against what the ladder and the inventory found, and fills the report.
@@ -591,7 +583,13 @@ impl Scanner {
         parts: Parts<'_>,
     ) {
         let fp = parts.fp;
-        let (input, rules) = self.run_rules(req, net, parts.inventory).await;
+        let rules = self.run_rules(req, net, parts.inventory).await;
+        // The inventory as the rules read it, again (the rules stage's tree lived on its own
+        // thread), for the checks that read it live.
+        let input = rules
+            .as_ref()
+            .and(parts.inventory)
+            .and_then(|inv| crate::rules::Input::shared_inventory(&inv.value));
         let doc = input.as_ref().map(|i| i.document());
         let (baseline, pin) = self.baseline_stage(req, net, pinned, parts.inventory);
         if let (Some(p), Some(obs)) = (pinned, &pin)

@@ -8,7 +8,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::LazyLock;
 
-use serde_json::{Map, Value};
+use super::json::{Json, Object};
 
 use super::document::{Document, Tool, token};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
@@ -134,15 +134,18 @@ static PHRASE_STARTS: LazyLock<FxHashSet<String>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Every table entry as a prose pattern (`api_key` also as "api key").
-static PROSE: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    let patterns: Vec<&String> = WORDS.keys().collect();
-    AhoCorasickBuilder::new()
+/// Every table entry as a prose pattern (`api_key` also as "api key"), with each pattern's
+/// phrase and class bits (a match, ASCII case aside, is its pattern: no lookup, no copy).
+static PROSE: LazyLock<(AhoCorasick, Vec<(&'static str, u16)>)> = LazyLock::new(|| {
+    let patterns: Vec<(&'static str, u16)> =
+        WORDS.iter().map(|(k, bits)| (k.as_str(), *bits)).collect();
+    let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostLongest)
         .kind(Some(AhoCorasickKind::DFA))
-        .build(patterns)
-        .unwrap_or_else(|e| panic!("the class words build: {e}"))
+        .build(patterns.iter().map(|(p, _)| p))
+        .unwrap_or_else(|e| panic!("the class words build: {e}"));
+    (ac, patterns)
 });
 
 const READS: u16 = (1 << Class::ReadsUntrusted as u16)
@@ -197,18 +200,19 @@ pub fn classify_words(w: &[String], mask: u16) -> Vec<(Class, String)> {
 /// only, restricted to `mask`.
 pub fn classify_prose(text: &str, mask: u16) -> Vec<(Class, String)> {
     let view = MatchView::new(text);
+    let (ac, patterns) = &*PROSE;
     let mut found = Vec::new();
     let mut per_class = [0usize; Class::ALL.len()];
-    for m in PROSE.find_iter(view.text.as_ref()) {
+    for m in ac.find_iter(view.text.as_ref()) {
         if !whole_word(&view.text, m.start(), m.end()) {
             continue;
         }
-        let phrase = view.text[m.start()..m.end()].to_ascii_lowercase();
-        if let Some(bits) = WORDS.get(phrase.as_str()) {
+        // The patterns are ASCII and lower case: the match in lower case is its pattern.
+        if let Some(&(phrase, bits)) = patterns.get(m.pattern().as_usize()) {
             for c in Class::ALL {
                 if bits & mask & c.bit() != 0 && per_class[c as usize] < MAX_PER_CLASS {
                     per_class[c as usize] += 1;
-                    found.push((c, phrase.clone()));
+                    found.push((c, phrase.to_string()));
                 }
             }
         }
@@ -259,10 +263,10 @@ impl Profile {
     }
 }
 
-pub fn properties<'a>(tool: &Tool<'a>) -> Option<&'a Map<String, Value>> {
+pub fn properties<'a>(tool: &Tool<'a>) -> Option<&'a Object<'a>> {
     tool.value
         .pointer("/inputSchema/properties")
-        .and_then(Value::as_object)
+        .and_then(Json::as_object)
 }
 
 /// Verbs that, leading a sentence or clause of a description, say the tool changes, deletes,
@@ -298,13 +302,15 @@ const IMPERATIVE_FROM: usize = 27;
 pub fn described_effect(desc: &str) -> Option<(Class, &'static str)> {
     let mut first_clause = true;
     for clause in desc.split(['.', ',', ';', '\n', ':', '!', '?', '(', ')']) {
-        let mut ws = clause.split_whitespace().map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_ascii_lowercase()
-        });
+        // Words are compared ASCII-case-insensitively (every listed word is ASCII lower case),
+        // never copied in lower case.
+        let is = |w: &str, list: &[&str]| list.iter().any(|x| x.eq_ignore_ascii_case(w));
+        let mut ws = clause
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()));
         let mut w = ws.next();
         // "…, and deletes the draft": the verb after a conjunction.
-        while matches!(w.as_deref(), Some("and" | "or" | "then" | "also" | "it")) {
+        while w.is_some_and(|w| is(w, &["and", "or", "then", "also", "it"])) {
             w = ws.next();
         }
         let at_start = first_clause;
@@ -314,15 +320,22 @@ pub fn described_effect(desc: &str) -> Option<(Class, &'static str)> {
         // is a noun.
         // … and a noun in a list is followed by a conjunction or a verb ("deletes and inserts
         // seen in the trail", "updates since last week").
-        match ws.next().as_deref() {
-            None
-            | Some(
-                "and" | "or" | "nor" | "of" | "are" | "is" | "were" | "was" | "since" | "seen"
-                | "from" | "for" | "made" | "to",
-            ) => continue,
-            Some(_) => {}
+        let noun_follows = ws.next().is_none_or(|n| {
+            is(
+                n,
+                &[
+                    "and", "or", "nor", "of", "are", "is", "were", "was", "since", "seen", "from",
+                    "for", "made", "to",
+                ],
+            )
+        });
+        if noun_follows {
+            continue;
         }
-        let found = DOES_VERBS.iter().enumerate().find(|(_, (v, _))| *v == w);
+        let found = DOES_VERBS
+            .iter()
+            .enumerate()
+            .find(|(_, (v, _))| v.eq_ignore_ascii_case(w));
         if let Some((i, (v, c))) = found
             && (i < IMPERATIVE_FROM || at_start)
         {
@@ -353,9 +366,10 @@ const NOUN_EFFECTS: &[&str] = &[
 /// Classes of a name or title: every class word counts, except that after a leading read
 /// verb the noun-like effect words do not.
 fn classify_name(text: &str) -> Vec<(Class, String)> {
-    let found = classify(text, u16::MAX);
-    let first = words(text).into_iter().next().unwrap_or_default();
-    if !READ_VERBS.contains(&first.as_str()) {
+    let w = words(text);
+    let found = classify_words(&w, u16::MAX);
+    let first = w.first().map_or("", String::as_str);
+    if !READ_VERBS.contains(&first) {
         return found;
     }
     let effects = [
@@ -379,7 +393,7 @@ pub fn profile(tool: &Tool<'_>) -> Profile {
     if let Some(title) = tool.title() {
         p.add(classify_name(title), || "title".into());
     }
-    if let Some(d) = tool.value.get("description").and_then(Value::as_str) {
+    if let Some(d) = tool.value.get("description").and_then(Json::as_str) {
         p.add(classify_prose(d, READS), || "description".into());
     }
     if let Some(props) = properties(tool) {
@@ -450,16 +464,18 @@ const NOT_SECRET_TOKEN: &[&str] = &[
     "csrf",
 ];
 
-fn is_free_text(schema: &Value) -> bool {
+fn is_free_text(schema: &Json<'_>) -> bool {
     let Some(map) = schema.as_object() else {
         return false;
     };
     let mut string_type = false;
     for (k, v) in map {
-        match (k.as_str(), v) {
+        match (k, v) {
             ("enum" | "const" | "pattern" | "format", _) => return false,
-            ("type", Value::String(t)) => string_type = t == "string",
-            ("type", Value::Array(ts)) => string_type = ts.iter().any(|t| t == "string"),
+            ("type", Json::String(t)) => string_type = t == "string",
+            ("type", Json::Array(ts)) => {
+                string_type = ts.iter().any(|t| t.as_str() == Some("string"))
+            }
             _ => {}
         }
     }
@@ -467,7 +483,7 @@ fn is_free_text(schema: &Value) -> bool {
 }
 
 /// Whether a parameter name (and schema) takes a secret: the credentials word and why.
-fn secret_param(w: &[String], schema: &Value) -> Option<String> {
+fn secret_param(w: &[String], schema: &Json<'_>) -> Option<String> {
     let creds = classify_words(w, 1 << Class::Credentials as u16);
     if let Some((_, word)) = creds.first() {
         let pagination = word == "token"
@@ -480,10 +496,10 @@ fn secret_param(w: &[String], schema: &Value) -> Option<String> {
             return Some(format!("\"{word}\" in the parameter name"));
         }
     }
-    if schema.get("format").and_then(Value::as_str) == Some("password") {
+    if schema.get("format").and_then(Json::as_str) == Some("password") {
         return Some("`format: password`".into());
     }
-    if schema.get("writeOnly") == Some(&Value::Bool(true)) {
+    if schema.get("writeOnly") == Some(&Json::Bool(true)) {
         return Some("`writeOnly: true`".into());
     }
     None
@@ -549,15 +565,15 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
                     .build(),
             );
         }
-        let annotations = tool.value.get("annotations").and_then(Value::as_object);
+        let annotations = tool.value.get("annotations").and_then(Json::as_object);
         let read_only_hint =
-            annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));
+            annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Json::Bool(true));
         if named.is_empty()
             && read_only_hint
             && let Some((class, verb)) = tool
                 .value
                 .get("description")
-                .and_then(Value::as_str)
+                .and_then(Json::as_str)
                 .and_then(described_effect)
         {
             out.push(
@@ -572,7 +588,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         }
         if let Some(first) = named.first() {
             let read_only =
-                annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Value::Bool(true));
+                annotations.and_then(|a| a.get("readOnlyHint")) == Some(&Json::Bool(true));
             if read_only {
                 out.push(
                     tool_finding(tool, "C3")
@@ -591,7 +607,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
                 "idempotentHint",
                 "openWorldHint",
             ];
-            let annotated = annotations.is_some_and(|a| hints.iter().any(|h| a.contains_key(*h)));
+            let annotated = annotations.is_some_and(|a| hints.iter().any(|h| a.contains_key(h)));
             if !annotated {
                 out.push(
                     tool_finding(tool, "C4")
@@ -620,7 +636,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     out
 }
 
-fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
+fn params(tool: &Tool<'_>, props: &Object<'_>, out: &mut Vec<Finding>) {
     for (name, schema) in props {
         let at = || format!("{}/inputSchema/properties/{}", tool.pointer, token(name));
         let w = words(name);
@@ -694,7 +710,7 @@ fn params(tool: &Tool<'_>, props: &Map<String, Value>, out: &mut Vec<Finding>) {
         if w.iter()
             .any(|x| matches!(x.as_str(), "action" | "operation" | "op" | "verb"))
         {
-            let values = schema.get("enum").and_then(Value::as_array).map(Vec::len);
+            let values = schema.get("enum").and_then(Json::as_array).map(<[_]>::len);
             if values.is_none_or(|n| n >= 2) {
                 let detail = match values {
                     Some(n) => format!("{n} actions in its enum"),

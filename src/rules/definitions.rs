@@ -4,6 +4,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::json::Json;
+
 use super::capabilities::Class;
 use super::document::{Document, Tool};
 use super::text::visible;
@@ -25,7 +27,7 @@ pub fn tool_problems(tool: &Tool<'_>) -> Vec<(&'static str, String, String)> {
     let mut out = Vec::new();
     let p = &tool.pointer;
     match tool.value.get("name") {
-        Some(Value::String(name)) if !name.is_empty() => {
+        Some(Json::String(name)) if !name.is_empty() => {
             if !valid_name(name) {
                 out.push((
                     "S1",
@@ -46,8 +48,8 @@ pub fn tool_problems(tool: &Tool<'_>) -> Vec<(&'static str, String, String)> {
     }
     match tool.value.get("inputSchema") {
         None => out.push(("S3", p.clone(), "no inputSchema".into())),
-        Some(Value::Object(schema)) => {
-            if schema.get("type").and_then(Value::as_str) != Some("object") {
+        Some(Json::Object(schema)) => {
+            if schema.get("type").and_then(Json::as_str) != Some("object") {
                 out.push((
                     "S3",
                     format!("{p}/inputSchema"),
@@ -59,7 +61,7 @@ pub fn tool_problems(tool: &Tool<'_>) -> Vec<(&'static str, String, String)> {
                     schema.get("additionalProperties"),
                     schema.get("unevaluatedProperties"),
                 ]
-                .contains(&Some(&Value::Bool(false)));
+                .contains(&Some(&Json::Bool(false)));
                 let effects = prof.named_effects();
                 if Class::has_effects(prof.bits)
                     && !closed
@@ -80,13 +82,13 @@ pub fn tool_problems(tool: &Tool<'_>) -> Vec<(&'static str, String, String)> {
         Some(other) => out.push((
             "S3",
             format!("{p}/inputSchema"),
-            format!("inputSchema is a JSON {}, not an object", kind(other)),
+            format!("inputSchema is a JSON {}, not an object", other.kind()),
         )),
     }
     let described = tool
         .value
         .get("description")
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .is_some_and(|d| !d.trim().is_empty());
     if !described {
         out.push(("S6", p.clone(), "the tool has no description".into()));

@@ -3,7 +3,7 @@
 //! The walk is bounded: schemas deeper than [`MAX_DEPTH`] and documents with more than
 //! [`MAX_TEXTS`] texts end the walk there with a note (reported as N1), never a stack overflow.
 
-use serde_json::Value;
+use super::json::Json;
 
 pub const MAX_DEPTH: usize = 32;
 pub const MAX_TEXTS: usize = 2_000_000;
@@ -99,6 +99,13 @@ const SCHEMA_KEYWORDS: &[&str] = &[
     "x-mcp-header",
 ];
 
+/// [`SCHEMA_KEYWORDS`] as a set: the walk asks for every key it does not read on purpose (every
+/// `"type": "string"`), and a linear search of 70 keywords was a visible part of the walk. A
+/// fixed set: nothing a server sends is inserted, so the fast non-keyed hash cannot be driven
+/// into collisions.
+static SCHEMA_KEYWORD_SET: std::sync::LazyLock<rustc_hash::FxHashSet<&'static str>> =
+    std::sync::LazyLock::new(|| SCHEMA_KEYWORDS.iter().copied().collect());
+
 /// What a text is, which decides the rules that apply to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
@@ -120,20 +127,18 @@ pub enum Field {
     CardText,
 }
 
-/// One step of a JSON Pointer: an object key or an array index.
-#[derive(Debug, Clone, Copy)]
-enum Seg<'a> {
-    Key(&'a str),
-    Index(usize),
-}
-
 /// A node of the path tree: texts refer to a node, and its pointer is built only when a
-/// finding needs it (a 20 MB list has hundreds of thousands of texts and few findings).
+/// finding needs it (a 20 MB list has hundreds of thousands of texts and few findings). One
+/// step of a JSON Pointer: an object key, or (when `index` is not [`KEY`]) an array index.
 #[derive(Debug, Clone, Copy)]
 struct Node<'a> {
     parent: u32,
-    seg: Seg<'a>,
+    index: u32,
+    key: &'a str,
 }
+
+/// [`Node::index`] of a key step.
+const KEY: u32 = u32::MAX;
 
 /// Where a text is: a node of [`Document`]'s path tree. [`Document::pointer`] spells it.
 pub type Path = u32;
@@ -152,7 +157,7 @@ pub struct Text<'a> {
 #[derive(Debug, Clone)]
 pub struct Tool<'a> {
     pub pointer: String,
-    pub value: &'a Value,
+    pub value: &'a Json<'a>,
     pub name: Option<&'a str>,
     profile: std::sync::OnceLock<super::capabilities::Profile>,
 }
@@ -172,10 +177,10 @@ impl Tool<'_> {
     }
 
     pub fn title(&self) -> Option<&str> {
-        self.value.get("title").and_then(Value::as_str).or_else(|| {
+        self.value.get("title").and_then(Json::as_str).or_else(|| {
             self.value
                 .pointer("/annotations/title")
-                .and_then(Value::as_str)
+                .and_then(Json::as_str)
         })
     }
 }
@@ -211,7 +216,8 @@ impl Default for Document<'_> {
             stop: None,
             nodes: vec![Node {
                 parent: ROOT,
-                seg: Seg::Key(""),
+                index: KEY,
+                key: "",
             }],
         }
     }
@@ -242,15 +248,15 @@ impl Document<'_> {
             let Some(node) = self.nodes.get(at as usize) else {
                 break;
             };
-            segs.push(node.seg);
+            segs.push(node);
             at = node.parent;
         }
         let mut out = String::new();
-        for seg in segs.iter().rev() {
+        for node in segs.iter().rev() {
             out.push('/');
-            match seg {
-                Seg::Key(k) => out.push_str(&token(k)),
-                Seg::Index(i) => out.push_str(&i.to_string()),
+            match node.index {
+                KEY => out.push_str(&token(node.key)),
+                i => out.push_str(&i.to_string()),
             }
         }
         out
@@ -263,18 +269,19 @@ struct Walker<'a, 'd> {
 }
 
 impl<'a> Walker<'a, '_> {
-    fn child(&mut self, parent: Path, seg: Seg<'a>) -> Path {
+    fn child(&mut self, parent: Path, index: u32, key: &'a str) -> Path {
         let id = self.doc.nodes.len() as Path;
-        self.doc.nodes.push(Node { parent, seg });
+        self.doc.nodes.push(Node { parent, index, key });
         id
     }
 
     fn key(&mut self, parent: Path, key: &'a str) -> Path {
-        self.child(parent, Seg::Key(key))
+        self.child(parent, KEY, key)
     }
 
     fn index(&mut self, parent: Path, i: usize) -> Path {
-        self.child(parent, Seg::Index(i))
+        // An array of 2^32 - 1 items does not fit in the largest input read (256 MB).
+        self.child(parent, u32::try_from(i).unwrap_or(KEY - 1).min(KEY - 1), "")
     }
 
     fn push(&mut self, path: Path, tool: Option<usize>, field: Field, text: &'a str) {
@@ -302,33 +309,33 @@ impl<'a> Walker<'a, '_> {
     /// The string at `v[key]`, if there is one.
     fn string_at(
         &mut self,
-        v: &'a Value,
+        v: &'a Json<'a>,
         key: &'static str,
         at: Path,
         tool: Option<usize>,
         field: Field,
     ) {
-        if let Some(s) = v.get(key).and_then(Value::as_str) {
+        if let Some(s) = v.get(key).and_then(Json::as_str) {
             let p = self.key(at, key);
             self.push(p, tool, field, s);
         }
     }
 
     /// Every string inside a value (enum values, defaults, examples may be structured).
-    fn values(&mut self, v: &'a Value, at: Path, tool: Option<usize>, depth: usize) {
+    fn values(&mut self, v: &'a Json<'a>, at: Path, tool: Option<usize>, depth: usize) {
         if depth > MAX_DEPTH {
             self.deep(at);
             return;
         }
         match v {
-            Value::String(s) => self.push(at, tool, Field::SchemaValue, s),
-            Value::Array(items) => {
+            Json::String(s) => self.push(at, tool, Field::SchemaValue, s),
+            Json::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
                     let p = self.index(at, i);
                     self.values(item, p, tool, depth + 1);
                 }
             }
-            Value::Object(map) => {
+            Json::Object(map) => {
                 for (k, item) in map {
                     let p = self.key(at, k);
                     self.values(item, p, tool, depth + 1);
@@ -347,15 +354,15 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// A JSON Schema, recursively: one pass over its keys.
-    fn schema(&mut self, v: &'a Value, at: Path, tool: Option<usize>, depth: usize) {
+    fn schema(&mut self, v: &'a Json<'a>, at: Path, tool: Option<usize>, depth: usize) {
         if depth > MAX_DEPTH {
             self.deep(at);
             return;
         }
         let Some(map) = v.as_object() else { return };
         for (key, x) in map {
-            match (key.as_str(), x) {
-                ("title" | "description" | "$comment", Value::String(s)) => {
+            match (key, x) {
+                ("title" | "description" | "$comment", Json::String(s)) => {
                     let p = self.key(at, key);
                     self.push(p, tool, Field::SchemaText, s);
                 }
@@ -366,7 +373,7 @@ impl<'a> Walker<'a, '_> {
                 (
                     "properties" | "patternProperties" | "$defs" | "definitions"
                     | "dependentSchemas",
-                    Value::Object(props),
+                    Json::Object(props),
                 ) => {
                     let group = self.key(at, key);
                     for (name, sub) in props {
@@ -390,12 +397,12 @@ impl<'a> Walker<'a, '_> {
                     | "unevaluatedProperties"
                     | "unevaluatedItems"
                     | "additionalItems",
-                    sub @ Value::Object(_),
+                    sub @ Json::Object(_),
                 ) => {
                     let p = self.key(at, key);
                     self.schema(sub, p, tool, depth + 1);
                 }
-                ("items" | "anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(subs)) => {
+                ("items" | "anyOf" | "oneOf" | "allOf" | "prefixItems", Json::Array(subs)) => {
                     let group = self.key(at, key);
                     for (i, sub) in subs.iter().enumerate() {
                         let p = self.index(group, i);
@@ -403,11 +410,11 @@ impl<'a> Walker<'a, '_> {
                     }
                 }
                 // A `type` that is not a JSON Schema type is text the model reads.
-                ("type", Value::String(s)) if !JSON_TYPES.contains(&s.as_str()) => {
+                ("type", Json::String(s)) if !JSON_TYPES.contains(&s.as_ref()) => {
                     let p = self.key(at, key);
                     self.push(p, tool, Field::SchemaText, s);
                 }
-                ("type", Value::Array(items)) => {
+                ("type", Json::Array(items)) => {
                     let group = self.key(at, key);
                     for (i, item) in items.iter().enumerate() {
                         if let Some(s) = item.as_str()
@@ -418,7 +425,7 @@ impl<'a> Walker<'a, '_> {
                         }
                     }
                 }
-                ("required", Value::Array(items)) => {
+                ("required", Json::Array(items)) => {
                     let group = self.key(at, key);
                     for (i, item) in items.iter().enumerate() {
                         if let Some(s) = item.as_str() {
@@ -427,22 +434,29 @@ impl<'a> Walker<'a, '_> {
                         }
                     }
                 }
-                (k, x) if !SCHEMA_KEYWORDS.contains(&k) => self.unknown(k, x, at, tool, depth),
+                (k, x) if !SCHEMA_KEYWORD_SET.contains(k) => self.unknown(k, x, at, tool, depth),
                 _ => {}
             }
         }
     }
 
     /// A key no schema or tool vocabulary knows, and every string under it.
-    fn unknown(&mut self, key: &'a str, x: &'a Value, at: Path, tool: Option<usize>, depth: usize) {
+    fn unknown(
+        &mut self,
+        key: &'a str,
+        x: &'a Json<'a>,
+        at: Path,
+        tool: Option<usize>,
+        depth: usize,
+    ) {
         let p = self.key(at, key);
         self.push(p, tool, Field::Key, key);
         self.values(x, p, tool, depth + 1);
     }
 
-    fn tool(&mut self, v: &'a Value, at: Path) {
+    fn tool(&mut self, v: &'a Json<'a>, at: Path) {
         let index = self.doc.tools.len();
-        let name = v.get("name").and_then(Value::as_str);
+        let name = v.get("name").and_then(Json::as_str);
         let pointer = self.doc.pointer(at);
         self.doc.tools.push(Tool {
             pointer,
@@ -476,18 +490,18 @@ impl<'a> Walker<'a, '_> {
         // Extra top-level keys of the tool (`_meta`, vendor fields): their names and strings.
         if let Some(map) = v.as_object() {
             for (k, x) in map {
-                if !TOOL_KEYS.contains(&k.as_str()) {
+                if !TOOL_KEYS.contains(&k) {
                     self.unknown(k, x, at, t, 1);
                 }
             }
         }
     }
 
-    fn prompt_or_resource(&mut self, v: &'a Value, at: Path) {
+    fn prompt_or_resource(&mut self, v: &'a Json<'a>, at: Path) {
         for key in ["name", "title", "description", "uri", "uriTemplate"] {
             self.string_at(v, key, at, None, Field::PromptOrResource);
         }
-        if let Some(Value::Array(args)) = v.get("arguments") {
+        if let Some(Json::Array(args)) = v.get("arguments") {
             let group = self.key(at, "arguments");
             for (i, a) in args.iter().enumerate() {
                 let p = self.index(group, i);
@@ -499,8 +513,8 @@ impl<'a> Walker<'a, '_> {
     }
 
     /// `root[key]` as an array: each item's path.
-    fn items(&mut self, root: &'a Value, key: &'static str) -> Vec<(Path, &'a Value)> {
-        let Some(Value::Array(items)) = root.get(key) else {
+    fn items(&mut self, root: &'a Json<'a>, key: &'static str) -> Vec<(Path, &'a Json<'a>)> {
+        let Some(Json::Array(items)) = root.get(key) else {
             return Vec::new();
         };
         let group = self.key(ROOT, key);
@@ -513,11 +527,27 @@ impl<'a> Walker<'a, '_> {
 }
 
 impl<'a> Document<'a> {
+    /// An empty document with room for what a walk of `root` can find, so that its tables are
+    /// allocated once instead of grown by copying (on a 20 MB list the copies left behind cost
+    /// more memory than the tables themselves). Room that is not used is never touched.
+    fn sized_for(root: &Json<'_>) -> Document<'a> {
+        let (positions, strings) = root.census();
+        let mut doc = Document::default();
+        doc.nodes.reserve(positions.min(MAX_TEXTS * 4));
+        doc.texts.reserve(strings.min(MAX_TEXTS));
+        doc.tools.reserve(
+            root.get("tools")
+                .and_then(Json::as_array)
+                .map_or(0, <[_]>::len),
+        );
+        doc
+    }
+
     /// A tools container: an object with `tools` and optionally `prompts`, `resources`,
     /// `resourceTemplates`, `instructions` and `nextCursor` (a tools/list result, or an
     /// inventory dump).
-    pub fn from_inventory(root: &'a Value) -> Document<'a> {
-        let mut doc = Document::default();
+    pub fn from_inventory(root: &'a Json<'a>) -> Document<'a> {
+        let mut doc = Document::sized_for(root);
         let mut w = Walker {
             doc: &mut doc,
             full: false,
@@ -531,13 +561,13 @@ impl<'a> Document<'a> {
                 w.prompt_or_resource(item, p);
             }
         }
-        doc.next_cursor = root.get("nextCursor").and_then(Value::as_str);
+        doc.next_cursor = root.get("nextCursor").and_then(Json::as_str);
         doc
     }
 
     /// An MCP server card: its own texts, and the tools it lists (early drafts carry them).
-    pub fn from_server_card(card: &'a Value) -> Document<'a> {
-        let mut doc = Document::default();
+    pub fn from_server_card(card: &'a Json<'a>) -> Document<'a> {
+        let mut doc = Document::sized_for(card);
         let mut w = Walker {
             doc: &mut doc,
             full: false,
@@ -568,8 +598,8 @@ impl<'a> Document<'a> {
 
     /// An A2A agent card: name, description, and each skill's name, description, tags and
     /// examples (SPEC §3.1).
-    pub fn from_agent_card(card: &'a Value) -> Document<'a> {
-        let mut doc = Document::default();
+    pub fn from_agent_card(card: &'a Json<'a>) -> Document<'a> {
+        let mut doc = Document::sized_for(card);
         let mut w = Walker {
             doc: &mut doc,
             full: false,
@@ -582,7 +612,7 @@ impl<'a> Document<'a> {
                 w.string_at(skill, key, p, None, Field::CardText);
             }
             for key in ["tags", "examples"] {
-                if let Some(Value::Array(items)) = skill.get(key) {
+                if let Some(Json::Array(items)) = skill.get(key) {
                     let group = w.key(p, key);
                     for (j, item) in items.iter().enumerate() {
                         if let Some(text) = item.as_str() {

@@ -12,11 +12,14 @@ pub mod definitions;
 pub mod document;
 pub mod families;
 pub mod hosts;
+pub mod json;
 pub mod poisoning;
 pub mod server_card;
 pub mod text;
 
 use serde_json::Value;
+
+pub use json::Json;
 
 use crate::catalogue::catalogue;
 use crate::finding::{Finding, FindingBuilder};
@@ -55,11 +58,13 @@ impl InputKind {
 /// A document read offline, normalised: a tool list is always an object with `tools` (and
 /// whatever else its result carried: `nextCursor`, `prompts`, `instructions`…), so pointers
 /// read `/tools/3/description` whichever shape was pasted.
+///
+/// Its tree borrows from what it was read from: the bytes of a file (`check`), or a live scan's
+/// inventory.
 #[derive(Debug, Clone)]
-pub struct Input {
+pub struct Input<'a> {
     pub kind: InputKind,
-    /// Shared, not copied: a live scan's rules read the inventory's own tree.
-    pub value: std::sync::Arc<Value>,
+    pub value: Json<'a>,
     /// Set when a document forced to be a server card is not JSON (SC1).
     pub invalid_json: Option<String>,
     sha256: std::sync::OnceLock<String>,
@@ -68,50 +73,60 @@ pub struct Input {
 const EXPECTED: &str = "expected a JSON-RPC tools/list response, its result (an object with \
                         `tools`), a bare tools array, an MCP server card or an A2A agent card";
 
-fn keys(v: &Value) -> String {
+fn keys(v: &Json<'_>) -> String {
     match v.as_object() {
         Some(m) => {
-            let mut k: Vec<&str> = m.keys().map(String::as_str).take(8).collect();
+            let mut k: Vec<&str> = m.keys().take(8).collect();
             if m.len() > 8 {
                 k.push("…");
             }
             format!("an object with keys [{}]", k.join(", "))
         }
-        None => format!("a JSON {}", definitions::kind(v)),
+        None => format!("a JSON {}", v.kind()),
     }
 }
 
-fn looks_like_agent_card(v: &Value) -> bool {
+fn looks_like_agent_card(v: &Json<'_>) -> bool {
     v.get("supportedInterfaces").is_some()
-        || (v.get("skills").is_some_and(Value::is_array)
+        || (v.get("skills").is_some_and(Json::is_array)
             && (v.get("defaultInputModes").is_some() || v.get("capabilities").is_some()))
 }
 
-fn looks_like_server_card(v: &Value) -> bool {
+fn looks_like_server_card(v: &Json<'_>) -> bool {
     v.get("$schema")
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .is_some_and(|s| s.contains("server-card"))
         || v.get("remotes").is_some()
         || (v.get("serverInfo").is_some() && v.get("transport").is_some())
 }
 
-impl Input {
-    fn new(kind: InputKind, value: Value, invalid_json: Option<String>) -> Input {
+impl<'a> Input<'a> {
+    fn new(kind: InputKind, value: Json<'a>, invalid_json: Option<String>) -> Input<'a> {
         Input {
             kind,
-            value: std::sync::Arc::new(value),
+            value,
             invalid_json,
             sha256: std::sync::OnceLock::new(),
         }
     }
 
     /// The tools of the document (a card's own `tools`, if it lists any).
-    pub fn tools(&self) -> &[Value] {
+    pub fn tools(&self) -> &[Json<'a>] {
         self.value
             .get("tools")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
+            .and_then(Json::as_array)
             .unwrap_or(&[])
+    }
+
+    /// The tools of the document, moved out of it.
+    pub fn into_tools(self) -> Vec<Json<'a>> {
+        match self.value {
+            Json::Object(mut m) => match m.remove("tools") {
+                Some(Json::Array(items)) => items,
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
     }
 
     /// The tool-list fingerprint (SPEC §5), computed once.
@@ -120,40 +135,44 @@ impl Input {
             .get_or_init(|| crate::fingerprint::tools_sha256(self.tools()))
     }
 
-    /// Parses and recognises a document; the error names what was expected.
-    pub fn parse(text: impl AsRef<[u8]>, forced: Option<InputKind>) -> Result<Input, String> {
+    /// Parses and recognises a document; the error names what was expected. Strings without
+    /// escapes stay in `text` (no copy).
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(
+        text: &'a T,
+        forced: Option<InputKind>,
+    ) -> Result<Input<'a>, String> {
         // serde_json validates UTF-8 as it parses: no separate pass over the bytes.
-        let value: Value = match serde_json::from_slice(text.as_ref()) {
+        let value = match Json::parse(text.as_ref()) {
             Ok(v) => v,
             Err(e) if forced == Some(InputKind::ServerCard) => {
                 return Ok(Input::new(
                     InputKind::ServerCard,
-                    Value::Null,
+                    Json::Null,
                     Some(e.to_string()),
                 ));
             }
             Err(e) => return Err(format!("not valid JSON: {e}")),
         };
-        Input::from_value(value, forced)
+        Input::recognise(value, forced)
     }
 
-    /// A live scan's inventory (`{tools, prompts, …}`), shared with it rather than copied.
-    pub fn shared_inventory(value: std::sync::Arc<Value>) -> Option<Input> {
+    /// A live scan's inventory (`{tools, prompts, …}`), borrowed rather than copied.
+    pub fn shared_inventory(value: &'a Value) -> Option<Input<'a>> {
         value
             .get("tools")
             .is_some_and(Value::is_array)
-            .then(|| Input {
-                kind: InputKind::Tools,
-                value,
-                invalid_json: None,
-                sha256: std::sync::OnceLock::new(),
-            })
+            .then(|| Input::new(InputKind::Tools, Json::borrow(value), None))
     }
 
-    pub fn from_value(value: Value, forced: Option<InputKind>) -> Result<Input, String> {
+    /// [`Input::parse`] of a document already parsed.
+    pub fn from_value(value: Value, forced: Option<InputKind>) -> Result<Input<'static>, String> {
+        Input::recognise(Json::from_value(value), forced)
+    }
+
+    fn recognise(value: Json<'a>, forced: Option<InputKind>) -> Result<Input<'a>, String> {
         // A JSON-RPC envelope: take its result.
         let value = match value {
-            Value::Object(mut m) if m.contains_key("jsonrpc") => {
+            Json::Object(mut m) if m.contains_key("jsonrpc") => {
                 if let Some(err) = m.get("error") {
                     return Err(format!(
                         "a JSON-RPC error response ({}), not a tool list",
@@ -167,20 +186,23 @@ impl Input {
             }
             v => v,
         };
-        let tools = |v: Value| -> Result<Input, String> {
+        let tools = |v: Json<'a>| -> Result<Input<'a>, String> {
             match v {
-                Value::Array(items) => {
-                    let mut m = serde_json::Map::new();
-                    m.insert("tools".into(), Value::Array(items));
-                    Ok(Input::new(InputKind::Tools, Value::Object(m), None))
-                }
-                v if v.get("tools").is_some_and(Value::is_array) => {
+                Json::Array(items) => Ok(Input::new(
+                    InputKind::Tools,
+                    Json::Object(json::Object::from_members(vec![(
+                        "tools".into(),
+                        Json::Array(items),
+                    )])),
+                    None,
+                )),
+                v if v.get("tools").is_some_and(Json::is_array) => {
                     Ok(Input::new(InputKind::Tools, v, None))
                 }
                 v => Err(format!("found {}; {EXPECTED}", keys(&v))),
             }
         };
-        let card = |kind: InputKind, v: Value| -> Result<Input, String> {
+        let card = |kind: InputKind, v: Json<'a>| -> Result<Input<'a>, String> {
             if v.is_object() {
                 Ok(Input::new(kind, v, None))
             } else {

@@ -233,7 +233,8 @@ pub fn run(card: &Value) -> Vec<Finding> {
         }
     }
     sc5_walk(card, "", 0, &mut out);
-    let doc = Document::from_server_card(card);
+    let tree = super::Json::borrow(card);
+    let doc = Document::from_server_card(&tree);
     let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
     for tool in &doc.tools {
         if let Some(name) = tool.name {

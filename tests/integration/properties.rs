@@ -163,7 +163,8 @@ proptest! {
 
     #[test]
     fn document_walk_pointers_resolve_and_counts_hold(v in json_value()) {
-        for doc in [Document::from_inventory(&v), Document::from_server_card(&v), Document::from_agent_card(&v)] {
+        let j = mcpprobe::rules::Json::borrow(&v);
+        for doc in [Document::from_inventory(&j), Document::from_server_card(&j), Document::from_agent_card(&j)] {
             prop_assert!(doc.texts.len() <= MAX_TEXTS);
             for t in &doc.texts {
                 let p = doc.pointer(t.path);
@@ -205,9 +206,11 @@ proptest! {
 #[test]
 fn document_walk_depth_is_bounded() {
     let shallow = nested_tool(MAX_DEPTH / 2);
+    let shallow = mcpprobe::rules::Json::borrow(&shallow);
     assert!(Document::from_inventory(&shallow).truncated.is_empty());
     // serde_json refuses more than 128 levels; 120 is deeper than the walk goes.
     let deep = nested_tool(60);
+    let deep = mcpprobe::rules::Json::borrow(&deep);
     let doc = Document::from_inventory(&deep);
     assert!(
         !doc.truncated.is_empty(),

@@ -2,19 +2,18 @@
 //!
 //! Metadata: `checks/other/INFO-02.toml`.
 
-use serde_json::Value;
 
 use crate::checks::{BoxFuture, Check, Live, Outcome};
 use crate::finding::Finding;
-use crate::rules::{Document, Input, InputKind};
+use crate::rules::{Document, Input, InputKind, Json};
 
 pub struct Info02;
 
 pub static CHECK: Info02 = Info02;
 
 /// "12 tools, 0 prompts, 3 resources, 1 resource template" for an inventory object.
-pub fn counts(inventory: &Value) -> String {
-    let n = |k: &str| inventory.get(k).and_then(Value::as_array).map(Vec::len).unwrap_or(0);
+pub fn counts(inventory: &Json<'_>) -> String {
+    let n = |k: &str| inventory.get(k).and_then(Json::as_array).map(<[_]>::len).unwrap_or(0);
     format!(
         "{} tools, {} prompts, {} resources, {} resource templates",
         n("tools"),
@@ -48,7 +47,7 @@ impl Check for Info02 {
             };
             let mut b = Finding::of(self.meta(), None)
                 .pointer("/tools")
-                .message(format!("{}; tool-list sha256 {}", counts(&inv.value), input.tools_sha256()));
+                .message(format!("{}; tool-list sha256 {}", counts(&input.value), input.tools_sha256()));
             if let Some(call) = &inv.first_tools_call {
                 b = b.exchange(call.exchange.clone());
             }

@@ -101,6 +101,7 @@ impl Check for Auth01 {
             };
             // Severity by what the anonymous caller can reach.
             let doc_value = json!({"tools": tools});
+            let doc_value = crate::rules::Json::borrow(&doc_value);
             let doc = Document::from_inventory(&doc_value);
             let effects: Vec<String> = doc
                 .tools

@@ -76,7 +76,7 @@ impl Check for Card01 {
     fn offline(&self, input: &Input, _doc: &Document<'_>) -> Outcome {
         match (input.kind, &input.invalid_json) {
             (InputKind::ServerCard, Some(error)) => Outcome::Ran(vec![server_card::not_json(error)]),
-            (InputKind::ServerCard, None) => Outcome::Ran(server_card::run(&input.value)),
+            (InputKind::ServerCard, None) => Outcome::Ran(server_card::run(&input.value.to_value())),
             _ => Outcome::Skipped("the input is not an MCP server card".into()),
         }
     }

@@ -17,7 +17,7 @@ impl Check for Card02 {
 
     fn offline(&self, input: &Input, _doc: &Document<'_>) -> Outcome {
         match input.kind {
-            InputKind::AgentCard => Outcome::Ran(agent_card::run(&input.value)),
+            InputKind::AgentCard => Outcome::Ran(agent_card::run(&input.value.to_value())),
             _ => Outcome::Skipped("the input is not an A2A agent card".into()),
         }
     }
