@@ -132,15 +132,16 @@ summary() {
 finish() {
   local code
   code=$(cat "$out_dir/exit-code" 2>/dev/null || echo 64)
-  local reason=""
+  local reason="" refusal=""
   if [ -f "$out_dir/mcpprobe.json" ]; then
     reason=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("reason") or "")' "$out_dir/mcpprobe.json" 2>/dev/null || true)
+    refusal=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("refusal") or "")' "$out_dir/mcpprobe.json" 2>/dev/null || true)
   fi
   case $code in
     0) say "clean: nothing at or above the fail-on severity" ;;
     1) annotate error "findings at or above the fail-on severity: see the job summary and the code-scanning tab" ;;
     2)
-      if [[ $reason == *"opted out"* ]]; then
+      if [ "$refusal" = opted_out ]; then
         annotate error "the target opted out of scanning, so mcpprobe sent nothing: $reason. Respect it, or, if you own the server, remove the opt-out."
       else
         annotate error "stopped by the gate: $reason. To prove you own the host: run \`mcpprobe verify init HOST\`, publish the DNS TXT record it prints at _mcpprobe.HOST, run \`mcpprobe verify check HOST\` with MCPPROBE_STATE_DIR set to a folder in the repository (say .mcpprobe), commit that folder, and set the same MCPPROBE_STATE_DIR in this step's env. Each scan re-checks that the record is still published."

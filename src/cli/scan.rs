@@ -249,7 +249,11 @@ pub fn verify(action: &VerifyAction, resolver_addr: Option<&str>) -> i32 {
             });
             match result {
                 Ok(text) => print_out(&text),
-                Err(crate::gate::Stop::Refused(e)) | Err(crate::gate::Stop::Unreachable(e)) => {
+                Err(
+                    crate::gate::Stop::Refused(e)
+                    | crate::gate::Stop::OptedOut(e)
+                    | crate::gate::Stop::Unreachable(e),
+                ) => {
                     eprintln!("mcpprobe: not verified: {e}");
                     crate::exit::ExitCode::Gate.code()
                 }

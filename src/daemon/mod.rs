@@ -223,21 +223,6 @@ pub async fn db<T: Send + 'static>(
         .map_err(DaemonError::from)
 }
 
-/// The gate's refusal class of a refused report (the `mcpprobe_gate_refusals_total` label).
-fn refusal_class(report: &Report) -> Option<&'static str> {
-    if report.outcome != RunOutcome::Refused {
-        return None;
-    }
-    let why = report.reason.as_deref().unwrap_or("");
-    Some(if why.contains("opted out") {
-        "opted_out"
-    } else if why.contains("ownership") || why.contains("verification record") {
-        "ownership"
-    } else {
-        "other"
-    })
-}
-
 /// The daemon: one scanner, one store, the targets.
 pub struct Daemon {
     pub config: Arc<DaemonConfig>,
@@ -511,7 +496,7 @@ impl Runner {
             report_json: report.to_json(),
             observed_json: observed_json.clone(),
             compared_with: accepted.as_ref().map(|b| b.id),
-            refusal: refusal_class(&report),
+            refusal: report.refusal.map(crate::report::Refusal::as_str),
             duration_ms: i64::try_from(duration.as_millis()).unwrap_or(i64::MAX),
         };
         let (c, name) = (claim.clone(), t.name.clone());

@@ -446,7 +446,7 @@ impl Store for SqliteStore {
                 .query_map([], |r| {
                     Ok((
                         r.get::<_, Option<String>>(0)?
-                            .unwrap_or_else(|| "other".into()),
+                            .unwrap_or_else(|| "unknown".into()),
                         r.get::<_, i64>(1)?.max(0).unsigned_abs(),
                     ))
                 })?

@@ -168,7 +168,7 @@ pub struct Finished {
     pub observed_json: Option<String>,
     /// The id of the accepted baseline it was compared with.
     pub compared_with: Option<i64>,
-    /// For a refused run: `opted_out`, `ownership` or `other`.
+    /// For a refused run: its [`crate::report::Refusal`] (`opted_out`, `ownership`, …).
     pub refusal: Option<&'static str>,
     pub duration_ms: i64,
 }

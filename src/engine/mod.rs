@@ -268,6 +268,7 @@ impl Scanner {
         {
             tracing::warn!("{why}");
             report.outcome = RunOutcome::Refused;
+            report.refusal = Some(crate::report::Refusal::ActiveNotAuthorised);
             report.reason = Some(why);
             report.skip_rest("stopped by the gate: active mode not authorised");
             report.finish();
@@ -375,8 +376,16 @@ impl Scanner {
             Err(halted) => {
                 let gate::Halted { stop, record } = *halted;
                 report.gate = Some(record);
+                use crate::report::Refusal;
                 let (outcome, why, skip) = match stop {
-                    Stop::Refused(why) => (RunOutcome::Refused, why, "stopped by the gate"),
+                    Stop::OptedOut(why) => {
+                        report.refusal = Some(Refusal::OptedOut);
+                        (RunOutcome::Refused, why, "stopped by the gate")
+                    }
+                    Stop::Refused(why) => {
+                        report.refusal = Some(Refusal::Ownership);
+                        (RunOutcome::Refused, why, "stopped by the gate")
+                    }
                     Stop::Unreachable(why) => (
                         RunOutcome::Incomplete,
                         why,

@@ -83,7 +83,9 @@ impl HttpTarget {
 /// Why the pipeline stopped before the scan.
 #[derive(Debug, Clone)]
 pub enum Stop {
-    /// Opted out, ownership not proven or expired, active mode not authorised: exit 2.
+    /// The target opted out (DNS TXT or the HTTP opt-out): exit 2.
+    OptedOut(String),
+    /// Ownership not proven or expired: exit 2.
     Refused(String),
     /// The target cannot be reached at all (its name does not resolve): exit 3.
     Unreachable(String),
@@ -162,7 +164,7 @@ pub async fn clear_opt_out(
                     "{} opted out of mcpprobe scans (DNS TXT {name} says {OPT_OUT}); nothing was sent to it",
                     target.host
                 );
-                return Err(halt(Stop::Refused(why), record));
+                return Err(halt(Stop::OptedOut(why), record));
             }
             Ok(texts) if texts.is_empty() => record
                 .opt_out
@@ -211,7 +213,7 @@ pub async fn clear_opt_out(
                     "{} opted out of mcpprobe scans (GET /.well-known/mcpprobe-opt-out answered 200); that GET was the only request sent",
                     target.host
                 );
-                return Err(halt(Stop::Refused(why), record));
+                return Err(halt(Stop::OptedOut(why), record));
             }
             record.opt_out.push(format!(
                 "HTTP: GET /.well-known/mcpprobe-opt-out answered {}: not opted out",

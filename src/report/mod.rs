@@ -64,6 +64,26 @@ impl Default for ToolInfo {
     }
 }
 
+/// Why the gate stopped a run (JSON `refusal`, with `outcome: "refused"`): what a host acts on
+/// without reading the reason's prose (the daemon's refusal metric, the Action's message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    OptedOut,
+    Ownership,
+    ActiveNotAuthorised,
+}
+
+impl Refusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::OptedOut => "opted_out",
+            Refusal::Ownership => "ownership",
+            Refusal::ActiveNotAuthorised => "active_not_authorised",
+        }
+    }
+}
+
 /// The protocol fingerprint (INFO-01). Offline checks have none.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Fingerprint {
@@ -135,6 +155,9 @@ pub struct Report {
     pub outcome: RunOutcome,
     /// Why a run was refused or is incomplete.
     pub reason: Option<String>,
+    /// Which gate refusal stopped the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
     pub exit_code: i32,
     pub fingerprint: Option<Fingerprint>,
     pub tool_list_sha256: Option<String>,
@@ -197,6 +220,7 @@ impl Report {
             target: target.into(),
             outcome: RunOutcome::Complete,
             reason: None,
+            refusal: None,
             exit_code: 0,
             fingerprint: None,
             tool_list_sha256: None,

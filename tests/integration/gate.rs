@@ -57,6 +57,7 @@ fn dns_opt_out_means_no_http_request_at_all() {
     let (code, report) = scan(&dns, &state, TARGET, &[]);
     assert_eq!(code, 2);
     assert_eq!(report["outcome"], "refused");
+    assert_eq!(report["refusal"], "opted_out");
     assert!(
         report["reason"]
             .as_str()
@@ -96,6 +97,7 @@ fn http_opt_out_gets_exactly_the_one_well_known_get() {
     let (code, report) = scan(&dns, &state_dir(), &server.url("/mcp"), &[]);
     assert_eq!(code, 2);
     assert_eq!(report["outcome"], "refused");
+    assert_eq!(report["refusal"], "opted_out");
     let seen: Vec<String> = server
         .seen()
         .iter()
@@ -138,6 +140,7 @@ fn expired_proof_is_refused() {
     );
     let (code, report) = scan(&dns, &state, TARGET, &[]);
     assert_eq!(code, 2);
+    assert_eq!(report["refusal"], "ownership", "an expired proof");
     assert!(
         report["reason"]
             .as_str()
