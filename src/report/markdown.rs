@@ -5,8 +5,7 @@
 use std::fmt::Write as _;
 
 use super::escape::escape_trimmed;
-use super::{CheckStatus, Report, RunOutcome};
-use crate::finding::Severity;
+use super::{Report, RunOutcome};
 
 /// Most findings listed in the table (the JSON report and SARIF have them all).
 const MAX_ROWS: usize = 100;
@@ -59,39 +58,10 @@ pub fn render(report: &Report) -> String {
     if let Some(reason) = &report.reason {
         let _ = writeln!(out, "> {}\n", cell(reason, 500));
     }
-    let counting: Vec<_> = report.counting().collect();
-    let by_sev: Vec<String> = Severity::ALL_DESCENDING
-        .iter()
-        .map(|s| {
-            format!(
-                "{} {s}",
-                counting.iter().filter(|f| f.severity == *s).count()
-            )
-        })
-        .collect();
-    let mut line = format!(
-        "**{} finding(s) count** ({})",
-        counting.len(),
-        by_sev.join(", ")
-    );
-    let suppressed = report.suppressed_count();
-    if suppressed > 0 {
-        let _ = write!(line, " · {suppressed} suppressed");
-    }
-    if let Some(prev) = &report.previous_report {
-        let _ = write!(
-            line,
-            " · {} new, {} known to the previous report",
-            prev.new,
-            report.known_count()
-        );
-    }
-    if report.below_min_confidence > 0 {
-        let _ = write!(
-            line,
-            " · {} below min-confidence {}",
-            report.below_min_confidence, report.policy.min_confidence
-        );
+    let (n, by_sev, notes) = report.findings_summary();
+    let mut line = format!("**{n} finding(s) count** ({by_sev})");
+    for note in notes {
+        let _ = write!(line, " · {}", cell(&note, 200));
     }
     let _ = writeln!(out, "{line}\n");
     for w in &report.warnings {
@@ -139,14 +109,10 @@ pub fn render(report: &Report) -> String {
         }
         out.push('\n');
     }
-    let count = |s: CheckStatus| report.checks.iter().filter(|c| c.status == s).count();
     let _ = writeln!(
         out,
-        "Checks: {} ran, {} skipped, {} not implemented, {} errored · requests sent: {}",
-        count(CheckStatus::Ran),
-        count(CheckStatus::Skipped),
-        count(CheckStatus::NotImplemented),
-        count(CheckStatus::Error),
+        "Checks: {} · requests sent: {}",
+        report.checks_line(),
         report.requests_sent
     );
     out

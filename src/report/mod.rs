@@ -383,6 +383,52 @@ impl Report {
         self.reason = Some(WITHHELD.into());
     }
 
+    /// The checks as the summaries count them: "N ran, N skipped, N not implemented, N errored".
+    pub fn checks_line(&self) -> String {
+        let count = |s: CheckStatus| self.checks.iter().filter(|c| c.status == s).count();
+        format!(
+            "{} ran, {} skipped, {} not implemented, {} errored",
+            count(CheckStatus::Ran),
+            count(CheckStatus::Skipped),
+            count(CheckStatus::NotImplemented),
+            count(CheckStatus::Error)
+        )
+    }
+
+    /// The findings as the summaries count them: how many count, by severity
+    /// ("0 critical, 2 high, …"), and the notes on the rest (suppressed; new and known with
+    /// `--fail-on-new`; below `--min-confidence`).
+    pub fn findings_summary(&self) -> (usize, String, Vec<String>) {
+        let by_sev: Vec<String> = Severity::ALL_DESCENDING
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {s}",
+                    self.counting().filter(|f| f.severity == *s).count()
+                )
+            })
+            .collect();
+        let mut notes = Vec::new();
+        let suppressed = self.suppressed_count();
+        if suppressed > 0 {
+            notes.push(format!("{suppressed} suppressed"));
+        }
+        if let Some(prev) = &self.previous_report {
+            notes.push(format!(
+                "{} new, {} known to the previous report",
+                prev.new,
+                self.known_count()
+            ));
+        }
+        if self.below_min_confidence > 0 {
+            notes.push(format!(
+                "{} below --min-confidence {}",
+                self.below_min_confidence, self.policy.min_confidence
+            ));
+        }
+        (self.counting().count(), by_sev.join(", "), notes)
+    }
+
     pub fn counting(&self) -> impl Iterator<Item = &Finding> {
         self.findings.iter().filter(|f| f.counts())
     }

@@ -144,51 +144,16 @@ pub fn render(report: &Report, color: bool) -> String {
     }
 
     let _ = writeln!(out);
-    let count = |s: CheckStatus| report.checks.iter().filter(|c| c.status == s).count();
-    let _ = writeln!(
-        out,
-        "checks: {} ran, {} skipped, {} not implemented, {} errored",
-        count(CheckStatus::Ran),
-        count(CheckStatus::Skipped),
-        count(CheckStatus::NotImplemented),
-        count(CheckStatus::Error)
-    );
-    let by_sev: Vec<String> = Severity::ALL_DESCENDING
-        .iter()
-        .map(|s| {
-            format!(
-                "{} {}",
-                report.counting().filter(|f| f.severity == *s).count(),
-                s
-            )
-        })
-        .collect();
-    let mut line = format!(
-        "findings: {} ({})",
-        report.counting().count(),
-        by_sev.join(", ")
-    );
-    let suppressed = report.suppressed_count();
-    if suppressed > 0 {
-        let _ = write!(line, "; {suppressed} suppressed");
-    }
-    if let Some(prev) = &report.previous_report {
-        let _ = write!(
-            line,
-            "; {} new, {} known to {}",
-            prev.new,
-            report.known_count(),
-            escape(&prev.file)
-        );
-    }
-    if report.below_min_confidence > 0 {
-        let _ = write!(
-            line,
-            "; {} below --min-confidence {}",
-            report.below_min_confidence, report.policy.min_confidence
-        );
+    let _ = writeln!(out, "checks: {}", report.checks_line());
+    let (n, by_sev, notes) = report.findings_summary();
+    let mut line = format!("findings: {n} ({by_sev})");
+    for note in notes {
+        let _ = write!(line, "; {note}");
     }
     let _ = writeln!(out, "{line}");
+    if let Some(prev) = &report.previous_report {
+        let _ = writeln!(out, "compared with {}", escape(&prev.file));
+    }
     for w in &report.warnings {
         let _ = writeln!(out, "{} {}", p.bold("warning:"), escape(w));
     }
