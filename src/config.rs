@@ -85,12 +85,14 @@ pub struct Config {
     pub lines: KeyLines,
 }
 
-/// The lines of a file's top-level keys and `[[targets]]` headers.
+/// The lines of a file's top-level keys and its `[[targets]]` and `[[suppress]]` headers.
 #[derive(Debug, Clone, Default)]
 pub struct KeyLines {
     pub path: PathBuf,
     top: Vec<(String, usize)>,
     targets: Vec<usize>,
+    /// The top-level `[[suppress]]` headers.
+    suppress: Vec<usize>,
 }
 
 impl KeyLines {
@@ -104,11 +106,14 @@ impl KeyLines {
             let t = line.trim_start();
             if t.starts_with('[') {
                 in_table = true;
-                if t.strip_prefix("[[")
+                match t
+                    .strip_prefix("[[")
                     .and_then(|r| r.split("]]").next())
-                    .is_some_and(|n| n.trim() == "targets")
+                    .map(str::trim)
                 {
-                    k.targets.push(i + 1);
+                    Some("targets") => k.targets.push(i + 1),
+                    Some("suppress") => k.suppress.push(i + 1),
+                    _ => {}
                 }
             } else if !in_table && let Some((key, _)) = t.split_once('=') {
                 k.top
@@ -200,11 +205,10 @@ impl Config {
             at(e.inner().span(), key, e.inner().message().to_string())
         })?;
         // Each suppression remembers where it was written, so warnings can name it.
-        let lines = suppress_lines(text);
-        for (i, s) in config.suppress.iter_mut().enumerate() {
-            s.source = Some(source_of(path, lines.get(i).copied()));
-        }
         config.lines = KeyLines::scan(text, path);
+        for (i, s) in config.suppress.iter_mut().enumerate() {
+            s.source = Some(source_of(path, config.lines.suppress.get(i).copied()));
+        }
         let mut seen = BTreeSet::new();
         for (i, t) in config.targets.iter().enumerate() {
             if !seen.insert(t.name.as_str()) {
@@ -278,20 +282,6 @@ fn key_of(path: &str, message: &str) -> Option<String> {
         (None, Some(n)) => Some(n.to_string()),
         (None, None) => None,
     }
-}
-
-/// The line of each top-level `[[suppress]]` header, in order.
-fn suppress_lines(text: &str) -> Vec<usize> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| {
-            let t = l.trim_start();
-            t.strip_prefix("[[")
-                .and_then(|r| r.split("]]").next())
-                .is_some_and(|name| name.trim() == "suppress")
-        })
-        .map(|(i, _)| i + 1)
-        .collect()
 }
 
 fn source_of(path: &Path, line: Option<usize>) -> String {
