@@ -338,6 +338,16 @@ impl Daemon {
     }
 }
 
+/// The incomplete report of a run that never started its scan: why, and every check skipped.
+fn unstarted(t: &TargetSpec, why: String, skip: &str) -> Report {
+    let mut r = Report::new(t.url.clone(), t.policy);
+    r.outcome = RunOutcome::Incomplete;
+    r.reason = Some(why);
+    r.skip_rest(skip);
+    r.finish();
+    r
+}
+
 /// One run of one target.
 struct Runner {
     target: TargetSpec,
@@ -375,14 +385,14 @@ impl Runner {
             None => None,
             Some(Ok(b)) => Some(b),
             Some(Err((id, e))) => {
-                let mut r = Report::new(t.url.clone(), t.policy);
-                r.outcome = RunOutcome::Incomplete;
-                r.reason = Some(format!(
-                    "the accepted baseline #{id} of target {} could not be read ({e}); accept a run again with `mcpprobe daemon accept {}`",
-                    t.name, t.name
-                ));
-                r.skip_rest("the accepted baseline could not be read");
-                r.finish();
+                let r = unstarted(
+                    t,
+                    format!(
+                        "the accepted baseline #{id} of target {} could not be read ({e}); accept a run again with `mcpprobe daemon accept {}`",
+                        t.name, t.name
+                    ),
+                    "the accepted baseline could not be read",
+                );
                 let finished = Finished {
                     status: RunStatus::Incomplete,
                     exit_code: r.exit_code,
@@ -469,14 +479,14 @@ impl Runner {
         }
         let (mut report, observed) = match scanned {
             Ok(s) => (s.report, s.observed),
-            Err(e) => {
-                let mut r = Report::new(t.url.clone(), t.policy);
-                r.outcome = RunOutcome::Incomplete;
-                r.reason = Some(format!("the scan could not start: {e}"));
-                r.skip_rest("the scan could not start");
-                r.finish();
-                (r, None)
-            }
+            Err(e) => (
+                unstarted(
+                    t,
+                    format!("the scan could not start: {e}"),
+                    "the scan could not start",
+                ),
+                None,
+            ),
         };
         t.review.apply(&mut report, self.scanner.now().date_naive());
         report.apply_policy(t.policy);
