@@ -49,6 +49,13 @@ impl Severity {
         }
     }
 
+    /// The severity named `s` (`high`), any case.
+    pub fn parse(s: &str) -> Option<Severity> {
+        Severity::ALL_DESCENDING
+            .into_iter()
+            .find(|v| v.as_str().eq_ignore_ascii_case(s.trim()))
+    }
+
     /// The GitHub code-scanning `security-severity` score (CVSS-like, 0.0–10.0).
     pub fn security_severity(self) -> &'static str {
         match self {
@@ -89,6 +96,13 @@ pub enum Confidence {
 }
 
 impl Confidence {
+    /// The confidence named `s` (`medium`), any case.
+    pub fn parse(s: &str) -> Option<Confidence> {
+        [Confidence::Low, Confidence::Medium, Confidence::High]
+            .into_iter()
+            .find(|v| v.as_str().eq_ignore_ascii_case(s.trim()))
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Confidence::Low => "low",

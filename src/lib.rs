@@ -17,6 +17,7 @@ pub mod exit;
 pub mod finding;
 pub mod fingerprint;
 pub mod gate;
+pub mod judge;
 pub mod net;
 pub mod offline;
 pub mod protocol;

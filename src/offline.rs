@@ -100,6 +100,25 @@ pub fn check_selected(
     report
 }
 
+/// META-01 over an offline document: `config`'s judge reads each tool (SPEC §12) and its
+/// verdicts (or its error) replace the check's "no judge configured".
+pub async fn judge(
+    report: &mut Report,
+    input: &Input<'_>,
+    config: &crate::judge::JudgeConfig,
+    selection: &crate::engine::Selection,
+    cancel: &tokio_util::sync::CancellationToken,
+) {
+    if !selection.includes("META-01") {
+        return;
+    }
+    let tools: Vec<serde_json::Value> = input.tools().iter().map(|t| t.to_value()).collect();
+    crate::judge::review(config, &tools, cancel)
+        .await
+        .record(report);
+    report.finish();
+}
+
 /// The terminal form of a diff; every server-controlled string escaped.
 pub fn render_diff(d: &ToolDiff) -> String {
     let mut out = String::new();

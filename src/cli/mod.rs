@@ -124,6 +124,45 @@ pub use crate::docs::ListFormat;
 
 pub use crate::report::FailOn;
 
+/// The META-01 judge (SPEC §12): off unless `--judge-command` is given.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Judge (META-01)")]
+pub struct JudgeArgs {
+    /// Run CMD (split as a shell would, no shell involved) once; it gets one JSON object per
+    /// tool on stdin, one per line, and answers each with one line: a JSON array of verdicts
+    /// (`[]` for none). It sees this environment minus MCPPROBE_* and the scan's secrets.
+    #[arg(long, value_name = "CMD")]
+    pub judge_command: Option<String>,
+    /// Seconds the judge may take for one tool.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600), requires = "judge_command")]
+    pub judge_timeout: u64,
+    /// Seconds the judge may take in all (added to the scan's cap).
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=3600), requires = "judge_command")]
+    pub judge_budget: u64,
+}
+
+impl JudgeArgs {
+    /// The judge of these flags (`None` without `--judge-command`); `secrets` are values its
+    /// environment must not hold.
+    pub fn config(
+        &self,
+        secrets: &[&str],
+    ) -> Result<Option<crate::judge::JudgeConfig>, crate::judge::command::CommandError> {
+        let Some(line) = &self.judge_command else {
+            return Ok(None);
+        };
+        let env = crate::judge::command::judge_env(std::env::vars(), secrets);
+        let judge = crate::judge::command::CommandJudge::parse(line, env)?;
+        Ok(Some(crate::judge::JudgeConfig {
+            judge: std::sync::Arc::new(judge),
+            limits: crate::judge::JudgeLimits {
+                per_tool: std::time::Duration::from_secs(self.judge_timeout),
+                total: std::time::Duration::from_secs(self.judge_budget),
+            },
+        }))
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Output")]
 pub struct OutputArgs {
@@ -194,6 +233,8 @@ pub struct CheckArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -214,6 +255,8 @@ pub struct ScanArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
     /// Requests per second, at most 10 [default: 5, or the config's].
     #[arg(long, help_heading = "Network")]
     pub rate: Option<u32>,

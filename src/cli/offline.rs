@@ -14,6 +14,10 @@ pub fn check(args: &CheckArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
+    let judge = match args.judge.config(&[]) {
+        Ok(j) => j,
+        Err(e) => return usage_error(e),
+    };
     let bytes = match read_input(&args.file) {
         Ok(b) => b,
         Err(e) => return usage_error(e),
@@ -41,6 +45,24 @@ pub fn check(args: &CheckArgs) -> i32 {
     let mut report = check_selected(&input, &doc, &target, Default::default(), &selection);
     let _ = done.send(());
     let _ = timer.join();
+    if let Some(judge) = &judge {
+        let ran = super::scan::runtime().map(|rt| {
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let on_ctrl_c = cancel.clone();
+            rt.block_on(async {
+                let ctrl_c = tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        on_ctrl_c.cancel();
+                    }
+                });
+                crate::offline::judge(&mut report, &input, judge, &selection, &cancel).await;
+                ctrl_c.abort();
+            });
+        });
+        if let Err(e) = ran {
+            return usage_error(e);
+        }
+    }
     review.apply(&mut report, chrono::Utc::now().date_naive());
     report.apply_policy(loaded.policy(&args.output));
     let file = (args.file != "-").then(|| std::path::Path::new(&args.file));

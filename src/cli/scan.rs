@@ -102,6 +102,14 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
         verify: args.verify,
     });
     req.exclude_tools = args.exclude_tool.clone();
+    let mut secrets: Vec<&str> = req
+        .credentials
+        .headers
+        .iter()
+        .map(|(_, v)| v.expose())
+        .collect();
+    secrets.extend(req.credentials.token.as_ref().map(Secret::expose));
+    req.judge = args.judge.config(&secrets)?;
     req.trace_file = args.trace_file.clone();
     req.baseline = args.baseline.clone().map(|path| BaselineRequest {
         path,

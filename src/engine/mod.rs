@@ -256,6 +256,9 @@ impl Scanner {
         pinned: Option<&Pinned>,
     ) -> Result<Report, ConfigError> {
         req.limits.validate()?;
+        if let Some(j) = &req.judge {
+            j.limits.validate().map_err(ConfigError::JudgeLimits)?;
+        }
         let mut report = Report::new(req.target.to_string(), Default::default());
         report.started_at = Some(self.clock.now());
         // SPEC §1.3: an unauthorised --active stops before anything is sent.
@@ -312,7 +315,13 @@ impl Scanner {
                 }
             };
             let mut work = std::pin::pin!(work);
-            let cap = tokio::time::sleep(req.limits.scan_cap);
+            // A judge's time is its own budget, on top of the scan's.
+            let cap = req.limits.scan_cap
+                + req
+                    .judge
+                    .as_ref()
+                    .map_or(Duration::ZERO, |j| j.limits.total);
+            let cap = tokio::time::sleep(cap);
             let why = tokio::select! {
                 r = &mut work => { r?; None }
                 () = cancel.cancelled() => Some(Interruption::Cancelled),
@@ -453,6 +462,7 @@ impl Scanner {
         };
         self.assess(req, report, net, pinned, parts).await;
         close_all(sessions).await;
+        self.judge_stage(req, net, inventory.as_ref(), report).await;
         Ok(())
     }
 
@@ -523,7 +533,35 @@ impl Scanner {
             net.trace_line(&serde_json::json!({"stdio_stderr": stderr}));
         }
         session.close().await;
+        self.judge_stage(req, net, inventory.as_ref(), report).await;
         Ok(())
+    }
+
+    /// META-01 (SPEC §12): the judge reads the inventory's tools, after the sessions are closed
+    /// (a judge that takes minutes holds nothing open on the server) and after the gate
+    /// decided; it sends nothing to the target.
+    async fn judge_stage(
+        &self,
+        req: &ScanRequest,
+        net: &Network,
+        inventory: Option<&Inventory>,
+        report: &mut Report,
+    ) {
+        let Some(config) = &req.judge else {
+            return;
+        };
+        if !req.checks.includes("META-01") || net.cancelled().is_cancelled() {
+            return;
+        }
+        let Some(inv) = inventory else {
+            let why = "no inventory was read: the judge had nothing to review";
+            report.record("META-01", Outcome::Skipped(why.into()));
+            return;
+        };
+        tracing::info!(target: "mcpprobe::progress", "asking the judge about {} tools", inv.tools().len());
+        crate::judge::review(config, inv.tools(), net.cancelled())
+            .await
+            .record(report);
     }
 
     /// The metadata rules (META-02, META-03, META-04) over the inventory, on a blocking thread
@@ -691,6 +729,10 @@ impl Scanner {
             }
             if net.cancelled().is_cancelled() {
                 break;
+            }
+            if id == "META-01" && req.judge.is_some() {
+                // The judge is a stage of its own, after the sessions are closed.
+                continue;
             }
             tracing::debug!(target: "mcpprobe::progress", "running {id}");
             let budget = entry.meta.requests;

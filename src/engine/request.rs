@@ -334,6 +334,9 @@ pub struct ScanRequest {
     pub stored_baseline: Option<StoredBaseline>,
     /// Write every request and response (redacted) as JSON lines.
     pub trace_file: Option<PathBuf>,
+    /// The META-01 judge (SPEC §12); off when `None`. It runs after the sessions are closed,
+    /// and its total budget is added to the whole-scan cap.
+    pub judge: Option<crate::judge::JudgeConfig>,
 }
 
 impl ScanRequest {
@@ -350,6 +353,7 @@ impl ScanRequest {
             baseline: None,
             stored_baseline: None,
             trace_file: None,
+            judge: None,
         }
     }
 }
@@ -381,6 +385,10 @@ pub enum ConfigError {
     Rate(#[from] crate::net::RateError),
     #[error("scan limits refused: {0}")]
     Limits(String),
+    #[error("judge budgets refused: {0}")]
+    JudgeLimits(String),
+    #[error(transparent)]
+    JudgeCommand(#[from] crate::judge::command::CommandError),
     #[error("{}", unknown_check(id, suggestion.as_deref()))]
     UnknownCheck {
         id: String,

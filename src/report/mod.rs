@@ -282,6 +282,17 @@ impl Report {
         }
     }
 
+    /// Records check `id` as an error that still found something before it failed (a judge
+    /// that answered for some tools): the findings are kept, and the error makes the run
+    /// incomplete.
+    pub fn record_error_with(&mut self, id: &str, why: String, findings: Vec<Finding>) {
+        self.record(id, CheckOutcome::Ran(findings));
+        if let Some(c) = self.checks.iter_mut().find(|c| c.id == id) {
+            c.status = CheckStatus::Error;
+            c.reason = Some(why);
+        }
+    }
+
     /// Sorts findings (worst first, then by check, rule and location) and sets the exit code.
     pub fn finish(&mut self) {
         self.sort_findings();

@@ -12,6 +12,7 @@ mod daemon;
 mod engine;
 mod gate;
 mod hostile;
+mod judge;
 mod linear;
 mod network;
 mod offline;

@@ -1,0 +1,309 @@
+//! `--judge-command CMD` (SPEC §12): CMD is started once per scan or check; mcpprobe writes one
+//! JSON object per tool, one per line, to its stdin, and reads for each exactly one line from
+//! its stdout, a JSON array of verdicts (`[]` for none). The command runs in its own process
+//! group (killed at the end, with whatever it started), with the environment the host gives it
+//! (the CLI passes its own minus every `MCPPROBE_*` variable and every value that is one of the
+//! scan's secrets), and within the judge's budgets.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use super::{JudgeError, MAX_ANSWER_BYTES, Reviewer, Verdict, parse_answer};
+use crate::checks::BoxFuture;
+use crate::protocol::stdio::{Frame, LineFramer};
+
+/// What the command's stderr keeps for an error message.
+const MAX_STDERR: usize = 4 * 1024;
+/// How long a finished command may take to exit on end of input before its group is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// An external judge: a program, its arguments and its whole environment.
+#[derive(Clone)]
+pub struct CommandJudge {
+    program: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for CommandJudge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The environment's values may be the judge's own keys: never in a log.
+        f.debug_struct("CommandJudge")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &self.env.iter().map(|(n, _)| n).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// Why a `--judge-command` cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    #[error("--judge-command {0:?}: unbalanced quotes")]
+    Quoting(String),
+    #[error("--judge-command is empty")]
+    Empty,
+}
+
+impl CommandJudge {
+    /// `line` split as a POSIX shell would split words (quotes, backslashes; no expansion),
+    /// started with exactly `env`.
+    pub fn parse(line: &str, env: Vec<(String, String)>) -> Result<CommandJudge, CommandError> {
+        let words = shlex::split(line).ok_or_else(|| CommandError::Quoting(line.to_string()))?;
+        let (program, args) = words.split_first().ok_or(CommandError::Empty)?;
+        if program.is_empty() {
+            return Err(CommandError::Empty);
+        }
+        Ok(CommandJudge {
+            program: program.clone(),
+            args: args.to_vec(),
+            env,
+        })
+    }
+}
+
+impl super::Judge for CommandJudge {
+    /// The script's file name when the program is an interpreter given one
+    /// (`python3 judge.py` is `judge.py`), else the program's; never other arguments, which
+    /// may hold a key.
+    fn name(&self) -> String {
+        let base = |p: &str| {
+            std::path::Path::new(p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.to_string())
+        };
+        const SCRIPTS: [&str; 8] = [".py", ".js", ".mjs", ".ts", ".sh", ".rb", ".pl", ".php"];
+        match self.args.first() {
+            Some(a) if !a.starts_with('-') && SCRIPTS.iter().any(|e| a.ends_with(e)) => base(a),
+            _ => base(&self.program),
+        }
+    }
+
+    fn start(&self) -> Result<Box<dyn Reviewer>, JudgeError> {
+        let mut child = Command::new(&self.program)
+            .args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| JudgeError::Start(format!("{}: {e}", self.program)))?;
+        let group = child
+            .id()
+            .and_then(|pid| i32::try_from(pid).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        let stdin = child.stdin.take();
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| JudgeError::Start("no stdout pipe".into()))?;
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut err) = child.stderr.take() {
+            let sink = stderr.clone();
+            tokio::spawn(async move {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = err.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    if let Ok(mut buf) = sink.lock() {
+                        buf.extend_from_slice(&chunk[..n]);
+                        // The tail says why a program failed.
+                        let over = buf.len().saturating_sub(MAX_STDERR);
+                        buf.drain(..over);
+                    }
+                }
+            });
+        }
+        Ok(Box::new(Running {
+            child,
+            stdin,
+            stdout,
+            framer: LineFramer::new(MAX_ANSWER_BYTES),
+            group,
+            stderr,
+        }))
+    }
+}
+
+/// One started command.
+struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: ChildStdout,
+    framer: LineFramer,
+    group: Option<rustix::process::Pid>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Running {
+    /// The end of what the command wrote to stderr, escaped, for an error message.
+    fn stderr_tail(&self) -> String {
+        let tail = self
+            .stderr
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+            .unwrap_or_default();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            let short: String = tail
+                .chars()
+                .rev()
+                .take(400)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            format!(
+                " (its stderr ends: {})",
+                crate::report::escape::escape(&short)
+            )
+        }
+    }
+
+    async fn ask(&mut self, tool: &Value) -> Result<Vec<Verdict>, JudgeError> {
+        let mut line = serde_json::to_vec(tool).map_err(|e| JudgeError::Gone(e.to_string()))?;
+        line.push(b'\n');
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(JudgeError::Gone("its stdin is closed".into()));
+        };
+        if let Err(e) = async {
+            stdin.write_all(&line).await?;
+            stdin.flush().await
+        }
+        .await
+        {
+            return Err(JudgeError::Gone(format!(
+                "cannot write to it: {e}{}",
+                self.stderr_tail()
+            )));
+        }
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            match self.framer.next_line() {
+                Some(Frame::Line(answer)) => return parse_answer(&answer, tool),
+                Some(Frame::Overlong) => {
+                    return Err(JudgeError::Garbage(format!(
+                        "a line longer than {MAX_ANSWER_BYTES} bytes"
+                    )));
+                }
+                None => {}
+            }
+            let n = self.stdout.read(&mut chunk).await.map_err(|e| {
+                JudgeError::Gone(format!("cannot read from it: {e}{}", self.stderr_tail()))
+            })?;
+            if n == 0 {
+                let status = match self.child.try_wait() {
+                    Ok(Some(s)) => format!(", {s}"),
+                    _ => String::new(),
+                };
+                return Err(JudgeError::Gone(format!(
+                    "it closed its stdout{status}{}",
+                    self.stderr_tail()
+                )));
+            }
+            self.framer.push(&chunk[..n]);
+        }
+    }
+
+    fn kill_group(&mut self) {
+        if let Some(group) = self.group.take() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Reviewer for Running {
+    fn review<'a>(
+        &'a mut self,
+        tool: &'a Value,
+    ) -> BoxFuture<'a, Result<Vec<Verdict>, JudgeError>> {
+        Box::pin(self.ask(tool))
+    }
+
+    fn finish(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            drop(self.stdin.take());
+            let exited = tokio::time::timeout(EXIT_GRACE, self.child.wait())
+                .await
+                .is_ok();
+            self.kill_group();
+            if !exited {
+                let _ = self.child.kill().await;
+            }
+        })
+    }
+}
+
+impl Drop for Running {
+    /// A review abandoned (a timeout, an interruption) leaves no process behind.
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
+/// The environment a judge command gets from the host's `vars`: everything but mcpprobe's own
+/// variables (`MCPPROBE_*`, the token among them) and any variable whose value is one of
+/// `secrets` (a `--token` or `--header` value given on the command line).
+pub fn judge_env(
+    vars: impl IntoIterator<Item = (String, String)>,
+    secrets: &[&str],
+) -> Vec<(String, String)> {
+    vars.into_iter()
+        .filter(|(n, v)| {
+            !n.to_ascii_uppercase().starts_with("MCPPROBE_")
+                && !secrets.iter().any(|s| !s.is_empty() && v.contains(s))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_splits_like_a_shell() {
+        let j =
+            CommandJudge::parse("python3 'my judge.py' --model \"a b\"", vec![]).expect("parses");
+        assert_eq!(j.program, "python3");
+        assert_eq!(j.args, ["my judge.py", "--model", "a b"]);
+        assert_eq!(
+            CommandJudge::parse("python3 'open", vec![]).err(),
+            Some(CommandError::Quoting("python3 'open".into()))
+        );
+        assert_eq!(
+            CommandJudge::parse("  ", vec![]).err(),
+            Some(CommandError::Empty)
+        );
+        use crate::judge::Judge as _;
+        let name = |line: &str| CommandJudge::parse(line, vec![]).expect("parses").name();
+        assert_eq!(name("python3 scripts/kw.py --x"), "kw.py");
+        assert_eq!(name("/usr/local/bin/my-judge --key sk-1"), "my-judge");
+        assert_eq!(name("node -e 'x'"), "node");
+    }
+
+    #[test]
+    fn the_environment_loses_mcpprobe_and_the_secrets() {
+        let vars = [
+            ("PATH", "/bin"),
+            ("MCPPROBE_TOKEN", "t0k"),
+            ("mcpprobe_state_dir", "/s"),
+            ("COPY", "Bearer t0k-123"),
+            ("OPENAI_API_KEY", "sk-1"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()));
+        let env = judge_env(vars, &["t0k-123", ""]);
+        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["PATH", "OPENAI_API_KEY"]);
+    }
+}
