@@ -119,6 +119,30 @@ pub async fn judge(
     report.finish();
 }
 
+/// [`check_selected`] with a time cap: a timer thread stops the rules at `cap` (they look
+/// between texts), and what they had not read makes the report incomplete.
+pub fn check_capped(
+    input: &Input<'_>,
+    doc: &mut crate::rules::Document<'_>,
+    target: &str,
+    policy: crate::report::Policy,
+    selection: &crate::engine::Selection,
+    cap: std::time::Duration,
+) -> Report {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    doc.stop = Some(stop.clone());
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let timer = std::thread::spawn(move || {
+        if finished.recv_timeout(cap).is_err() {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let report = check_selected(input, doc, target, policy, selection);
+    let _ = done.send(());
+    let _ = timer.join();
+    report
+}
+
 /// The terminal form of a diff; every server-controlled string escaped.
 pub fn render_diff(d: &ToolDiff) -> String {
     let mut out = String::new();

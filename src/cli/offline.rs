@@ -2,7 +2,7 @@
 
 use crate::cli::{CheckArgs, DiffFormat, emit, print_out, settings, usage_error};
 use crate::fingerprint::diff as diff_tools;
-use crate::offline::{check_selected, parse, read_input, render_diff};
+use crate::offline::{parse, read_input, render_diff};
 use crate::rules::InputKind;
 
 pub fn check(args: &CheckArgs) -> i32 {
@@ -31,20 +31,16 @@ pub fn check(args: &CheckArgs) -> i32 {
     } else {
         args.file.clone()
     };
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut doc = input.document();
-    doc.stop = Some(stop.clone());
-    // The rules run on this thread; a timer stops them at the cap (they look between texts).
-    let (done, finished) = std::sync::mpsc::channel::<()>();
     let cap = std::time::Duration::from_secs(args.time_cap);
-    let timer = std::thread::spawn(move || {
-        if finished.recv_timeout(cap).is_err() {
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-    });
-    let mut report = check_selected(&input, &doc, &target, Default::default(), &selection);
-    let _ = done.send(());
-    let _ = timer.join();
+    let mut report = crate::offline::check_capped(
+        &input,
+        &mut doc,
+        &target,
+        Default::default(),
+        &selection,
+        cap,
+    );
     if let Some(judge) = &judge {
         let ran = super::scan::runtime().map(|rt| {
             let cancel = tokio_util::sync::CancellationToken::new();

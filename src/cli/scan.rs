@@ -13,20 +13,9 @@ use crate::engine::{
 use crate::gate::state::StateDir;
 use crate::report::{Report, RunOutcome};
 
-/// The state folder: `$MCPPROBE_STATE_DIR`, else `$XDG_STATE_HOME/mcpprobe`, else
-/// `~/.local/state/mcpprobe` (SPEC §1.2). Read here, by the host; the engine is told.
+/// The state folder of this process's environment (see [`StateDir::locate`]).
 pub fn state_dir_from_env() -> Result<PathBuf, String> {
-    let var = |name: &str| std::env::var_os(name).filter(|d| !d.is_empty());
-    if let Some(dir) = var("MCPPROBE_STATE_DIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(xdg) = var("XDG_STATE_HOME") {
-        return Ok(PathBuf::from(xdg).join("mcpprobe"));
-    }
-    match var("HOME") {
-        Some(home) => Ok(PathBuf::from(home).join(".local/state/mcpprobe")),
-        None => Err("no state folder: set MCPPROBE_STATE_DIR".into()),
-    }
+    StateDir::locate(|n| std::env::var_os(n))
 }
 
 /// The runtime a command runs on: multi-threaded, as the daemon's, so that what the CLI

@@ -173,6 +173,25 @@ pub fn normalise_host(host: &str) -> Result<String, StateError> {
 }
 
 impl StateDir {
+    /// Where the state folder is (SPEC §1.2): `$MCPPROBE_STATE_DIR`, else
+    /// `$XDG_STATE_HOME/mcpprobe`, else `~/.local/state/mcpprobe`. The host passes its
+    /// environment's `var` (the engine never reads the environment).
+    pub fn locate(
+        var: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<std::path::PathBuf, String> {
+        let var = |name: &str| var(name).filter(|d| !d.is_empty());
+        if let Some(dir) = var("MCPPROBE_STATE_DIR") {
+            return Ok(dir.into());
+        }
+        if let Some(xdg) = var("XDG_STATE_HOME") {
+            return Ok(std::path::PathBuf::from(xdg).join("mcpprobe"));
+        }
+        match var("HOME") {
+            Some(home) => Ok(std::path::PathBuf::from(home).join(".local/state/mcpprobe")),
+            None => Err("no state folder: set MCPPROBE_STATE_DIR".into()),
+        }
+    }
+
     pub fn new(root: impl Into<PathBuf>) -> StateDir {
         StateDir { root: root.into() }
     }

@@ -1,0 +1,523 @@
+//! `mcpprobe._native`: the engine for the Python package (SPEC §12). A thin host, like the CLI:
+//! it turns arguments into the engine's requests, runs them on one tokio runtime with the GIL
+//! released, and answers with the JSON report (SPEC §4); `mcpprobe/__init__.py` makes Python
+//! objects and exceptions of it. A Python judge is called back from the engine's threads.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use mcpprobe::checks::BoxFuture;
+use mcpprobe::engine::{
+    BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Scanner, ScannerConfig,
+    Secret, Selection, Target,
+};
+use mcpprobe::finding::{Confidence, Severity};
+use mcpprobe::judge::{Judge, JudgeConfig, JudgeError, JudgeLimits, Reviewer, Verdict, parse_answer};
+use mcpprobe::report::{Policy, Report};
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pyo3::create_exception!(
+    _native,
+    NativeUsageError,
+    PyException,
+    "A usage error (exit 64); `mcpprobe.UsageError` is what callers see."
+);
+
+fn usage(e: impl std::fmt::Display) -> PyErr {
+    NativeUsageError::new_err(e.to_string())
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    pyo3_async_runtimes::tokio::get_runtime()
+}
+
+/// Runs `fut` to its end with the GIL released (a Python judge is called back from the
+/// engine's threads). Ctrl-C is looked for every 100 ms: it cancels the scan, which then ends
+/// promptly (its sessions closed), and `KeyboardInterrupt` is raised after.
+fn block_on<F>(py: Python<'_>, cancel: &CancellationToken, fut: F) -> PyResult<F::Output>
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    py.detach(|| {
+        let mut fut = std::pin::pin!(fut);
+        let mut interrupted: Option<PyErr> = None;
+        loop {
+            let step = runtime().block_on(async {
+                tokio::select! {
+                    out = &mut fut => Some(out),
+                    () = tokio::time::sleep(Duration::from_millis(100)) => None,
+                }
+            });
+            if let Some(out) = step {
+                return match interrupted {
+                    Some(e) => Err(e),
+                    None => Ok(out),
+                };
+            }
+            if interrupted.is_none()
+                && let Err(e) = Python::attach(|py| py.check_signals())
+            {
+                cancel.cancel();
+                interrupted = Some(e);
+            }
+        }
+    })
+}
+
+/// A judge written in Python: `call(tool_json) -> answer_json` (the package's adapter around
+/// the user's callable), and for `scan_async` an `async def` twin awaited on the caller's loop.
+struct PyJudge {
+    name: String,
+    call: Py<PyAny>,
+    awaited: Option<(Py<PyAny>, pyo3_async_runtimes::TaskLocals)>,
+}
+
+struct PyReviewer(Arc<PyJudge>);
+
+struct SharedJudge(Arc<PyJudge>);
+
+impl Judge for SharedJudge {
+    fn name(&self) -> String {
+        self.0.name.clone()
+    }
+
+    fn start(&self) -> Result<Box<dyn Reviewer>, JudgeError> {
+        Ok(Box::new(PyReviewer(self.0.clone())))
+    }
+}
+
+fn raised(e: PyErr) -> JudgeError {
+    JudgeError::Raised(e.to_string())
+}
+
+impl PyReviewer {
+    async fn ask(judge: Arc<PyJudge>, text: String) -> Result<String, JudgeError> {
+        if let Some((awaited, locals)) = &judge.awaited {
+            let fut = Python::attach(|py| -> PyResult<_> {
+                let coro = awaited.bind(py).call1((text,))?;
+                pyo3_async_runtimes::into_future_with_locals(locals, coro)
+            })
+            .map_err(raised)?;
+            let out = fut.await.map_err(raised)?;
+            return Python::attach(|py| out.extract::<String>(py)).map_err(raised);
+        }
+        // A thread of its own per answer: a judge past its budget cannot be interrupted, so
+        // the engine stops waiting and this thread ends whenever the judge returns.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let worker = judge.clone();
+        std::thread::Builder::new()
+            .name("mcpprobe-judge".into())
+            .spawn(move || {
+                let answer = Python::attach(|py| {
+                    worker
+                        .call
+                        .bind(py)
+                        .call1((text,))
+                        .and_then(|v| v.extract::<String>())
+                })
+                .map_err(raised);
+                let _ = tx.send(answer);
+            })
+            .map_err(|e| JudgeError::Start(format!("no thread for the judge: {e}")))?;
+        rx.await
+            .map_err(|_| JudgeError::Gone("the judge's thread ended without an answer".into()))?
+    }
+}
+
+impl Reviewer for PyReviewer {
+    fn review<'a>(&'a mut self, tool: &'a Value) -> BoxFuture<'a, Result<Vec<Verdict>, JudgeError>> {
+        let judge = self.0.clone();
+        Box::pin(async move {
+            let answer = PyReviewer::ask(judge, tool.to_string()).await?;
+            parse_answer(answer.as_bytes(), tool)
+        })
+    }
+}
+
+/// `(name, call, awaited)` from the package, with its budgets, as the engine's judge.
+fn judge_config(
+    judge: Option<(String, Py<PyAny>, Option<Py<PyAny>>)>,
+    locals: Option<pyo3_async_runtimes::TaskLocals>,
+    timeout: f64,
+    budget: f64,
+) -> PyResult<Option<JudgeConfig>> {
+    let Some((name, call, awaited)) = judge else {
+        return Ok(None);
+    };
+    let secs = |s: f64, what: &str| {
+        Duration::try_from_secs_f64(s).map_err(|_| usage(format!("{what} must be a number of seconds, not {s}")))
+    };
+    let limits = JudgeLimits {
+        per_tool: secs(timeout, "judge_timeout")?,
+        total: secs(budget, "judge_budget")?,
+    };
+    limits.validate().map_err(usage)?;
+    let awaited = match (awaited, locals) {
+        (Some(a), Some(l)) => Some((a, l)),
+        _ => None,
+    };
+    Ok(Some(JudgeConfig {
+        judge: Arc::new(SharedJudge(Arc::new(PyJudge {
+            name: mcpprobe::judge::clean_name(&name),
+            call,
+            awaited,
+        }))),
+        limits,
+    }))
+}
+
+fn policy(fail_on: Option<&str>, min_confidence: Option<&str>) -> PyResult<Policy> {
+    let mut p = Policy::default();
+    if let Some(f) = fail_on {
+        p.fail_on = if f.eq_ignore_ascii_case("none") {
+            None
+        } else {
+            Some(Severity::parse(f).ok_or_else(|| {
+                usage(format!(
+                    "fail_on={f:?}: one of info, low, medium, high, critical, none"
+                ))
+            })?)
+        };
+    }
+    if let Some(c) = min_confidence {
+        p.min_confidence = Confidence::parse(c)
+            .ok_or_else(|| usage(format!("min_confidence={c:?}: one of low, medium, high")))?;
+    }
+    Ok(p)
+}
+
+fn selection(checks: Option<Vec<String>>, skip: Option<Vec<String>>) -> PyResult<Selection> {
+    Selection::new(&checks.unwrap_or_default(), &skip.unwrap_or_default()).map_err(usage)
+}
+
+fn input_kind(raw: Option<&str>) -> PyResult<Option<mcpprobe::rules::InputKind>> {
+    // The CLI's `--kind` values (tools, server-card, agent-card).
+    raw.map(|k| {
+        <mcpprobe::rules::InputKind as clap::ValueEnum>::from_str(k, true)
+            .map_err(|_| usage(format!("kind={k:?}: one of tools, server-card, agent-card")))
+    })
+    .transpose()
+}
+
+fn to_json(report: &Report) -> String {
+    report.to_json()
+}
+
+/// `mcpprobe check`: the metadata rules (and the judge) over one document; the report's JSON.
+#[pyfunction]
+#[pyo3(signature = (tools, *, target, kind=None, checks=None, skip_checks=None, fail_on=None, min_confidence=None, judge=None, judge_timeout=30.0, judge_budget=300.0, time_cap=60.0))]
+#[allow(clippy::too_many_arguments)]
+fn check(
+    py: Python<'_>,
+    tools: &[u8],
+    target: String,
+    kind: Option<&str>,
+    checks: Option<Vec<String>>,
+    skip_checks: Option<Vec<String>>,
+    fail_on: Option<&str>,
+    min_confidence: Option<&str>,
+    judge: Option<(String, Py<PyAny>, Option<Py<PyAny>>)>,
+    judge_timeout: f64,
+    judge_budget: f64,
+    time_cap: f64,
+) -> PyResult<String> {
+    let policy = policy(fail_on, min_confidence)?;
+    let selection = selection(checks, skip_checks)?;
+    let judge = judge_config(judge, None, judge_timeout, judge_budget)?;
+    let kind = input_kind(kind)?;
+    let cap = Duration::try_from_secs_f64(time_cap)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(3600))
+        .ok_or_else(|| usage("time_cap must be between 0 and 3600 seconds"))?;
+    let input = mcpprobe::offline::parse(&target, tools, kind).map_err(usage)?;
+    let cancel = CancellationToken::new();
+    let report = block_on(py, &cancel, async {
+        let mut doc = input.document();
+        let mut report =
+            mcpprobe::offline::check_capped(&input, &mut doc, &target, Policy::default(), &selection, cap);
+        drop(doc);
+        if let Some(j) = &judge {
+            mcpprobe::offline::judge(&mut report, &input, j, &selection, &cancel).await;
+        }
+        report
+    })?;
+    let mut report = report;
+    report.apply_policy(policy);
+    Ok(to_json(&report))
+}
+
+/// What `scan` and `scan_async` share: the request, and the scanner it runs on.
+#[allow(clippy::too_many_arguments)]
+fn prepare(
+    target: Bound<'_, PyAny>,
+    token: Option<String>,
+    headers: Option<Vec<String>>,
+    env: Option<Vec<String>>,
+    rate: u32,
+    checks: Option<Vec<String>>,
+    skip_checks: Option<Vec<String>>,
+    baseline: Option<PathBuf>,
+    update_baseline: bool,
+    exclude_tools: Option<Vec<String>>,
+    follow_authorization_server: bool,
+    trace_file: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    resolver: Option<String>,
+    judge: Option<JudgeConfig>,
+) -> PyResult<(ScanRequest, Arc<Scanner>)> {
+    let target = if let Ok(url) = target.extract::<String>() {
+        if env.is_some() {
+            return Err(usage("env= is for a stdio command (a list of strings), not a URL"));
+        }
+        Target::http(&url).map_err(usage)?
+    } else if let Ok(command) = target.extract::<Vec<String>>() {
+        let names = env.unwrap_or_default();
+        let env = mcpprobe::engine::request::stdio_env(&names, |n| std::env::var(n).ok())
+            .map_err(usage)?;
+        Target::stdio_with_env(&command, env).map_err(usage)?
+    } else {
+        return Err(usage(
+            "the target is a URL (str) or a stdio command (a list of str)",
+        ));
+    };
+    let mut req = ScanRequest::new(target);
+    req.credentials = Credentials {
+        token: token.filter(|t| !t.is_empty()).map(Secret::new),
+        headers: headers
+            .unwrap_or_default()
+            .iter()
+            .map(|h| Credentials::parse_header(h))
+            .collect::<Result<_, ConfigError>>()
+            .map_err(usage)?,
+    };
+    req.checks = selection(checks, skip_checks)?;
+    req.limits = ScanLimits {
+        rate,
+        ..ScanLimits::default()
+    };
+    req.follow_authorization_server = follow_authorization_server;
+    req.exclude_tools = exclude_tools.unwrap_or_default();
+    req.trace_file = trace_file;
+    req.baseline = baseline.map(|path| BaselineRequest {
+        path,
+        update: update_baseline,
+    });
+    req.judge = judge;
+    let state = match state_dir {
+        Some(d) => d,
+        None => mcpprobe::gate::state::StateDir::locate(|n| std::env::var_os(n)).map_err(usage)?,
+    };
+    let resolver = match resolver.or_else(|| std::env::var("MCPPROBE_RESOLVER").ok()) {
+        Some(r) if !r.is_empty() => Some(
+            r.parse::<SocketAddr>()
+                .map_err(|_| usage(format!("resolver {r:?} is not IP:PORT")))?,
+        ),
+        _ => None,
+    };
+    Ok((req, scanner(state, resolver, rate)?))
+}
+
+/// One scanner per state folder, resolver and rate in this process: scans that share one
+/// share its host-keyed rate limit (SPEC §7), as the CLI's and the daemon's do.
+fn scanner(state: PathBuf, resolver: Option<SocketAddr>, rate: u32) -> PyResult<Arc<Scanner>> {
+    type Key = (PathBuf, Option<SocketAddr>, u32);
+    static SCANNERS: OnceLock<Mutex<HashMap<Key, Arc<Scanner>>>> = OnceLock::new();
+    let mut all = SCANNERS
+        .get_or_init(Mutex::default)
+        .lock()
+        .map_err(|_| usage("the scanner table is poisoned by an earlier panic"))?;
+    let key = (state.clone(), resolver, rate);
+    if let Some(s) = all.get(&key) {
+        return Ok(s.clone());
+    }
+    let mut config = ScannerConfig::new(state);
+    config.resolver = resolver;
+    config.host_rate = rate;
+    let _inside = runtime().enter();
+    let s = Arc::new(Scanner::new(config).map_err(usage)?);
+    all.insert(key, s.clone());
+    Ok(s)
+}
+
+/// The whole pipeline, gate first, blocking (the GIL released); the report's JSON.
+#[pyfunction]
+#[pyo3(signature = (target, *, token=None, headers=None, env=None, rate=5, checks=None, skip_checks=None, baseline=None, update_baseline=false, exclude_tools=None, follow_authorization_server=true, trace_file=None, state_dir=None, resolver=None, fail_on=None, min_confidence=None, judge=None, judge_timeout=30.0, judge_budget=300.0))]
+#[allow(clippy::too_many_arguments)]
+fn scan(
+    py: Python<'_>,
+    target: Bound<'_, PyAny>,
+    token: Option<String>,
+    headers: Option<Vec<String>>,
+    env: Option<Vec<String>>,
+    rate: u32,
+    checks: Option<Vec<String>>,
+    skip_checks: Option<Vec<String>>,
+    baseline: Option<PathBuf>,
+    update_baseline: bool,
+    exclude_tools: Option<Vec<String>>,
+    follow_authorization_server: bool,
+    trace_file: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    resolver: Option<String>,
+    fail_on: Option<&str>,
+    min_confidence: Option<&str>,
+    judge: Option<(String, Py<PyAny>, Option<Py<PyAny>>)>,
+    judge_timeout: f64,
+    judge_budget: f64,
+) -> PyResult<String> {
+    let policy = policy(fail_on, min_confidence)?;
+    let judge = judge_config(judge, None, judge_timeout, judge_budget)?;
+    let (req, scanner) = prepare(
+        target,
+        token,
+        headers,
+        env,
+        rate,
+        checks,
+        skip_checks,
+        baseline,
+        update_baseline,
+        exclude_tools,
+        follow_authorization_server,
+        trace_file,
+        state_dir,
+        resolver,
+        judge,
+    )?;
+    let cancel = CancellationToken::new();
+    let mut report = block_on(py, &cancel, scanner.scan(&req, cancel.clone()))?.map_err(usage)?;
+    report.apply_policy(policy);
+    Ok(to_json(&report))
+}
+
+/// [`scan`] as an awaitable; an `async def` judge is awaited on the caller's event loop.
+#[pyfunction]
+#[pyo3(signature = (target, *, token=None, headers=None, env=None, rate=5, checks=None, skip_checks=None, baseline=None, update_baseline=false, exclude_tools=None, follow_authorization_server=true, trace_file=None, state_dir=None, resolver=None, fail_on=None, min_confidence=None, judge=None, judge_timeout=30.0, judge_budget=300.0))]
+#[allow(clippy::too_many_arguments)]
+fn scan_async<'py>(
+    py: Python<'py>,
+    target: Bound<'py, PyAny>,
+    token: Option<String>,
+    headers: Option<Vec<String>>,
+    env: Option<Vec<String>>,
+    rate: u32,
+    checks: Option<Vec<String>>,
+    skip_checks: Option<Vec<String>>,
+    baseline: Option<PathBuf>,
+    update_baseline: bool,
+    exclude_tools: Option<Vec<String>>,
+    follow_authorization_server: bool,
+    trace_file: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    resolver: Option<String>,
+    fail_on: Option<&str>,
+    min_confidence: Option<&str>,
+    judge: Option<(String, Py<PyAny>, Option<Py<PyAny>>)>,
+    judge_timeout: f64,
+    judge_budget: f64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let policy = policy(fail_on, min_confidence)?;
+    let locals = pyo3_async_runtimes::tokio::get_current_locals(py)?;
+    let judge = judge_config(judge, Some(locals.clone()), judge_timeout, judge_budget)?;
+    let (req, scanner) = prepare(
+        target,
+        token,
+        headers,
+        env,
+        rate,
+        checks,
+        skip_checks,
+        baseline,
+        update_baseline,
+        exclude_tools,
+        follow_authorization_server,
+        trace_file,
+        state_dir,
+        resolver,
+        judge,
+    )?;
+    pyo3_async_runtimes::tokio::future_into_py_with_locals(py, locals, async move {
+        // Cancelling the awaitable drops this future; the token then stops what it started.
+        let cancel = CancellationToken::new();
+        let _stop = cancel.clone().drop_guard();
+        let mut report = scanner.scan(&req, cancel).await.map_err(usage)?;
+        report.apply_policy(policy);
+        Ok(to_json(&report))
+    })
+}
+
+/// The tool list's SHA-256, as `mcpprobe fingerprint` prints it.
+#[pyfunction]
+fn fingerprint(tools: &[u8]) -> PyResult<String> {
+    let input =
+        mcpprobe::offline::parse("tools", tools, Some(mcpprobe::rules::InputKind::Tools)).map_err(usage)?;
+    Ok(input.tools_sha256().to_string())
+}
+
+/// `mcpprobe diff --format json`: what changed between two tool lists.
+#[pyfunction]
+fn diff(old: &[u8], new: &[u8]) -> PyResult<String> {
+    let load = |name: &str, bytes: &[u8]| -> PyResult<Vec<Value>> {
+        let value: Value = serde_json::from_slice(bytes)
+            .map_err(|e| usage(format!("{name}: not valid JSON: {e}")))?;
+        let input =
+            mcpprobe::rules::Input::from_value(value, Some(mcpprobe::rules::InputKind::Tools))
+                .map_err(|e| usage(format!("{name}: {e}")))?;
+        Ok(input
+            .into_tools()
+            .into_iter()
+            .map(mcpprobe::rules::Json::into_value)
+            .collect())
+    };
+    let d = mcpprobe::fingerprint::diff(&load("old", old)?, &load("new", new)?);
+    serde_json::to_string(&d).map_err(usage)
+}
+
+/// A report's exit code judged by another policy (SPEC §4).
+#[pyfunction]
+#[pyo3(signature = (report, *, fail_on=None, min_confidence=None))]
+fn exit_code(report: &str, fail_on: Option<&str>, min_confidence: Option<&str>) -> PyResult<i32> {
+    let report: Report =
+        serde_json::from_str(report).map_err(|e| usage(format!("not an mcpprobe report: {e}")))?;
+    let mut p = report.policy;
+    if fail_on.is_some() || min_confidence.is_some() {
+        let given = policy(fail_on, min_confidence)?;
+        if fail_on.is_some() {
+            p.fail_on = given.fail_on;
+        }
+        if min_confidence.is_some() {
+            p.min_confidence = given.min_confidence;
+        }
+    }
+    Ok(report.exit_code(&p).code())
+}
+
+/// The check catalogue's ids.
+#[pyfunction]
+fn check_ids() -> Vec<String> {
+    mcpprobe::catalogue::catalogue()
+        .metas()
+        .map(|m| m.id.clone())
+        .collect()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NativeUsageError", m.py().get_type::<NativeUsageError>())?;
+    m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(scan, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_async, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(diff, m)?)?;
+    m.add_function(wrap_pyfunction!(exit_code, m)?)?;
+    m.add_function(wrap_pyfunction!(check_ids, m)?)?;
+    Ok(())
+}
