@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs the real MCP SDK servers the tests scan (npm and PyPI, into .peers/,
 # skipped when already there), then runs the whole suite. Needs root (the tests create a network
-# namespace), iproute2, python3 and node, as CI has.
+# namespace), iproute2, python3 (with venv) and node, as CI has.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-peers.sh
 cargo test --locked "$@"
+scripts/test-python.sh   # the Python package (maturin, pytest), against the binary just built

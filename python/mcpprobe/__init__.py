@@ -371,6 +371,16 @@ def _judge(judge: Optional[Judge], timeout: float, loop_bound: bool) -> Optional
     return (name, call, acall)
 
 
+def _target(target: Any) -> Union[str, List[str]]:
+    if isinstance(target, str):
+        return target
+    if isinstance(target, (list, tuple)) and all(isinstance(t, str) for t in target):
+        return list(target)
+    raise UsageError(
+        f"the target is a URL (str) or a stdio command (a list of str), not {type(target).__name__}"
+    )
+
+
 def _list(value: Optional[Union[str, Sequence[str]]]) -> Optional[List[str]]:
     if value is None:
         return None
@@ -497,8 +507,7 @@ def scan(
         fail_on, min_confidence, judge_timeout, judge_budget,
     )
     judge_args = _judge(judge, judge_timeout, loop_bound=False)
-    target_arg = target if isinstance(target, str) else list(target)
-    return _finish(_call(_native.scan, target_arg, judge=judge_args, **kwargs))
+    return _finish(_call(_native.scan, _target(target), judge=judge_args, **kwargs))
 
 
 async def scan_async(
@@ -531,8 +540,7 @@ async def scan_async(
         fail_on, min_confidence, judge_timeout, judge_budget,
     )
     judge_args = _judge(judge, judge_timeout, loop_bound=True)
-    target_arg = target if isinstance(target, str) else list(target)
-    text = await _call(_native.scan_async, target_arg, judge=judge_args, **kwargs)
+    text = await _call(_native.scan_async, _target(target), judge=judge_args, **kwargs)
     return _finish(text)
 
 

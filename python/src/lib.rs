@@ -15,7 +15,9 @@ use mcpprobe::engine::{
     Secret, Selection, Target,
 };
 use mcpprobe::finding::{Confidence, Severity};
-use mcpprobe::judge::{Judge, JudgeConfig, JudgeError, JudgeLimits, Reviewer, Verdict, parse_answer};
+use mcpprobe::judge::{
+    Judge, JudgeConfig, JudgeError, JudgeLimits, Reviewer, Verdict, parse_answer,
+};
 use mcpprobe::report::{Policy, Report};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -132,7 +134,10 @@ impl PyReviewer {
 }
 
 impl Reviewer for PyReviewer {
-    fn review<'a>(&'a mut self, tool: &'a Value) -> BoxFuture<'a, Result<Vec<Verdict>, JudgeError>> {
+    fn review<'a>(
+        &'a mut self,
+        tool: &'a Value,
+    ) -> BoxFuture<'a, Result<Vec<Verdict>, JudgeError>> {
         let judge = self.0.clone();
         Box::pin(async move {
             let answer = PyReviewer::ask(judge, tool.to_string()).await?;
@@ -152,7 +157,8 @@ fn judge_config(
         return Ok(None);
     };
     let secs = |s: f64, what: &str| {
-        Duration::try_from_secs_f64(s).map_err(|_| usage(format!("{what} must be a number of seconds, not {s}")))
+        Duration::try_from_secs_f64(s)
+            .map_err(|_| usage(format!("{what} must be a number of seconds, not {s}")))
     };
     let limits = JudgeLimits {
         per_tool: secs(timeout, "judge_timeout")?,
@@ -240,8 +246,14 @@ fn check(
     let cancel = CancellationToken::new();
     let report = block_on(py, &cancel, async {
         let mut doc = input.document();
-        let mut report =
-            mcpprobe::offline::check_capped(&input, &mut doc, &target, Policy::default(), &selection, cap);
+        let mut report = mcpprobe::offline::check_capped(
+            &input,
+            &mut doc,
+            &target,
+            Policy::default(),
+            &selection,
+            cap,
+        );
         drop(doc);
         if let Some(j) = &judge {
             mcpprobe::offline::judge(&mut report, &input, j, &selection, &cancel).await;
@@ -260,7 +272,7 @@ fn prepare(
     token: Option<String>,
     headers: Option<Vec<String>>,
     env: Option<Vec<String>>,
-    rate: u32,
+    rate: i64,
     checks: Option<Vec<String>>,
     skip_checks: Option<Vec<String>>,
     baseline: Option<PathBuf>,
@@ -274,7 +286,9 @@ fn prepare(
 ) -> PyResult<(ScanRequest, Arc<Scanner>)> {
     let target = if let Ok(url) = target.extract::<String>() {
         if env.is_some() {
-            return Err(usage("env= is for a stdio command (a list of strings), not a URL"));
+            return Err(usage(
+                "env= is for a stdio command (a list of strings), not a URL",
+            ));
         }
         Target::http(&url).map_err(usage)?
     } else if let Ok(command) = target.extract::<Vec<String>>() {
@@ -287,6 +301,11 @@ fn prepare(
             "the target is a URL (str) or a stdio command (a list of str)",
         ));
     };
+    let rate = u32::try_from(rate).map_err(|_| {
+        usage(format!(
+            "rate={rate}: mcpprobe sends 1 to 10 requests per second"
+        ))
+    })?;
     let mut req = ScanRequest::new(target);
     req.credentials = Credentials {
         token: token.filter(|t| !t.is_empty()).map(Secret::new),
@@ -356,7 +375,7 @@ fn scan(
     token: Option<String>,
     headers: Option<Vec<String>>,
     env: Option<Vec<String>>,
-    rate: u32,
+    rate: i64,
     checks: Option<Vec<String>>,
     skip_checks: Option<Vec<String>>,
     baseline: Option<PathBuf>,
@@ -407,7 +426,7 @@ fn scan_async<'py>(
     token: Option<String>,
     headers: Option<Vec<String>>,
     env: Option<Vec<String>>,
-    rate: u32,
+    rate: i64,
     checks: Option<Vec<String>>,
     skip_checks: Option<Vec<String>>,
     baseline: Option<PathBuf>,
@@ -456,8 +475,8 @@ fn scan_async<'py>(
 /// The tool list's SHA-256, as `mcpprobe fingerprint` prints it.
 #[pyfunction]
 fn fingerprint(tools: &[u8]) -> PyResult<String> {
-    let input =
-        mcpprobe::offline::parse("tools", tools, Some(mcpprobe::rules::InputKind::Tools)).map_err(usage)?;
+    let input = mcpprobe::offline::parse("tools", tools, Some(mcpprobe::rules::InputKind::Tools))
+        .map_err(usage)?;
     Ok(input.tools_sha256().to_string())
 }
 

@@ -1,0 +1,422 @@
+"""The Python package against the real engine: the CLI's own binary for comparison, the bundled
+reference server started from Python, and a host in a network namespace for the gate.
+
+Run by scripts/test.sh (`.ci/run`) after `maturin develop`; MCPPROBE_BIN names the CLI built by
+`cargo build` (default: target/debug/mcpprobe). Every subprocess and wait has a timeout.
+"""
+
+import asyncio
+import fcntl
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import mcpprobe
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(os.environ.get("MCPPROBE_BIN", ROOT / "target" / "debug" / "mcpprobe"))
+JUDGE_TOOLS = ROOT / "fixtures" / "judge" / "tools.json"
+
+
+def cli(*args, env=None, timeout=120):
+    """The CLI binary; its environment has no MCPPROBE_* of the caller's unless given."""
+    assert BIN.exists(), f"{BIN} is not built: run `cargo build` first (or set MCPPROBE_BIN)"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MCPPROBE_")}
+    base.update(env or {})
+    return subprocess.run([str(BIN), *args], capture_output=True, timeout=timeout, env=base, cwd=ROOT)
+
+
+def fixtures():
+    """Tool lists and cards of the rules' table-driven fixtures, plus the real servers'."""
+    files = sorted((ROOT / "fixtures" / "rules").glob("*/*.json"))
+    files += sorted((ROOT / "fixtures" / "real").glob("*.json"))
+    files.append(JUDGE_TOOLS)
+    assert len(files) > 40, files
+    return files
+
+
+# --- check, fingerprint, diff: the same answers as the CLI ----------------------------------
+
+
+def document(path):
+    """(text, kind) of a fixture: a rules fixture wraps its document (SPEC §3's table-driven
+    test); the real servers' captures are tool lists as they are."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "kind" in data and ("document" in data or "raw" in data):
+        return data.get("raw") or json.dumps(data["document"]), data["kind"]
+    return path.read_text(encoding="utf-8"), None
+
+
+@pytest.mark.parametrize("path", fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_check_gives_the_cli_findings(path, tmp_path):
+    text, kind = document(path)
+    doc = tmp_path / "doc.json"
+    doc.write_text(text, encoding="utf-8")
+    kind_args = ["--kind", kind] if kind else []
+    out = cli("check", str(doc), *kind_args, "--no-config", "--format", "json", "--fail-on", "none")
+    assert out.returncode in (0, 3), out.stderr
+    expected = json.loads(out.stdout)
+    try:
+        report = mcpprobe.check(text, kind=kind, fail_on="none", target=str(doc))
+    except mcpprobe.ScanIncomplete as e:
+        # The CLI said incomplete too (exit 3); the report still carries everything.
+        assert out.returncode == 3
+        report = e.report
+    got = report.to_dict()
+    assert got["findings"] == expected["findings"]
+    assert [(c["id"], c["status"], c["reason"]) for c in got["checks"]] == [
+        (c["id"], c["status"], c["reason"]) for c in expected["checks"]
+    ]
+    assert got["tool_list_sha256"] == expected["tool_list_sha256"]
+    assert report.target == expected["target"]
+    assert got["findings"] or path.parent.name != "judge"
+
+
+def test_check_accepts_text_bytes_parsed_json_and_a_path():
+    text = JUDGE_TOOLS.read_text(encoding="utf-8")
+    reports = [
+        mcpprobe.check(text),
+        mcpprobe.check(text.encode()),
+        mcpprobe.check(json.loads(text)),
+        mcpprobe.check(json.loads(text)["tools"]),
+        mcpprobe.check(JUDGE_TOOLS),
+    ]
+    fingerprints = {tuple(f.fingerprint for f in r.findings) for r in reports}
+    assert len(fingerprints) == 1
+    first = reports[0].findings[0]
+    assert isinstance(first, mcpprobe.Finding)
+    assert first.check == "META-02" and first.location.tool == "export_notes"
+    assert reports[-1].target == str(JUDGE_TOOLS)
+
+
+def test_the_report_mirrors_the_json_and_judges_exit_codes_like_the_cli():
+    report = mcpprobe.check(JUDGE_TOOLS)
+    assert json.loads(report.to_json()) == report.to_dict()
+    assert report.outcome == "complete"
+    worst = report.findings[0].severity
+    assert worst == "high"
+    assert report.exit_code() == 1
+    assert report.exit_code(fail_on="critical") == 0
+    assert report.exit_code(fail_on="none") == 0
+    assert report.exit_code(min_confidence="high") == 1
+    assert mcpprobe.check(JUDGE_TOOLS, fail_on="none").exit_code() == 0
+    assert report.check("META-01").status == "skipped"
+    assert report.check("META-01").reason.startswith("no judge configured")
+    again = mcpprobe.Report.from_json(report.to_json())
+    assert again == report
+
+
+def test_fingerprint_and_diff_match_the_cli(tmp_path):
+    old = json.loads(JUDGE_TOOLS.read_text(encoding="utf-8"))
+    new = json.loads(JUDGE_TOOLS.read_text(encoding="utf-8"))
+    new["tools"][0]["description"] = "Looks up one order and cancels it."
+    new["tools"].append({"name": "extra", "description": "x", "inputSchema": {"type": "object"}})
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    assert mcpprobe.fingerprint(old) == cli("fingerprint", str(JUDGE_TOOLS)).stdout.decode().strip()
+    d = mcpprobe.diff(old, new)
+    expected = json.loads(cli("diff", str(JUDGE_TOOLS), str(tmp_path / "new.json"), "--format", "json").stdout)
+    assert d.added == expected["added"] == ["extra"]
+    assert d.changed == expected["changed"]
+    assert not d.identical
+    assert mcpprobe.diff(old, old).identical
+
+
+@pytest.mark.parametrize(
+    "call, says",
+    [
+        (lambda: mcpprobe.check("not json"), "not valid JSON"),
+        (lambda: mcpprobe.check(JUDGE_TOOLS, checks=["META-99"]), "no check named"),
+        (lambda: mcpprobe.check(JUDGE_TOOLS, fail_on="severe"), "fail_on"),
+        (lambda: mcpprobe.check(JUDGE_TOOLS, judge=42), "callable"),
+        (lambda: mcpprobe.scan("ftp://127.0.0.1/mcp"), "only http:// and https://"),
+        (lambda: mcpprobe.scan("http://127.0.0.1:9/mcp", rate=0), "1 to 10 per second"),
+        (lambda: mcpprobe.scan("http://127.0.0.1:9/mcp", rate=-1), "1 to 10 requests per second"),
+        (lambda: mcpprobe.scan(["python3"], env=["MCPPROBE_TOKEN"]), "never passed"),
+        (lambda: mcpprobe.scan(42), "URL"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(call, says):
+    with pytest.raises(mcpprobe.UsageError, match=says) as e:
+        call()
+    assert e.value.exit_code == 64
+
+
+# --- the judge --------------------------------------------------------------------------
+
+
+def flag_secrets(tool):
+    """Flags a tool whose description asks for secrecy."""
+    assert set(tool) <= {"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+    if "secret" in (tool.get("description") or "").lower():
+        return [mcpprobe.Verdict("high", "asks the model to keep a secret from the user",
+                                 confidence="medium", pointer="/description")]
+    return []
+
+
+def judged(report):
+    return [f for f in report.findings if f.check == "META-01"]
+
+
+def test_a_judge_that_flags_one_tool_makes_one_meta_01_finding_naming_it():
+    report = mcpprobe.check(JUDGE_TOOLS, judge=flag_secrets)
+    assert report.check("META-01").status == "ran"
+    [f] = judged(report)
+    assert f.location.tool == "export_notes"
+    assert f.location.pointer == "/description"
+    assert f.rule == "J1" and f.severity == "high" and f.confidence == "medium"
+    assert f.subcode == "flag_secrets"
+    assert f.message == "judge flag_secrets: asks the model to keep a secret from the user"
+    assert "Keep this secret" in f.evidence.text
+
+
+def test_plain_dicts_and_own_rule_codes_are_verdicts_too():
+    def dicts(tool):
+        return [{"rule": "MY-7", "severity": "low", "reason": f"looked at {tool['name']}"}]
+
+    report = mcpprobe.check(JUDGE_TOOLS, judge=dicts, fail_on="none")
+    assert sorted((f.rule, f.location.tool) for f in judged(report)) == [
+        ("MY-7", "export_notes"), ("MY-7", "lookup_order")]
+
+
+def test_a_judge_that_raises_is_a_meta_01_error_never_a_clean_result():
+    def broken(tool):
+        raise RuntimeError("the model is down")
+
+    with pytest.raises(mcpprobe.ScanIncomplete) as e:
+        mcpprobe.check(JUDGE_TOOLS, judge=broken)
+    assert e.value.exit_code == 3
+    record = e.value.report.check("META-01")
+    assert record.status == "error"
+    assert "RuntimeError: the model is down" in record.reason
+    # The deterministic rules' findings are all still there.
+    assert any(f.check == "META-02" for f in e.value.report.findings)
+
+
+def test_a_judge_that_answers_garbage_is_an_error():
+    with pytest.raises(mcpprobe.ScanIncomplete) as e:
+        mcpprobe.check(JUDGE_TOOLS, judge=lambda tool: None)
+    assert "not an array" in e.value.report.check("META-01").reason
+    with pytest.raises(mcpprobe.ScanIncomplete) as e:
+        mcpprobe.check(JUDGE_TOOLS, judge=lambda tool: [{"severity": "apocalyptic", "reason": "x"}])
+    assert "severity" in e.value.report.check("META-01").reason
+
+
+def test_a_judge_past_its_budget_is_stopped_waiting_for():
+    release = threading.Event()
+
+    def slow(tool):
+        release.wait(60)
+        return []
+
+    try:
+        with pytest.raises(mcpprobe.ScanIncomplete) as e:
+            mcpprobe.check(JUDGE_TOOLS, judge=slow, judge_timeout=0.3)
+        reason = e.value.report.check("META-01").reason
+        assert "did not answer within its 0.3-second budget per tool" in reason
+        assert "0 of 2 tools reviewed" in reason
+    finally:
+        release.set()
+
+
+def test_the_total_budget_bounds_a_judge_that_is_slow_on_every_tool():
+    release = threading.Event()
+    seen = []
+
+    def slowish(tool):
+        seen.append(tool["name"])
+        if len(seen) > 1:
+            release.wait(60)
+        return []
+
+    try:
+        with pytest.raises(mcpprobe.ScanIncomplete) as e:
+            mcpprobe.check(JUDGE_TOOLS, judge=slowish, judge_timeout=30, judge_budget=0.5)
+        assert "total budget" in e.value.report.check("META-01").reason
+    finally:
+        release.set()
+
+
+def test_an_async_judge_works_from_the_blocking_api():
+    async def judge_async(tool):
+        await asyncio.sleep(0)
+        return flag_secrets(tool)
+
+    report = mcpprobe.check(JUDGE_TOOLS, judge=judge_async)
+    [f] = judged(report)
+    assert f.subcode == "judge_async"
+
+
+# --- scans of the bundled reference server, started from Python -------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_server():
+    proc = subprocess.Popen([str(BIN), "demo", "--serve", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, cwd=ROOT)
+    try:
+        line = proc.stdout.readline().decode().strip()
+        assert line.startswith("http://127.0.0.1:"), line
+        yield line
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_scan_of_the_demo_server_finds_what_the_cli_finds(demo_server, tmp_path):
+    report = mcpprobe.scan(demo_server, rate=10, state_dir=tmp_path, fail_on="none")
+    assert report.outcome == "complete"
+    assert report.gate["ownership"].startswith("local")
+    assert report.requests_sent > 0
+    checks = {f.check for f in report.findings}
+    assert {"META-02", "TRANS-03"} <= checks, checks
+    out = cli("scan", demo_server, "--rate", "10", "--no-config", "--format", "json",
+              env={"MCPPROBE_STATE_DIR": str(tmp_path)})
+    expected = json.loads(out.stdout)
+    key = lambda f: json.dumps([f["check"], f.get("rule"), f.get("subcode"), f["location"]])
+    assert sorted(map(key, report.to_dict()["findings"])) == sorted(map(key, expected["findings"]))
+    assert report.exit_code(fail_on="high") == out.returncode == 1
+
+
+def test_scan_with_a_judge_reviews_every_tool_of_the_server(demo_server, tmp_path):
+    seen = []
+
+    def record(tool):
+        seen.append(tool["name"])
+        return flag_secrets(tool)
+
+    report = mcpprobe.scan(demo_server, rate=10, state_dir=tmp_path, judge=record, checks=["META-01"])
+    assert report.check("META-01").status == "ran"
+    assert seen and len(seen) == len(set(seen))
+    assert {t for t in seen} >= {"run_command"}, seen
+
+
+def test_scan_async_awaits_an_async_judge_on_the_callers_loop(demo_server, tmp_path):
+    loops = []
+
+    async def on_loop(tool):
+        loops.append(asyncio.get_running_loop())
+        await asyncio.sleep(0)
+        return [{"severity": "info", "reason": "seen"}] if tool["name"] == "run_command" else []
+
+    async def main():
+        report = await mcpprobe.scan_async(demo_server, rate=10, state_dir=tmp_path, judge=on_loop,
+                                           checks="META-01,META-02")
+        return report, asyncio.get_running_loop()
+
+    report, loop = asyncio.run(main())
+    assert loops and all(l is loop for l in loops)
+    [f] = judged(report)
+    assert f.location.tool == "run_command" and f.severity == "info"
+    assert report.check("META-02").status == "ran"
+
+
+def test_an_async_judge_past_its_budget_is_cancelled_on_the_loop(demo_server, tmp_path):
+    cancelled = []
+
+    async def stuck(tool):
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(tool["name"])
+            raise
+        return []
+
+    async def main():
+        with pytest.raises(mcpprobe.ScanIncomplete) as e:
+            await mcpprobe.scan_async(demo_server, rate=10, state_dir=tmp_path, judge=stuck,
+                                      checks=["META-01"], judge_timeout=0.3)
+        return e.value
+
+    err = asyncio.run(main())
+    assert err.report.check("META-01").status == "error"
+    assert len(cancelled) == 1
+
+
+# --- the gate, from Python --------------------------------------------------------------
+
+NS, VETH, VETH_NS = "mcpprobe-test", "mcpp-h0", "mcpp-n0"
+HOST_IP, NS_IP, PORT = "10.200.0.1", "10.200.0.2", 8080
+
+
+def ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
+
+
+@pytest.fixture
+def remote_host():
+    """A server on a host that is not loopback (a network namespace with a veth pair), as the
+    Rust tests make it; the same lock keeps the two suites off each other's subnet."""
+    with open(os.path.join("/tmp", "mcpprobe-netns.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for cleanup in (["netns", "del", NS], ["link", "del", VETH]):
+            subprocess.run(["ip", *cleanup], capture_output=True, timeout=20)
+        server = None
+        try:
+            ip("netns", "add", NS)
+            ip("link", "add", VETH, "type", "veth", "peer", "name", VETH_NS)
+            ip("link", "set", VETH_NS, "netns", NS)
+            ip("addr", "add", f"{HOST_IP}/30", "dev", VETH)
+            ip("link", "set", VETH, "up")
+            ip("-n", NS, "addr", "add", f"{NS_IP}/30", "dev", VETH_NS)
+            ip("-n", NS, "link", "set", VETH_NS, "up")
+            ip("-n", NS, "link", "set", "lo", "up")
+            server = subprocess.Popen(
+                ["ip", "netns", "exec", NS, sys.executable, str(ROOT / "tests/support/count_server.py"),
+                 NS_IP, str(PORT), "{}"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            assert server.stdout.readline().strip() == b"READY"
+            yield server
+        finally:
+            if server is not None:
+                server.kill()
+                server.wait(timeout=20)
+            for cleanup in (["netns", "del", NS], ["link", "del", VETH]):
+                subprocess.run(["ip", *cleanup], capture_output=True, timeout=20)
+
+
+def test_the_gate_refuses_an_unproven_remote_target_and_sends_it_nothing(remote_host, tmp_path):
+    judged_tools = []
+    with pytest.raises(mcpprobe.GateRefused) as e:
+        mcpprobe.scan(f"http://{NS_IP}:{PORT}/mcp", state_dir=tmp_path, rate=10,
+                      judge=lambda t: judged_tools.append(t) or [])
+    err = e.value
+    assert err.exit_code == 2
+    assert err.report.refusal == "ownership"
+    assert err.report.outcome == "refused"
+    assert judged_tools == []
+    remote_host.kill()
+    remote_host.wait(timeout=20)
+    seen = [json.loads(l) for l in remote_host.stdout.read().splitlines() if l.strip()]
+    # The opt-out GET is the only request the host got (SPEC §1.1, §1.2).
+    assert [(r["method"], r["path"]) for r in seen] == [("GET", "/.well-known/mcpprobe-opt-out")]
+    assert err.report.requests_sent == 1
+
+
+# --- the types ------------------------------------------------------------------------------
+
+
+def test_the_stubs_type_check_a_users_code_with_mypy(tmp_path):
+    usage = tmp_path / "usage.py"
+    usage.write_text(
+        "import mcpprobe\n"
+        "from typing import Any, Dict, List\n"
+        "def judge(tool: Dict[str, Any]) -> List[mcpprobe.Verdict]:\n"
+        "    return [mcpprobe.Verdict('low', 'r')]\n"
+        "r: mcpprobe.Report = mcpprobe.check('[]', judge=judge)\n"
+        "code: int = r.exit_code(fail_on='none')\n"
+        "names: List[str] = [f.check for f in r.findings]\n"
+        "d: mcpprobe.Diff = mcpprobe.diff('[]', '[]')\n"
+    )
+    bad = tmp_path / "bad.py"
+    bad.write_text("import mcpprobe\nx: int = mcpprobe.check('[]').findings\n")
+    run = lambda p: subprocess.run([sys.executable, "-m", "mypy", "--strict", str(p)],
+                                   capture_output=True, timeout=300, cwd=tmp_path)
+    good = run(usage)
+    assert good.returncode == 0, good.stdout.decode()
+    wrong = run(bad)
+    assert wrong.returncode == 1 and b"Incompatible types" in wrong.stdout, wrong.stdout.decode()
