@@ -282,7 +282,32 @@ fn result(
 /// Renders `report` as a SARIF 2.1.0 log: one run, its invocation with the exit code, every
 /// result at `options.artifact`.
 pub fn render(report: &Report, options: &RenderOptions) -> String {
-    let rules = descriptors();
+    let mut rules = descriptors();
+    // A judge names its own rule codes (META-01/KW1): each gets a descriptor of its own, as
+    // META-01's, so that every result's ruleIndex points at a rule with its id.
+    for f in &report.findings {
+        let id = rule_id(&f.check, f.rule.as_deref());
+        if rules.iter().any(|r| r.id == id) {
+            continue;
+        }
+        let Some(mut d) = rules
+            .iter()
+            .find(|r| r.id == rule_id(&f.check, None))
+            .cloned()
+        else {
+            continue;
+        };
+        let title = format!(
+            "{} (rule {})",
+            f.title,
+            f.rule.as_deref().unwrap_or_default()
+        );
+        d.id = id;
+        d.name = Some(title.clone());
+        d.short_description = Some(MultiformatMessageString::builder().text(title).build());
+        rules.push(d);
+    }
+    let rules = rules;
     let index: BTreeMap<String, i64> = rules
         .iter()
         .enumerate()

@@ -78,6 +78,29 @@ fn the_example_judge_flags_one_tool_and_the_finding_names_it() {
             .contains("Keep this secret"),
         "{f}"
     );
+    crate::support::assert_valid("schema/report-v1.schema.json", &report);
+}
+
+#[test]
+fn a_judge_rule_code_gets_its_own_sarif_rule() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sarif = dir.path().join("out.sarif");
+    let sarif_arg = sarif.display().to_string();
+    let (_, report) = check(
+        "python3 scripts/keyword-judge.py",
+        &["--fail-on", "none", "--sarif", &sarif_arg],
+    );
+    assert_eq!(judge_findings(&report).len(), 1, "{report}");
+    let log = crate::support::json_file(&sarif);
+    let run = &log["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
+    let result = run["results"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["ruleId"] == "META-01/KW1"))
+        .expect("the judge's result");
+    let index = result["ruleIndex"].as_u64().expect("ruleIndex") as usize;
+    assert_eq!(rules[index]["id"], "META-01/KW1", "{}", rules[index]);
+    assert_eq!(rules.iter().filter(|r| r["id"] == "META-01/KW1").count(), 1);
 }
 
 #[test]
@@ -124,6 +147,7 @@ fn a_judge_that_prints_garbage_is_an_error_never_a_clean_result() {
         "{reason}"
     );
     assert_eq!(report["outcome"], "incomplete");
+    crate::support::assert_valid("schema/report-v1.schema.json", &report);
 }
 
 #[test]
