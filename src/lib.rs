@@ -3,6 +3,7 @@
 //! The library holds everything; `src/main.rs` only runs [`cli::main`]. The engine is
 //! [`engine::Scanner`]: the CLI, the daemon, the Action and the Python package host it.
 
+pub mod active;
 pub mod baseline;
 pub mod catalogue;
 pub mod checks;

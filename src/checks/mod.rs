@@ -38,6 +38,12 @@ pub trait Check: Sync + Send {
         None
     }
 
+    /// The active part of an active check that is implemented (SPEC §13): what it calls and what
+    /// the answers prove. `None` for every other check, and for an active check still a stub.
+    fn active(&self) -> Option<&'static dyn crate::active::ActiveCheck> {
+        None
+    }
+
     /// Runs against a live target that passed the gate and was fingerprinted.
     fn live<'a>(&'a self, _cx: &'a Live<'a>) -> BoxFuture<'a, Outcome> {
         Box::pin(async { Outcome::Skipped("not yet available in this build".into()) })

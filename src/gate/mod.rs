@@ -125,7 +125,64 @@ pub struct Owned {
     proof: Proof,
 }
 
+/// The gate's authorisation of an active run (SPEC §1.3, §13). Only the gate mints one: from
+/// `--active --authorised-by --scope --verify` and an ownership proof made within this run
+/// ([`Owned::authorise_active`], or a stdio server mcpprobe starts itself,
+/// [`authorise_stdio_active`]). Nothing else can build one (a private field), and without one
+/// no `tools/call` can be sent: [`crate::active`] needs it for every call.
+#[derive(Debug)]
+pub struct Authorised {
+    authorised_by: String,
+    scope: String,
+    proof: String,
+}
+
+impl Authorised {
+    pub fn authorised_by(&self) -> &str {
+        &self.authorised_by
+    }
+    /// `--scope` as given.
+    pub fn scope(&self) -> &str {
+        &self.scope
+    }
+    /// The proof this run made ("local: …", "dns-txt, valid until …").
+    pub fn proof(&self) -> &str {
+        &self.proof
+    }
+}
+
+fn mint(active: &crate::engine::ActiveRequest, proof: String) -> Result<Authorised, String> {
+    authorise_active(
+        active.authorised_by.as_deref(),
+        active.scope.as_deref(),
+        active.verify,
+    )?;
+    Ok(Authorised {
+        authorised_by: active.authorised_by.clone().unwrap_or_default(),
+        scope: active.scope.clone().unwrap_or_default(),
+        proof,
+    })
+}
+
+/// A stdio server mcpprobe starts itself has a local proof made in this run by construction.
+pub fn authorise_stdio_active(active: &crate::engine::ActiveRequest) -> Result<Authorised, String> {
+    mint(active, "local: a stdio server started by mcpprobe".into())
+}
+
 impl Owned {
+    /// The authorisation of an active run against this target: `--verify` is this value
+    /// itself (an `Owned` exists only after this run's opt-out check and ownership proof).
+    pub fn authorise_active(
+        &self,
+        active: &crate::engine::ActiveRequest,
+    ) -> Result<Authorised, String> {
+        let proof = match &self.proof {
+            Proof::Local(why) => why.clone(),
+            Proof::DnsTxt(p) => format!("dns-txt, valid until {}", p.expires_at.to_rfc3339()),
+        };
+        mint(active, proof)
+    }
+
     pub fn target(&self) -> &HttpTarget {
         &self.cleared.target
     }

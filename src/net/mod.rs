@@ -1229,23 +1229,26 @@ impl Client {
         if Origin::of(&req.url).as_ref() != Some(&self.origin) {
             return Err(NetError::OutOfScope(req.url.to_string()));
         }
-        if let Some(body) = &req.body
-            && let Ok(msg) = serde_json::from_slice::<serde_json::Value>(body)
-        {
-            let calls = match &msg {
-                serde_json::Value::Array(batch) => batch.iter().collect(),
-                one => vec![one],
-            };
-            for m in calls {
-                if m.get("method").and_then(|v| v.as_str()) == Some("tools/call") {
-                    let name = m
-                        .pointer("/params/name")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("");
-                    if !self.guard.allows(name) {
-                        return Err(NetError::Refused(format!(
-                            "tools/call of `{name}` (excluded, or annotated destructiveHint: true)"
-                        )));
+        if let Some(body) = &req.body {
+            // SPEC §13: a tools/call only inside an active check's permit (the gate's token)…
+            crate::active::permit::admit_body(body).map_err(NetError::Refused)?;
+            // …and never of an excluded or destructive-annotated tool, whatever the permit says.
+            if let Ok(msg) = serde_json::from_slice::<serde_json::Value>(body) {
+                let calls = match &msg {
+                    serde_json::Value::Array(batch) => batch.iter().collect(),
+                    one => vec![one],
+                };
+                for m in calls {
+                    if m.get("method").and_then(|v| v.as_str()) == Some("tools/call") {
+                        let name = m
+                            .pointer("/params/name")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or("");
+                        if !self.guard.allows(name) {
+                            return Err(NetError::Refused(format!(
+                                "tools/call of `{name}` (excluded, or annotated destructiveHint: true)"
+                            )));
+                        }
                     }
                 }
             }

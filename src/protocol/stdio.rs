@@ -232,6 +232,8 @@ impl StdioProcess {
                 SILENCE_BUDGET.as_secs()
             ));
         }
+        // SPEC §13: a tools/call only inside an active check's permit (the gate's token).
+        crate::active::permit::admit(msg)?;
         let limit = WRITE_TIMEOUT.min(self.silence_left);
         let stdin = self.stdin.as_mut().ok_or("stdin is closed")?;
         let mut line = msg.to_string();

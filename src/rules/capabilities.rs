@@ -365,7 +365,7 @@ const NOUN_EFFECTS: &[&str] = &[
 
 /// Classes of a name or title: every class word counts, except that after a leading read
 /// verb the noun-like effect words do not.
-fn classify_name(text: &str) -> Vec<(Class, String)> {
+pub fn classify_name(text: &str) -> Vec<(Class, String)> {
     let w = words(text);
     let found = classify_words(&w, u16::MAX);
     let first = w.first().map_or("", String::as_str);

@@ -1,8 +1,13 @@
 //! ACT-05: Tool results that carry instructions aimed at the model.
 //!
-//! Metadata: `checks/active/ACT-05.toml`.
+//! Metadata: `checks/active/ACT-05.toml`. Each tool the policy lets this run call is called once
+//! with benign arguments built from its schema; the P rules (META-02) read its final result
+//! (content texts and structuredContent) as they read a description.
 
-use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+use serde_json::{Value, json};
+
+use crate::active::{ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments};
+use crate::checks::{Check, Outcome, finding};
 use crate::rules::{Document, Input};
 
 pub struct Act05;
@@ -15,10 +20,66 @@ impl Check for Act05 {
     }
 
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+        Outcome::Skipped("an active check needs a live target behind the gate".into())
     }
 
-    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+    fn plan(&self, tools: &[Value]) -> Option<String> {
         Some(match crate::checks::probe::read_only(tools).as_slice() { [] => "no read-only tool to call".to_string(), t => format!("would call the read-only tools {} once each and apply the P rules to their results", t.join(", ")) })
+    }
+
+    fn active(&self) -> Option<&'static dyn ActiveCheck> {
+        Some(&CHECK)
+    }
+}
+
+impl ActiveCheck for Act05 {
+    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+        tools
+            .iter()
+            .take(budget)
+            .map(|t| PlannedCall {
+                tool: t.name.to_string(),
+                arguments: benign_arguments(t.tool, &[]),
+                canary: None,
+                purpose: "one call with benign arguments; its result read by the P rules".into(),
+                pointer: None,
+            })
+            .collect()
+    }
+
+    fn judge(&self, calls: &[MadeCall]) -> Outcome {
+        let mut out = Vec::new();
+        for c in calls {
+            let text = c.result_text();
+            if text.trim().is_empty() {
+                continue;
+            }
+            // The result, read as the description of a tool of its own name.
+            let doc = json!({"tools": [{"name": c.planned.tool, "description": text}]});
+            let Ok(input) = Input::from_value(doc, Some(crate::rules::InputKind::Tools)) else {
+                continue;
+            };
+            let document = input.document();
+            let Outcome::Ran(found) = crate::checks::passive_meta_02::CHECK.offline(&input, &document) else {
+                continue;
+            };
+            for f in found.into_iter().filter(|f| f.rule.as_deref().is_some_and(|r| r.starts_with('P'))) {
+                let mut b = finding(&CHECK, None)
+                    .tool(c.planned.tool.clone())
+                    .subcode(f.rule.clone().unwrap_or_default())
+                    .message(format!(
+                        "the result of one call with benign arguments ({}) carries what {} flags in descriptions: {}",
+                        c.planned.arguments,
+                        f.rule.as_deref().unwrap_or("META-02"),
+                        f.message.as_deref().unwrap_or(&f.title)
+                    ))
+                    .exchange(c.exchange.clone());
+                if let Some(t) = f.evidence.text {
+                    b = b.text(t);
+                }
+                out.push(b.build());
+            }
+        }
+        Outcome::Ran(out)
     }
 }

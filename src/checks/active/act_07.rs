@@ -1,13 +1,24 @@
 //! ACT-07: Tools that accept unexpected properties or types (schema not enforced).
 //!
-//! Metadata: `checks/active/ACT-07.toml`.
+//! Metadata: `checks/active/ACT-07.toml`. For a tool the policy lets this run call whose schema
+//! says `additionalProperties: false`: one call with an extra property; for one with a typed
+//! property: one call with the wrong type. A normal result (neither a JSON-RPC error nor
+//! `isError: true`) is a finding; an extra property accepted is info only (FastMCP-style
+//! servers drop unknown arguments silently).
 
-use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+use serde_json::{Value, json};
+
+use crate::active::{ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments};
+use crate::checks::{Check, Outcome, finding};
+use crate::finding::Severity;
 use crate::rules::{Document, Input};
 
 pub struct Act07;
 
 pub static CHECK: Act07 = Act07;
+
+/// The extra property sent.
+const EXTRA: &str = "mcpprobe_unexpected";
 
 impl Check for Act07 {
     fn id(&self) -> &'static str {
@@ -15,10 +26,97 @@ impl Check for Act07 {
     }
 
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+        Outcome::Skipped("an active check needs a live target behind the gate".into())
     }
 
-    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
-        Some(match crate::checks::probe::read_only(tools).first() { None => "no read-only tool to call".to_string(), Some(t) => format!("would call {t} with one unexpected property and one wrong type, and expect -32602") })
+    fn plan(&self, tools: &[Value]) -> Option<String> {
+        Some(match crate::checks::probe::read_only(tools).as_slice() { [] => "no read-only tool to call".to_string(), t => format!("would send one unexpected property and one wrong type to one of {}", t.join(", ")) })
+    }
+
+    fn active(&self) -> Option<&'static dyn ActiveCheck> {
+        Some(&CHECK)
+    }
+}
+
+/// A property with one JSON type, and a value of another.
+fn wrong_type(tool: &Value) -> Option<(String, Value)> {
+    let props = tool.pointer("/inputSchema/properties")?.as_object()?;
+    props.iter().find_map(|(name, s)| {
+        let wrong = match s.get("type")?.as_str()? {
+            "string" => json!(12345),
+            "integer" | "number" => json!("not a number"),
+            "boolean" => json!("not a boolean"),
+            "array" => json!("not an array"),
+            "object" => json!("not an object"),
+            _ => return None,
+        };
+        Some((name.clone(), wrong))
+    })
+}
+
+impl ActiveCheck for Act07 {
+    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+        let mut out = Vec::new();
+        for t in tools {
+            if t.tool.pointer("/inputSchema/additionalProperties") == Some(&Value::Bool(false)) {
+                let mut args = benign_arguments(t.tool, &[]);
+                if let Some(o) = args.as_object_mut() {
+                    o.insert(EXTRA.into(), json!("mcpprobe"));
+                }
+                out.push(PlannedCall {
+                    tool: t.name.to_string(),
+                    arguments: args,
+                    canary: None,
+                    purpose: format!("an unexpected property `{EXTRA}` (the schema says additionalProperties: false)"),
+                    pointer: Some("/inputSchema/additionalProperties".into()),
+                });
+            }
+            if let Some((name, value)) = wrong_type(t.tool) {
+                let ty = t.tool.pointer(&format!("/inputSchema/properties/{}/type", name.replace('~', "~0").replace('/', "~1")))
+                    .and_then(Value::as_str).unwrap_or("?").to_string();
+                out.push(PlannedCall {
+                    tool: t.name.to_string(),
+                    arguments: benign_arguments(t.tool, &[(&name, value)]),
+                    canary: None,
+                    purpose: format!("`{name}` of the wrong type (the schema says {ty})"),
+                    pointer: Some(format!("/inputSchema/properties/{}", name.replace('~', "~0").replace('/', "~1"))),
+                });
+            }
+            if out.len() >= budget {
+                break;
+            }
+        }
+        out.truncate(budget);
+        out
+    }
+
+    fn judge(&self, calls: &[MadeCall]) -> Outcome {
+        let mut out = Vec::new();
+        for c in calls {
+            let Answer::Result(r) = &c.answer else {
+                continue;
+            };
+            if r.get("isError") == Some(&Value::Bool(true)) {
+                continue;
+            }
+            let extra = c.planned.purpose.starts_with("an unexpected property");
+            let mut b = finding(&CHECK, None)
+                .tool(c.planned.tool.clone())
+                .subcode(if extra { "extra-property" } else { "wrong-type" })
+                .message(format!(
+                    "{} got a normal result, not -32602 or isError{}",
+                    c.planned.purpose,
+                    if extra { " (the server may drop unknown arguments silently)" } else { "" }
+                ))
+                .exchange(c.exchange.clone());
+            if let Some(p) = &c.planned.pointer {
+                b = b.pointer(p.clone());
+            }
+            if extra {
+                b = b.severity(Severity::Info);
+            }
+            out.push(b.build());
+        }
+        Outcome::Ran(out)
     }
 }

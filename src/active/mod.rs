@@ -1,0 +1,337 @@
+//! The active stage (SPEC §1.3, §13): only behind the gate, only on tools the [`policy`]
+//! allows, each check within its fixed call budget, every call recorded.
+//!
+//! The gate is in the types: [`run`] needs the gate's [`Authorised`] token, which only the gate
+//! mints (after `--active --authorised-by --scope --verify` and this run's ownership proof),
+//! and every call is sent inside a [`permit::Permit`] made from it; the HTTP client and the
+//! stdio writer refuse any `tools/call` outside one. A check only *plans* calls
+//! ([`ActiveCheck::plan`]) and *judges* what came back ([`ActiveCheck::judge`]): the stage
+//! makes the calls, so no check can send anything itself.
+
+pub mod canary;
+pub mod permit;
+pub mod policy;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::checks::Outcome;
+use crate::finding::Exchange;
+use crate::gate::Authorised;
+use crate::protocol::rpc::Reply;
+use crate::protocol::session::Session;
+pub use policy::{CallPolicy, NotCalled};
+
+/// The longest one call may take; a slower one is abandoned (its stream closed, or on stdio
+/// `notifications/cancelled` sent) and proves nothing.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A tool the policy lets this run call.
+#[derive(Debug, Clone, Copy)]
+pub struct Callable<'a> {
+    pub name: &'a str,
+    pub tool: &'a Value,
+}
+
+/// One call a check wants made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedCall {
+    pub tool: String,
+    pub arguments: Value,
+    /// The marker whose presence in the result is the proof (an arithmetic product, say).
+    pub canary: Option<String>,
+    /// What the call tests ("`host`: arithmetic expansion `$((A*B))`").
+    pub purpose: String,
+    /// Where a finding from this call points (`/inputSchema/properties/host`).
+    pub pointer: Option<String>,
+}
+
+/// What a call came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// A `tools/call` result (which may say `isError: true`: that proves nothing either way).
+    Result(Value),
+    /// A JSON-RPC error.
+    Error { code: i64, message: String },
+    /// No answer: a timeout, a refusal, a transport failure.
+    Failed(String),
+}
+
+/// One call as it was made.
+#[derive(Debug, Clone)]
+pub struct MadeCall {
+    pub planned: PlannedCall,
+    pub answer: Answer,
+    pub exchange: Exchange,
+    pub elapsed: Duration,
+}
+
+impl MadeCall {
+    /// Every text of a final result: its `content` texts and its `structuredContent` as JSON
+    /// (never a progress notification).
+    pub fn result_text(&self) -> String {
+        let Answer::Result(r) = &self.answer else {
+            return String::new();
+        };
+        let mut out = String::new();
+        if let Some(items) = r.get("content").and_then(Value::as_array) {
+            for item in items {
+                if let Some(t) = item.get("text").and_then(Value::as_str) {
+                    out.push_str(t);
+                    out.push('\n');
+                }
+                if let Some(t) = item.pointer("/resource/text").and_then(Value::as_str) {
+                    out.push_str(t);
+                    out.push('\n');
+                }
+            }
+        }
+        if let Some(s) = r.get("structuredContent") {
+            out.push_str(&s.to_string());
+        }
+        out
+    }
+}
+
+/// An active check: what it would call, and what the answers prove.
+pub trait ActiveCheck: Sync + Send {
+    /// The calls to make, at most `budget`, to `tools` (already allowed by the policy).
+    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall>;
+    /// The findings the answers prove (each with its calls as evidence).
+    fn judge(&self, calls: &[MadeCall]) -> Outcome;
+}
+
+/// The calls one active check made (for the authorisation record).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CallRecord {
+    pub check: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub answered: bool,
+}
+
+/// What the stage decided and did.
+#[derive(Debug, Default)]
+pub struct StageRun {
+    /// Outcomes by check id.
+    pub outcomes: Vec<(String, Outcome)>,
+    pub calls: Vec<CallRecord>,
+    /// Tools never called, and why.
+    pub not_called: Vec<(String, String)>,
+}
+
+/// Benign arguments for a tool, from its input schema: required properties only, each a value of
+/// its type (the first enum value, `"mcpprobe"`, `1`, `false`, `[]`, `{}`), optionally with
+/// `overrides` (a property name and the value to send in it).
+pub fn benign_arguments(tool: &Value, overrides: &[(&str, Value)]) -> Value {
+    let schema = tool.get("inputSchema");
+    let props = schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut args = serde_json::Map::new();
+    for name in required {
+        let prop = props.and_then(|p| p.get(name));
+        args.insert(name.to_string(), benign_value(prop));
+    }
+    for (name, value) in overrides {
+        args.insert((*name).to_string(), value.clone());
+    }
+    Value::Object(args)
+}
+
+fn benign_value(schema: Option<&Value>) -> Value {
+    let Some(s) = schema else {
+        return json!("mcpprobe");
+    };
+    if let Some(first) = s
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    if let Some(c) = s.get("const") {
+        return c.clone();
+    }
+    if let Some(d) = s.get("default") {
+        return d.clone();
+    }
+    let ty = match s.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("string"),
+        _ => "string",
+    };
+    match ty {
+        "integer" | "number" => json!(
+            s.get("minimum")
+                .and_then(Value::as_f64)
+                .map_or(1.0, |m| m.max(1.0)) as i64
+        ),
+        "boolean" => json!(false),
+        "array" => json!([]),
+        "object" => json!({}),
+        "null" => Value::Null,
+        _ => json!("mcpprobe"),
+    }
+}
+
+/// Free-text parameters of a tool: strings without an enum, a const, a format or a pattern.
+pub fn free_text_params(tool: &Value) -> Vec<String> {
+    let Some(props) = tool
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter(|(_, s)| {
+            s.get("type").and_then(Value::as_str) == Some("string")
+                && ["enum", "const", "format", "pattern"]
+                    .iter()
+                    .all(|k| s.get(k).is_none())
+        })
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
+/// Runs every implemented active check of `checks` against `session`'s `tools`, or with
+/// `dry_run` only says what each would call. Needs the gate's token.
+pub async fn run(
+    authorised: &Authorised,
+    policy: &CallPolicy,
+    session: &Session,
+    tools: &[Value],
+    checks: &[(&'static str, u32, &'static dyn ActiveCheck)],
+    dry_run: bool,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> StageRun {
+    let mut stage = StageRun::default();
+    let mut callable: Vec<Callable<'_>> = Vec::new();
+    for tool in tools {
+        match policy.decide(tool) {
+            Ok(_) => {
+                if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                    callable.push(Callable { name, tool });
+                }
+            }
+            Err(why) => {
+                let name = tool
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("(unnamed)");
+                stage.not_called.push((name.to_string(), why.to_string()));
+            }
+        }
+    }
+    for (id, budget, check) in checks {
+        let planned = check.plan(&callable, *budget as usize);
+        if dry_run {
+            let reason = if planned.is_empty() {
+                format!(
+                    "dry run (--dry-run): no call planned (budget {budget}){}",
+                    not_called_note(&stage.not_called)
+                )
+            } else {
+                let calls: Vec<String> = planned
+                    .iter()
+                    .map(|p| format!("`{}` {}", p.tool, p.arguments))
+                    .collect();
+                format!(
+                    "dry run (--dry-run): {} of {budget} calls planned: {}",
+                    planned.len(),
+                    crate::report::escape::escape(&calls.join("; "))
+                )
+            };
+            stage
+                .outcomes
+                .push(((*id).to_string(), Outcome::Skipped(reason)));
+            continue;
+        }
+        if planned.is_empty() {
+            let why = format!(
+                "no tool this run may call has what this check tests{}",
+                not_called_note(&stage.not_called)
+            );
+            stage
+                .outcomes
+                .push(((*id).to_string(), Outcome::Skipped(why)));
+            continue;
+        }
+        let names: BTreeSet<String> = planned.iter().map(|p| p.tool.clone()).collect();
+        let permit = permit::Permit::new(authorised, id, names, *budget);
+        let mut made = Vec::new();
+        for p in planned.into_iter().take(*budget as usize) {
+            if cancel.is_cancelled() {
+                break;
+            }
+            let started = tokio::time::Instant::now();
+            let params = json!({"name": p.tool, "arguments": p.arguments});
+            let call = permit::within(
+                permit.clone(),
+                session.call_within("tools/call", params, CALL_TIMEOUT),
+            )
+            .await;
+            let answer = match (&call.reply, &call.error) {
+                (Some(Reply::Result(r)), _) => Answer::Result(r.clone()),
+                (Some(Reply::Error { code, message, .. }), _) => Answer::Error {
+                    code: *code,
+                    message: message.clone(),
+                },
+                (None, Some(e)) => Answer::Failed(e.clone()),
+                (None, None) => Answer::Failed("no reply".into()),
+            };
+            stage.calls.push(CallRecord {
+                check: (*id).to_string(),
+                tool: p.tool.clone(),
+                arguments: p.arguments.clone(),
+                answered: !matches!(answer, Answer::Failed(_)),
+            });
+            made.push(MadeCall {
+                planned: p,
+                answer,
+                exchange: call.exchange,
+                elapsed: started.elapsed(),
+            });
+        }
+        let outcome = if cancel.is_cancelled() {
+            Outcome::Skipped("the scan was interrupted before this check finished".into())
+        } else {
+            check.judge(&made)
+        };
+        stage.outcomes.push(((*id).to_string(), outcome));
+    }
+    stage
+}
+
+fn not_called_note(not_called: &[(String, String)]) -> String {
+    if not_called.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = not_called
+        .iter()
+        .take(20)
+        .map(|(n, why)| format!("`{}`: {why}", crate::report::escape::escape(n)))
+        .collect();
+    let more = not_called.len().saturating_sub(20);
+    format!(
+        "; never called: {}{}",
+        list.join("; "),
+        if more > 0 {
+            format!(" (and {more} more)")
+        } else {
+            String::new()
+        }
+    )
+}

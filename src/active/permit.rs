@@ -1,0 +1,115 @@
+//! The run-time half of the active gate: a `tools/call` leaves mcpprobe only inside the scope of
+//! a [`Permit`], and a permit exists only for one active check's calls, made from the gate's
+//! [`Authorised`] token. The HTTP client ([`crate::net::Client`]) and the stdio writer both ask
+//! [`admit`] before sending anything; outside a permit (every passive check, the ladder, the
+//! inventory) every `tools/call` is refused.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::Value;
+
+use crate::gate::Authorised;
+
+tokio::task_local! {
+    static PERMIT: Arc<Permit>;
+}
+
+/// What one active check may call: these tools, at most `budget` times in all.
+#[derive(Debug)]
+pub struct Permit {
+    check: &'static str,
+    tools: BTreeSet<String>,
+    budget: u32,
+    used: AtomicU32,
+}
+
+impl Permit {
+    /// A permit for `check`'s calls of `tools`; the gate's token is the only way to one.
+    pub fn new(
+        _authorised: &Authorised,
+        check: &'static str,
+        tools: BTreeSet<String>,
+        budget: u32,
+    ) -> Arc<Permit> {
+        Arc::new(Permit {
+            check,
+            tools,
+            budget,
+            used: AtomicU32::new(0),
+        })
+    }
+
+    /// Calls admitted so far.
+    pub fn used(&self) -> u32 {
+        self.used.load(Ordering::SeqCst)
+    }
+
+    fn take(&self, tool: &str) -> Result<(), String> {
+        if !self.tools.contains(tool) {
+            return Err(format!(
+                "tools/call of `{}` refused: not a tool {} may call (scope, exclusions, annotations, effects)",
+                crate::report::escape::escape(tool),
+                self.check
+            ));
+        }
+        let before = self
+            .used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+                (u < self.budget).then_some(u + 1)
+            });
+        match before {
+            Ok(_) => Ok(()),
+            Err(_) => Err(format!(
+                "tools/call refused: {} spent its budget of {} calls",
+                self.check, self.budget
+            )),
+        }
+    }
+}
+
+/// Runs `f` with `permit` in force.
+pub async fn within<F: std::future::Future>(permit: Arc<Permit>, f: F) -> F::Output {
+    PERMIT.scope(permit, f).await
+}
+
+/// Whether `msg` (one JSON-RPC message, or a batch) may be sent: every `tools/call` in it must
+/// name a tool of the permit in force, within its budget. Anything else passes.
+pub fn admit(msg: &Value) -> Result<(), String> {
+    let calls: Vec<&Value> = match msg {
+        Value::Array(batch) => batch.iter().collect(),
+        one => vec![one],
+    };
+    for m in calls {
+        if m.get("method").and_then(Value::as_str) != Some("tools/call") {
+            continue;
+        }
+        let name = m
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        match PERMIT.try_with(|p| p.take(name)) {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(format!(
+                    "tools/call of `{}` refused: no active check's permit (only the gate's authorisation makes one)",
+                    crate::report::escape::escape(name)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`admit`] over a request body as it will be sent. Bytes that are not JSON but name
+/// `tools/call` are refused too (a lenient server might still read a call in them).
+pub fn admit_body(body: &[u8]) -> Result<(), String> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) => admit(&v),
+        Err(_) if body.windows(10).any(|w| w == b"tools/call") => {
+            Err("a body that is not JSON but names tools/call is never sent".into())
+        }
+        Err(_) => Ok(()),
+    }
+}
