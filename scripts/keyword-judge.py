@@ -58,6 +58,8 @@ def judge(tool, phrases):
                     }
                 )
                 break
+        if len(verdicts) == 32:
+            break  # mcpprobe takes at most 32 verdicts for one tool
     return verdicts
 
 

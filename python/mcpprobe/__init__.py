@@ -29,6 +29,7 @@ import dataclasses
 import inspect
 import json
 import os
+import threading
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
@@ -348,12 +349,24 @@ def _judge(judge: Optional[Judge], timeout: float, loop_bound: bool) -> Optional
         raise UsageError(f"judge must be callable, not {type(judge).__name__}")
     name = getattr(judge, "__name__", None) or type(judge).__name__
 
-    def call(tool_json: str) -> str:
+    def answer(tool_json: str) -> str:
         result = judge(json.loads(tool_json))
         if inspect.isawaitable(result):
             # A coroutine judge from the blocking API: its own event loop, on this thread.
             result = asyncio.run(asyncio.wait_for(_awaited(result), timeout))
         return _answer(result)
+
+    def call(tool_json: str, done: Callable[[bool, str], None]) -> None:
+        # A daemon thread: a judge past its budget never holds up the interpreter's exit.
+        def work() -> None:
+            try:
+                text = answer(tool_json)
+            except BaseException as e:  # the judge's failure is META-01's error, reported
+                done(False, f"{type(e).__qualname__}: {e}")
+                return
+            done(True, text)
+
+        threading.Thread(target=work, name="mcpprobe-judge", daemon=True).start()
 
     is_async = inspect.iscoroutinefunction(judge) or inspect.iscoroutinefunction(
         getattr(judge, "__call__", None)

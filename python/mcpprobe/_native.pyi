@@ -6,7 +6,9 @@ VERSION: str
 
 class NativeUsageError(Exception): ...
 
-_JudgeArgs = Tuple[str, Callable[[str], str], Optional[Callable[[str], Awaitable[str]]]]
+_JudgeArgs = Tuple[
+    str, Callable[[str, Callable[[bool, str], None]], None], Optional[Callable[[str], Awaitable[str]]]
+]
 
 def check(
     tools: bytes,

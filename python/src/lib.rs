@@ -96,7 +96,11 @@ impl Judge for SharedJudge {
 }
 
 fn raised(e: PyErr) -> JudgeError {
-    JudgeError::Raised(e.to_string())
+    // An exception's message can be anything: at most 500 characters of it, escaped.
+    JudgeError::Raised(mcpprobe::report::escape::escape_trimmed(
+        &e.to_string(),
+        500,
+    ))
 }
 
 impl PyReviewer {
@@ -110,24 +114,37 @@ impl PyReviewer {
             let out = fut.await.map_err(raised)?;
             return Python::attach(|py| out.extract::<String>(py)).map_err(raised);
         }
-        // A thread of its own per answer: a judge past its budget cannot be interrupted, so
-        // the engine stops waiting and this thread ends whenever the judge returns.
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let worker = judge.clone();
-        std::thread::Builder::new()
-            .name("mcpprobe-judge".into())
-            .spawn(move || {
-                let answer = Python::attach(|py| {
-                    worker
-                        .call
-                        .bind(py)
-                        .call1((text,))
-                        .and_then(|v| v.extract::<String>())
-                })
-                .map_err(raised);
-                let _ = tx.send(answer);
-            })
-            .map_err(|e| JudgeError::Start(format!("no thread for the judge: {e}")))?;
+        // The package's adapter runs the judge on a Python daemon thread of its own (a judge
+        // past its budget cannot be interrupted: the engine stops waiting, the thread ends when
+        // the judge returns, and the interpreter may exit meanwhile) and reports through `done`.
+        let (tx, rx) = tokio::sync::oneshot::channel::<Result<String, JudgeError>>();
+        let slot = std::sync::Mutex::new(Some(tx));
+        Python::attach(|py| -> PyResult<()> {
+            let done = pyo3::types::PyCFunction::new_closure(
+                py,
+                Some(c"mcpprobe_judge_done"),
+                None,
+                move |args: &Bound<'_, pyo3::types::PyTuple>,
+                      _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>|
+                      -> PyResult<()> {
+                    let (ok, text): (bool, String) = args.extract()?;
+                    let answer = if ok {
+                        Ok(text)
+                    } else {
+                        Err(JudgeError::Raised(
+                            mcpprobe::report::escape::escape_trimmed(&text, 500),
+                        ))
+                    };
+                    if let Some(tx) = slot.lock().ok().and_then(|mut s| s.take()) {
+                        let _ = tx.send(answer);
+                    }
+                    Ok(())
+                },
+            )?;
+            judge.call.bind(py).call1((text, done))?;
+            Ok(())
+        })
+        .map_err(raised)?;
         rx.await
             .map_err(|_| JudgeError::Gone("the judge's thread ended without an answer".into()))?
     }

@@ -167,7 +167,7 @@ def test_a_judge_that_flags_one_tool_makes_one_meta_01_finding_naming_it():
     assert report.check("META-01").status == "ran"
     [f] = judged(report)
     assert f.location.tool == "export_notes"
-    assert f.location.pointer == "/description"
+    assert f.location.pointer == "/tools/1/description"
     assert f.rule == "J1" and f.severity == "high" and f.confidence == "medium"
     assert f.subcode == "flag_secrets"
     assert f.message == "judge flag_secrets: asks the model to keep a secret from the user"
@@ -420,3 +420,22 @@ def test_the_stubs_type_check_a_users_code_with_mypy(tmp_path):
     assert good.returncode == 0, good.stdout.decode()
     wrong = run(bad)
     assert wrong.returncode == 1 and b"Incompatible types" in wrong.stdout, wrong.stdout.decode()
+
+
+def test_a_judge_still_running_at_exit_does_not_abort_the_interpreter(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import time, mcpprobe\n"
+        "def busy(tool):\n"
+        "    end = time.time() + 3\n"
+        "    while time.time() < end:\n"
+        "        pass\n"
+        "    return []\n"
+        "try:\n"
+        f"    mcpprobe.check(open({str(JUDGE_TOOLS)!r}).read(), judge=busy, judge_timeout=0.2)\n"
+        "except mcpprobe.ScanIncomplete as e:\n"
+        "    print(e.report.check('META-01').status)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().strip() == "error"

@@ -151,7 +151,7 @@ impl JudgeArgs {
         let Some(line) = &self.judge_command else {
             return Ok(None);
         };
-        let env = crate::judge::command::judge_env(std::env::vars(), secrets);
+        let env = crate::judge::command::judge_env(std::env::vars_os(), secrets);
         let judge = crate::judge::command::CommandJudge::parse(line, env)?;
         Ok(Some(crate::judge::JudgeConfig {
             judge: std::sync::Arc::new(judge),

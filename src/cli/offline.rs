@@ -44,13 +44,8 @@ pub fn check(args: &CheckArgs) -> i32 {
     if let Some(judge) = &judge {
         let ran = super::scan::runtime().map(|rt| {
             let cancel = tokio_util::sync::CancellationToken::new();
-            let on_ctrl_c = cancel.clone();
             rt.block_on(async {
-                let ctrl_c = tokio::spawn(async move {
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        on_ctrl_c.cancel();
-                    }
-                });
+                let ctrl_c = super::scan::cancel_on_signals(&cancel);
                 crate::offline::judge(&mut report, &input, judge, &selection, &cancel).await;
                 ctrl_c.abort();
             });

@@ -28,6 +28,34 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
+/// Cancels `cancel` on Ctrl-C, SIGTERM or SIGHUP (a CI runner's stop, a closed terminal): the
+/// scan then ends promptly, its sessions closed, a stdio server's and a judge's process groups
+/// killed. Abort the returned task when the work is done.
+pub fn cancel_on_signals(cancel: &CancellationToken) -> tokio::task::JoinHandle<()> {
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (mut term, mut hup) = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(t), Ok(h)) => (t, h),
+            _ => {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                }
+                return;
+            }
+        };
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => if r.is_err() { return },
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+        cancel.cancel();
+    })
+}
+
 /// Progress lines on stderr (`tracing` events of `mcpprobe::progress`), only on a terminal.
 pub fn show_progress() {
     use std::io::IsTerminal as _;
@@ -98,6 +126,14 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
         .map(|(_, v)| v.expose())
         .collect();
     secrets.extend(req.credentials.token.as_ref().map(Secret::expose));
+    if let Target::Stdio { env, .. } = &req.target {
+        // What --env passes the stdio server (PATH, HOME, LANG aside) is its secret, not the judge's.
+        secrets.extend(
+            env.iter()
+                .filter(|(n, _)| !crate::engine::request::STDIO_BASE_ENV.contains(&n.as_str()))
+                .map(|(_, v)| v.expose()),
+        );
+    }
     req.judge = args.judge.config(&secrets)?;
     req.trace_file = args.trace_file.clone();
     req.baseline = args.baseline.clone().map(|path| BaselineRequest {
@@ -151,12 +187,7 @@ pub fn run_scan(
     runtime.block_on(async {
         let scanner = Scanner::new(config).map_err(|e| e.to_string())?;
         let cancel = CancellationToken::new();
-        let on_ctrl_c = cancel.clone();
-        let ctrl_c = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_ctrl_c.cancel();
-            }
-        });
+        let ctrl_c = cancel_on_signals(&cancel);
         let report = scanner.scan(req, cancel).await.map_err(|e| e.to_string());
         ctrl_c.abort();
         report

@@ -116,7 +116,8 @@ pub fn artifact(candidates: &[Option<&Path>], fallback: &str) -> Artifact {
 
 /// The command line, with the values of secret flags (`--token`, `--header`) replaced.
 pub fn invocation(argv: impl IntoIterator<Item = String>) -> String {
-    const SECRET: [&str; 3] = ["--token", "--header", "-H"];
+    // A judge command's arguments may hold its model's key.
+    const SECRET: [&str; 4] = ["--token", "--header", "-H", "--judge-command"];
     let mut out = Vec::new();
     let mut hide_next = false;
     for (i, arg) in argv.into_iter().enumerate() {

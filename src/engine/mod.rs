@@ -135,7 +135,7 @@ impl Interruption {
         match self {
             Interruption::Cancelled => "interrupted: the scan was cancelled".into(),
             Interruption::Cap(d) => format!(
-                "interrupted: the scan hit its {} s cap (a slow server?)",
+                "interrupted: the scan hit its {} s cap (a slow server, or a slow judge?)",
                 d.as_secs_f64()
             ),
         }
@@ -316,16 +316,16 @@ impl Scanner {
             };
             let mut work = std::pin::pin!(work);
             // A judge's time is its own budget, on top of the scan's.
-            let cap = req.limits.scan_cap
+            let cap_for = req.limits.scan_cap
                 + req
                     .judge
                     .as_ref()
                     .map_or(Duration::ZERO, |j| j.limits.total);
-            let cap = tokio::time::sleep(cap);
+            let cap = tokio::time::sleep(cap_for);
             let why = tokio::select! {
                 r = &mut work => { r?; None }
                 () = cancel.cancelled() => Some(Interruption::Cancelled),
-                () = cap => Some(Interruption::Cap(req.limits.scan_cap)),
+                () = cap => Some(Interruption::Cap(cap_for)),
             };
             if why.is_some() {
                 // Every request and wait now fails fast; the pipeline unwinds and ends its
@@ -559,7 +559,9 @@ impl Scanner {
             return;
         };
         tracing::info!(target: "mcpprobe::progress", "asking the judge about {} tools", inv.tools().len());
-        crate::judge::review(config, inv.tools(), net.cancelled())
+        let secrets = net.secrets().clone();
+        let redact = move |s: &str| secrets.redact(s);
+        crate::judge::review(config, inv.tools(), &redact, net.cancelled())
             .await
             .record(report);
     }

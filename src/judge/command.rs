@@ -5,6 +5,7 @@
 //! (the CLI passes its own minus every `MCPPROBE_*` variable and every value that is one of the
 //! scan's secrets), and within the judge's budgets.
 
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,7 +28,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 pub struct CommandJudge {
     program: String,
     args: Vec<String>,
-    env: Vec<(String, String)>,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl std::fmt::Debug for CommandJudge {
@@ -53,7 +54,7 @@ pub enum CommandError {
 impl CommandJudge {
     /// `line` split as a POSIX shell would split words (quotes, backslashes; no expansion),
     /// started with exactly `env`.
-    pub fn parse(line: &str, env: Vec<(String, String)>) -> Result<CommandJudge, CommandError> {
+    pub fn parse(line: &str, env: Vec<(OsString, OsString)>) -> Result<CommandJudge, CommandError> {
         let words = shlex::split(line).ok_or_else(|| CommandError::Quoting(line.to_string()))?;
         let (program, args) = words.split_first().ok_or(CommandError::Empty)?;
         if program.is_empty() {
@@ -89,7 +90,7 @@ impl super::Judge for CommandJudge {
         let mut child = Command::new(&self.program)
             .args(&self.args)
             .env_clear()
-            .envs(self.env.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .envs(self.env.iter().map(|(n, v)| (n.as_os_str(), v.as_os_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -171,7 +172,27 @@ impl Running {
         }
     }
 
+    /// Output the command wrote that no question asked for: answers out of step.
+    fn unasked_output(&mut self) -> bool {
+        if self.framer.pending() > 0 {
+            return true;
+        }
+        let mut probe = [0u8; 256];
+        match futures_util::FutureExt::now_or_never(self.stdout.read(&mut probe)) {
+            Some(Ok(n)) if n > 0 => {
+                self.framer.push(&probe[..n]);
+                true
+            }
+            _ => false,
+        }
+    }
+
     async fn ask(&mut self, tool: &Value) -> Result<Vec<Verdict>, JudgeError> {
+        if self.unasked_output() {
+            return Err(JudgeError::OutOfStep(
+                "it wrote more than one line for an earlier tool".into(),
+            ));
+        }
         let mut line = serde_json::to_vec(tool).map_err(|e| JudgeError::Gone(e.to_string()))?;
         line.push(b'\n');
         let Some(stdin) = self.stdin.as_mut() else {
@@ -231,16 +252,41 @@ impl Reviewer for Running {
         Box::pin(self.ask(tool))
     }
 
-    fn finish(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+    fn finish(mut self: Box<Self>) -> BoxFuture<'static, Result<(), JudgeError>> {
         Box::pin(async move {
             drop(self.stdin.take());
-            let exited = tokio::time::timeout(EXIT_GRACE, self.child.wait())
-                .await
-                .is_ok();
+            // Whatever it still writes before it exits must be nothing: a line more is an
+            // answer that was out of step with its questions.
+            let mut leftover = self.framer.pending();
+            let mut chunk = [0u8; 4096];
+            let drained = tokio::time::timeout(EXIT_GRACE, async {
+                while leftover <= MAX_ANSWER_BYTES {
+                    match self.stdout.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            leftover += chunk[..n]
+                                .iter()
+                                .filter(|b| !b.is_ascii_whitespace())
+                                .count()
+                        }
+                    }
+                }
+            })
+            .await;
+            let exited = drained.is_ok()
+                && tokio::time::timeout(EXIT_GRACE, self.child.wait())
+                    .await
+                    .is_ok();
             self.kill_group();
             if !exited {
                 let _ = self.child.kill().await;
             }
+            if leftover > 0 {
+                return Err(JudgeError::OutOfStep(
+                    "it wrote more lines than there were tools".into(),
+                ));
+            }
+            Ok(())
         })
     }
 }
@@ -253,16 +299,30 @@ impl Drop for Running {
 }
 
 /// The environment a judge command gets from the host's `vars`: everything but mcpprobe's own
-/// variables (`MCPPROBE_*`, the token among them) and any variable whose value is one of
-/// `secrets` (a `--token` or `--header` value given on the command line).
+/// variables (`MCPPROBE_*`, the token among them) and any variable that holds one of `secrets`
+/// (a `--token`, a `--header` value, a value `--env` passes a stdio server): equal to a
+/// secret, or to one of its words (`Bearer s3cr3t` gives `s3cr3t`), or containing one of
+/// them of 8 characters or more. Names and values need not be UTF-8.
 pub fn judge_env(
-    vars: impl IntoIterator<Item = (String, String)>,
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
     secrets: &[&str],
-) -> Vec<(String, String)> {
+) -> Vec<(OsString, OsString)> {
+    let mut fragments: Vec<&str> = Vec::new();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        fragments.push(s);
+        fragments.extend(
+            s.split(|c: char| c.is_whitespace() || "=;,:".contains(c))
+                .filter(|w| !w.is_empty()),
+        );
+    }
     vars.into_iter()
         .filter(|(n, v)| {
-            !n.to_ascii_uppercase().starts_with("MCPPROBE_")
-                && !secrets.iter().any(|s| !s.is_empty() && v.contains(s))
+            let name = n.to_string_lossy().to_ascii_uppercase();
+            let value = v.to_string_lossy();
+            !name.starts_with("MCPPROBE_")
+                && !fragments
+                    .iter()
+                    .any(|f| *value == **f || (f.len() >= 8 && value.contains(f)))
         })
         .collect()
 }
@@ -298,12 +358,18 @@ mod tests {
             ("PATH", "/bin"),
             ("MCPPROBE_TOKEN", "t0k"),
             ("mcpprobe_state_dir", "/s"),
-            ("COPY", "Bearer t0k-123"),
+            ("COPY", "Bearer t0k-123456"),
+            ("RAW", "t0k-123456"),
+            ("SHORT", "o"),
             ("OPENAI_API_KEY", "sk-1"),
         ]
-        .map(|(a, b)| (a.to_string(), b.to_string()));
-        let env = judge_env(vars, &["t0k-123", ""]);
-        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        .map(|(a, b)| (OsString::from(a), OsString::from(b)));
+        let env = judge_env(vars, &["Bearer t0k-123456", "", "o"]);
+        let names: Vec<String> = env
+            .iter()
+            .map(|(n, _)| n.to_string_lossy().into_owned())
+            .collect();
+        // A one-letter header value drops only a variable equal to it, never PATH.
         assert_eq!(names, ["PATH", "OPENAI_API_KEY"]);
     }
 }

@@ -64,6 +64,8 @@ pub enum JudgeError {
     Garbage(String),
     #[error("the judge stopped answering: {0}")]
     Gone(String),
+    #[error("the judge's answers are out of step with its tools: {0}")]
+    OutOfStep(String),
     #[error(
         "the tool's definition is {0} bytes as JSON, more than a judge is shown ({MAX_TOOL_BYTES})"
     )]
@@ -81,9 +83,10 @@ pub trait Reviewer: Send {
     fn review<'a>(&'a mut self, tool: &'a Value)
     -> BoxFuture<'a, Result<Vec<Verdict>, JudgeError>>;
 
-    /// Ends the conversation (the external command gets end of input and is stopped).
-    fn finish(self: Box<Self>) -> BoxFuture<'static, ()> {
-        Box::pin(async {})
+    /// Ends the conversation (the external command gets end of input and is stopped); `Err`
+    /// when the end shows an answer was wrong (lines left over: answers out of step).
+    fn finish(self: Box<Self>) -> BoxFuture<'static, Result<(), JudgeError>> {
+        Box::pin(async { Ok(()) })
     }
 }
 
@@ -203,6 +206,11 @@ pub fn parse_answer(answer: &[u8], tool: &Value) -> Result<Vec<Verdict>, JudgeEr
         .collect()
 }
 
+/// At most 40 characters of what a judge wrote, escaped, for an error message.
+fn short(s: &str) -> String {
+    crate::report::escape::escape_trimmed(s, 40)
+}
+
 fn parse_verdict(item: &Value, tool: &Value) -> Result<Verdict, String> {
     let Value::Object(o) = item else {
         return Err("not an object".into());
@@ -234,7 +242,7 @@ fn parse_verdict(item: &Value, tool: &Value) -> Result<Verdict, String> {
     };
     let confidence = match text("confidence")? {
         Some(s) => Confidence::parse(s)
-            .ok_or_else(|| format!("confidence {s:?} is not one of low, medium, high"))?,
+            .ok_or_else(|| format!("confidence {:?} is not one of low, medium, high", short(s)))?,
         None => Confidence::Low,
     };
     let reason = match text("reason")? {
@@ -289,10 +297,26 @@ impl JudgeRun {
     }
 }
 
-/// Asks `config`'s judge about each tool of `tools` (as the server sent them), within its
-/// budgets, stopping when `cancel` fires. Never fails: everything that goes wrong is
-/// [`JudgeRun::error`].
-pub async fn review(config: &JudgeConfig, tools: &[Value], cancel: &CancellationToken) -> JudgeRun {
+/// The most META-01 findings one run keeps, and the most rule codes of its own a judge may use:
+/// beyond either the judge's answers stop counting and META-01 is an error (a judge that echoes
+/// a hostile server's text must not grow the report without bound).
+pub const MAX_FINDINGS: usize = 1000;
+pub const MAX_RULE_CODES: usize = 16;
+/// The per-tool errors an error message lists (the count is always given).
+const LISTED_ERRORS: usize = 5;
+
+/// Asks `config`'s judge about each tool of `tools` (as the server sent them; `redact` applied
+/// to every string first, so a secret the server echoed never reaches the judge), within its
+/// budgets, stopping when `cancel` fires. A tool the judge cannot be shown or answers garbage
+/// for is an error of that tool and the review goes on; a judge that stops answering, runs past
+/// a budget or is interrupted ends it. Never fails: everything that went wrong is
+/// [`JudgeRun::error`], and the findings made are kept.
+pub async fn review(
+    config: &JudgeConfig,
+    tools: &[Value],
+    redact: &(dyn Fn(&str) -> String + Sync),
+    cancel: &CancellationToken,
+) -> JudgeRun {
     let name = clean_name(&config.judge.name());
     let mut run = JudgeRun {
         findings: Vec::new(),
@@ -304,8 +328,7 @@ pub async fn review(config: &JudgeConfig, tools: &[Value], cancel: &Cancellation
         return run;
     }
     let limits = config.limits;
-    let started = tokio::time::Instant::now();
-    let deadline = started + limits.total;
+    let deadline = tokio::time::Instant::now() + limits.total;
     let mut reviewer = match config.judge.start() {
         Ok(r) => r,
         Err(e) => {
@@ -313,28 +336,31 @@ pub async fn review(config: &JudgeConfig, tools: &[Value], cancel: &Cancellation
             return run;
         }
     };
-    for tool in tools {
-        let view = tool_view(tool);
-        let tool_name = tool
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("(unnamed)")
-            .to_string();
-        let failed = |e: &dyn std::fmt::Display, reviewed: usize| {
-            format!(
-                "judge {name} on tool `{}` ({reviewed} of {} tools reviewed before): {e}",
-                crate::report::escape::escape(&tool_name),
-                tools.len()
-            )
-        };
+    let mut errors: Vec<String> = Vec::new();
+    let mut stopped: Option<String> = None;
+    for (index, tool) in tools.iter().enumerate() {
+        let mut view = tool_view(tool);
+        crate::net::redact::redact_value(&mut view, redact);
+        let tool_name = crate::report::escape::escape_trimmed(
+            tool.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("(unnamed)"),
+            80,
+        );
         let size = serde_json::to_vec(&view).map(|v| v.len()).unwrap_or(0);
         if size > MAX_TOOL_BYTES {
-            run.error = Some(failed(&JudgeError::TooLarge(size), run.reviewed));
-            break;
+            errors.push(format!(
+                "tool `{tool_name}`: {}",
+                JudgeError::TooLarge(size)
+            ));
+            continue;
         }
         let now = tokio::time::Instant::now();
         if now >= deadline {
-            run.error = Some(failed(&JudgeError::TotalBudget(limits.total), run.reviewed));
+            stopped = Some(format!(
+                "at tool `{tool_name}`: {}",
+                JudgeError::TotalBudget(limits.total)
+            ));
             break;
         }
         let (wait, over) = if deadline - now < limits.per_tool {
@@ -345,52 +371,93 @@ pub async fn review(config: &JudgeConfig, tools: &[Value], cancel: &Cancellation
         let answer = tokio::select! {
             a = tokio::time::timeout(wait, reviewer.review(&view)) => a,
             () = cancel.cancelled() => {
-                run.error = Some(format!(
-                    "judge {name}: the scan was interrupted after {} of {} tools",
-                    run.reviewed,
-                    tools.len()
-                ));
+                stopped = Some("the scan was interrupted".into());
                 break;
             }
         };
         match answer {
             Err(_) => {
-                run.error = Some(failed(&over, run.reviewed));
+                stopped = Some(format!("at tool `{tool_name}`: {over}"));
                 break;
             }
-            Ok(Err(e)) => {
-                run.error = Some(failed(&e, run.reviewed));
+            Ok(Err(
+                e @ (JudgeError::Gone(_) | JudgeError::Start(_) | JudgeError::OutOfStep(_)),
+            )) => {
+                stopped = Some(format!("at tool `{tool_name}`: {e}"));
                 break;
             }
+            Ok(Err(e)) => errors.push(format!("tool `{tool_name}`: {e}")),
             Ok(Ok(verdicts)) => {
                 run.reviewed += 1;
-                push_findings(&mut run.findings, &name, &tool_name, &view, verdicts);
+                if let Err(e) =
+                    push_findings(&mut run.findings, &name, &tool_name, index, &view, verdicts)
+                {
+                    stopped = Some(e);
+                    break;
+                }
             }
         }
     }
-    reviewer.finish().await;
+    if let Err(e) = reviewer.finish().await
+        && stopped.is_none()
+    {
+        errors.push(e.to_string());
+    }
+    if stopped.is_some() || !errors.is_empty() {
+        let mut why = format!(
+            "judge {name}: {} of {} tools reviewed",
+            run.reviewed, run.tools
+        );
+        if let Some(s) = &stopped {
+            why.push_str(&format!("; stopped {s}"));
+        }
+        if !errors.is_empty() {
+            let listed: Vec<&str> = errors
+                .iter()
+                .take(LISTED_ERRORS)
+                .map(String::as_str)
+                .collect();
+            why.push_str(&format!(
+                "; {} error{}: {}{}",
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" },
+                listed.join("; "),
+                if errors.len() > LISTED_ERRORS {
+                    "; …"
+                } else {
+                    ""
+                }
+            ));
+        }
+        run.error = Some(why);
+    }
     tracing::info!(target: "mcpprobe::progress", "judge {name}: {} of {} tools reviewed", run.reviewed, run.tools);
     run
 }
 
-/// Turns one tool's verdicts into META-01 findings. Two verdicts of one rule on one place are
-/// one finding with both reasons (a finding's fingerprint is check, rule and place).
+/// Turns one tool's verdicts into META-01 findings, at `/tools/{index}` (and the verdict's
+/// pointer under it), as every check places a tool. Two verdicts of one rule on one place are
+/// one finding with both reasons (a finding's fingerprint is check, rule and place). `Err` when
+/// the run's caps are reached.
 fn push_findings(
     out: &mut Vec<Finding>,
     judge: &str,
     tool: &str,
+    index: usize,
     view: &Value,
     verdicts: Vec<Verdict>,
-) {
+) -> Result<(), String> {
     let check = &crate::checks::other_meta_01::CHECK;
     let first = out.len();
     for v in verdicts {
-        let pointer = v.pointer.clone().unwrap_or_default();
+        let pointer = format!("/tools/{index}{}", v.pointer.as_deref().unwrap_or(""));
         if let Some(same) = out[first..].iter_mut().find(|f| {
             f.rule.as_deref() == Some(v.rule.as_str())
-                && f.location.pointer.as_deref().unwrap_or("") == pointer
+                && f.location.pointer.as_deref() == Some(pointer.as_str())
         }) {
-            if let Some(m) = same.message.as_mut() {
+            if let Some(m) = same.message.as_mut()
+                && m.chars().count() < 2 * MAX_REASON_CHARS
+            {
                 m.push_str("; ");
                 m.push_str(&v.reason);
             }
@@ -398,17 +465,34 @@ fn push_findings(
             same.confidence = same.confidence.max(v.confidence);
             continue;
         }
+        if out.len() >= MAX_FINDINGS {
+            return Err(format!(
+                "after {MAX_FINDINGS} findings, the most one run keeps"
+            ));
+        }
+        let mut codes: Vec<&str> = out.iter().filter_map(|f| f.rule.as_deref()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        if !codes.contains(&v.rule.as_str()) && codes.len() >= MAX_RULE_CODES {
+            return Err(format!(
+                "at a {}th rule code, more than a judge may use ({MAX_RULE_CODES})",
+                MAX_RULE_CODES + 1
+            ));
+        }
         let mut b = crate::checks::finding(check, None)
             .subcode(judge)
             .tool(tool)
+            .pointer(pointer)
             .severity(v.severity)
             .confidence(v.confidence)
             .message(format!("judge {judge}: {}", v.reason));
-        if let Some(p) = &v.pointer {
-            b = b.pointer(p.clone());
-            if let Some(text) = view.pointer(p).and_then(Value::as_str) {
-                b = b.text(crate::rules::text::excerpt(text, 0, text.len(), 120));
-            }
+        if let Some(text) = v
+            .pointer
+            .as_deref()
+            .and_then(|p| view.pointer(p))
+            .and_then(Value::as_str)
+        {
+            b = b.text(crate::rules::text::excerpt(text, 0, text.len(), 120));
         }
         let mut f = b.build();
         f.rule = Some(v.rule);
@@ -416,6 +500,7 @@ fn push_findings(
         f.fingerprint = f.compute_fingerprint();
         out.push(f);
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -482,13 +567,50 @@ mod tests {
             &mut out,
             "kw",
             "t",
+            3,
             &tool(),
             vec![verdict("a", Severity::Low), verdict("b", Severity::High)],
-        );
+        )
+        .expect("within the caps");
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].severity, Severity::High);
         assert_eq!(out[0].message.as_deref(), Some("judge kw: a; b"));
         assert_eq!(out[0].evidence.text.as_deref(), Some("Reads a file."));
         assert_eq!(out[0].rule.as_deref(), Some("J1"));
+        assert_eq!(
+            out[0].location.pointer.as_deref(),
+            Some("/tools/3/description")
+        );
+    }
+
+    #[test]
+    fn a_judge_cannot_grow_the_report_without_bound() {
+        let mut out = Vec::new();
+        let many = |n: usize, prefix: &str| -> Vec<Verdict> {
+            (0..n)
+                .map(|i| Verdict {
+                    rule: format!("{prefix}{i}"),
+                    severity: Severity::Low,
+                    confidence: Confidence::Low,
+                    reason: "r".into(),
+                    pointer: None,
+                })
+                .collect()
+        };
+        assert!(push_findings(&mut out, "j", "t", 0, &tool(), many(16, "R")).is_ok());
+        let e = push_findings(&mut out, "j", "t", 1, &tool(), many(1, "X")).expect_err("17th code");
+        assert!(e.contains("rule code"), "{e}");
+        let mut out = Vec::new();
+        for i in 0..(MAX_FINDINGS / 10) {
+            let ten = (0..10)
+                .map(|k| Verdict {
+                    pointer: Some(format!("/x{k}")),
+                    ..many(1, "J").remove(0)
+                })
+                .collect();
+            push_findings(&mut out, "j", "t", i, &tool(), ten).expect("under the cap");
+        }
+        assert_eq!(out.len(), MAX_FINDINGS);
+        assert!(push_findings(&mut out, "j", "t", 9999, &tool(), many(1, "J")).is_err());
     }
 }

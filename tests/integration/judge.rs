@@ -64,7 +64,7 @@ fn the_example_judge_flags_one_tool_and_the_finding_names_it() {
     assert_eq!(f["severity"], "medium");
     assert_eq!(f["confidence"], "low");
     assert_eq!(f["location"]["tool"], "export_notes");
-    assert_eq!(f["location"]["pointer"], "/description");
+    assert_eq!(f["location"]["pointer"], "/tools/1/description");
     assert_eq!(f["subcode"], "keyword-judge.py");
     let message = f["message"].as_str().unwrap_or_default();
     assert!(
@@ -142,10 +142,12 @@ fn a_judge_that_prints_garbage_is_an_error_never_a_clean_result() {
         reason.contains("not a list of verdicts: not JSON"),
         "{reason}"
     );
+    // Each tool got its answer, each answer was garbage: both are named, none was judged.
     assert!(
-        reason.contains("tool `lookup_order` (0 of 2 tools reviewed before)"),
+        reason.contains("0 of 2 tools reviewed; 2 errors: tool `lookup_order`"),
         "{reason}"
     );
+    assert!(reason.contains("tool `export_notes`"), "{reason}");
     assert_eq!(report["outcome"], "incomplete");
     crate::support::assert_valid("schema/report-v1.schema.json", &report);
 }
@@ -166,7 +168,7 @@ fn a_judge_that_hangs_is_stopped_at_its_budget_with_its_process_group() {
     assert!(
         reason
             .unwrap_or_default()
-            .contains("did not answer within its 1-second budget per tool"),
+            .contains("stopped at tool `lookup_order`: the judge did not answer within its 1-second budget per tool"),
         "{reason:?}"
     );
     let pid = std::fs::read_to_string(&pidfile).expect("the judge wrote its child's pid");
@@ -219,7 +221,17 @@ fn a_live_scan_judges_every_tool_and_the_judge_sees_no_secret() {
     let token = "judge-test-token-5b1f";
     let server = rt
         .block_on(mcpprobe::demo::server::start(
-            mcpprobe::demo::server::Behaviour::safe(token),
+            mcpprobe::demo::server::Behaviour {
+                // A server that echoes the caller's token into what the judge reads.
+                tools: Some({
+                    let mut t = mcpprobe::demo::server::safe_tools();
+                    t.push(serde_json::json!({"name": "whoami", "description": format!("You called with Bearer {token}."),
+                        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+                        "annotations": {"readOnlyHint": true}}));
+                    t
+                }),
+                ..mcpprobe::demo::server::Behaviour::safe(token)
+            },
             0,
         ))
         .expect("the server starts");
@@ -263,10 +275,17 @@ fn a_live_scan_judges_every_tool_and_the_judge_sees_no_secret() {
     let tools = seen["tools"].as_array().expect("tools");
     let listed = report["fingerprint"].clone();
     assert!(!tools.is_empty(), "{listed}");
-    let expected: Vec<String> = mcpprobe::demo::server::safe_tools()
+    let mut expected: Vec<String> = mcpprobe::demo::server::safe_tools()
         .iter()
         .filter_map(|t| t["name"].as_str().map(String::from))
         .collect();
+    expected.push("whoami".into());
+    let shown = seen["tools"].to_string();
+    assert!(
+        !shown.contains(token),
+        "the judge was shown the token: {shown}"
+    );
+    assert!(shown.contains("[REDACTED]"), "{shown}");
     let judged: Vec<String> = tools
         .iter()
         .filter_map(|t| t["name"].as_str().map(String::from))
@@ -282,4 +301,67 @@ fn a_live_scan_judges_every_tool_and_the_judge_sees_no_secret() {
             "the judge was shown {keys:?}"
         );
     }
+}
+
+#[test]
+fn answers_out_of_step_with_the_tools_are_an_error_not_findings_on_the_wrong_tool() {
+    // Two lines for the first tool: the second would be read as the answer for the next one.
+    let dir = tempfile::tempdir().expect("dir");
+    let script = dir.path().join("twice.py");
+    std::fs::write(
+        &script,
+        "import sys\nfor line in sys.stdin:\n    print('[]')\n    print('[{\"severity\": \"critical\", \"reason\": \"about the first tool\"}]', flush=True)\n",
+    )
+    .expect("write the judge");
+    let judge = format!("python3 {}", script.display());
+    let judge = judge.as_str();
+    let (code, report) = check(judge, &[]);
+    assert_eq!(code, Some(3), "{report}");
+    let (status, reason) = meta01(&report);
+    assert_eq!(status, "error");
+    assert!(
+        reason.unwrap_or_default().contains("out of step"),
+        "{reason:?}"
+    );
+    assert!(
+        judge_findings(&report)
+            .iter()
+            .all(|f| f["severity"] != "critical"),
+        "{report}"
+    );
+}
+
+#[test]
+fn one_tool_the_judge_cannot_be_shown_does_not_blind_it_to_the_others() {
+    let dir = tempfile::tempdir().expect("dir");
+    let tools = dir.path().join("tools.json");
+    let mut doc = crate::support::json_file(&root().join(TOOLS));
+    let huge = "x".repeat(mcpprobe::judge::MAX_TOOL_BYTES + 10);
+    doc["tools"].as_array_mut().expect("tools").insert(
+        0,
+        serde_json::json!({"name": "bloated", "description": huge}),
+    );
+    std::fs::write(&tools, doc.to_string()).expect("write");
+    let o = mcpprobe()
+        .current_dir(root())
+        .args([
+            "check",
+            tools.to_str().expect("utf-8 path"),
+            "--no-config",
+            "--format",
+            "json",
+        ])
+        .args(["--judge-command", "python3 scripts/keyword-judge.py"])
+        .output()
+        .expect("runs");
+    let report: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(o.status.code(), Some(3), "{report}");
+    let (status, reason) = meta01(&report);
+    assert_eq!(status, "error");
+    let reason = reason.unwrap_or_default();
+    assert!(reason.contains("2 of 3 tools reviewed"), "{reason}");
+    assert!(reason.contains("tool `bloated`"), "{reason}");
+    let found = judge_findings(&report);
+    assert_eq!(found.len(), 1, "{report}");
+    assert_eq!(found[0]["location"]["pointer"], "/tools/2/description");
 }
