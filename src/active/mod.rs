@@ -33,6 +33,8 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 pub struct Callable<'a> {
     pub name: &'a str,
     pub tool: &'a Value,
+    /// Its place in the tool list (findings point at `/tools/{index}/…`).
+    pub index: usize,
 }
 
 /// One call a check wants made.
@@ -186,6 +188,11 @@ fn benign_value(schema: Option<&Value>) -> Value {
     }
 }
 
+/// A JSON Pointer token (RFC 6901).
+pub fn pointer_token(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
 /// Free-text parameters of a tool: strings without an enum, a const, a format or a pattern.
 pub fn free_text_params(tool: &Value) -> Vec<String> {
     let Some(props) = tool
@@ -219,11 +226,11 @@ pub async fn run(
 ) -> StageRun {
     let mut stage = StageRun::default();
     let mut callable: Vec<Callable<'_>> = Vec::new();
-    for tool in tools {
+    for (index, tool) in tools.iter().enumerate() {
         match policy.decide(tool) {
             Ok(_) => {
                 if let Some(name) = tool.get("name").and_then(Value::as_str) {
-                    callable.push(Callable { name, tool });
+                    callable.push(Callable { name, tool, index });
                 }
             }
             Err(why) => {

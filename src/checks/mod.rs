@@ -164,7 +164,10 @@ pub mod probe;
 
 /// Reason every active stub gives in every report (SPEC §1.3: registered stubs in v0.1).
 pub const ACTIVE_NOT_IMPLEMENTED: &str =
-    "not implemented in v0.1: active checks are registered stubs with a plan; no payload is sent";
+    "not implemented yet: this active check is a registered stub with a plan; no payload is sent";
+
+/// Why an implemented active check did not run: the gate did not authorise it (SPEC §1.3).
+pub const ACTIVE_NOT_AUTHORISED: &str = "not authorised: --active (with --authorised-by, --scope and --verify) was not given; nothing was called";
 
 /// One generated registry entry.
 pub struct CatalogueSource {

@@ -81,6 +81,17 @@ pub fn run(args: &DemoArgs) -> i32 {
             ..ScanLimits::default()
         };
         req.trace_file = args.trace_file.clone();
+        if args.active {
+            req.active = Some(crate::engine::ActiveRequest {
+                authorised_by: Some(
+                    "mcpprobe demo (the bundled reference server on loopback)".into(),
+                ),
+                scope: Some("*".into()),
+                verify: true,
+                include_unannotated: false,
+                dry_run: false,
+            });
+        }
         if args.safe {
             req.credentials = Credentials {
                 token: token.clone().map(Secret::new),

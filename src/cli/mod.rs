@@ -299,9 +299,18 @@ pub struct ScanArgs {
     /// Who authorised the active run.
     #[arg(long, value_name = "NAME", help_heading = "Active")]
     pub authorised_by: Option<String>,
-    /// What may be called.
+    /// The tools that may be called: names or globs, comma-separated (`lookup_*,get_forecast`),
+    /// or `*`. Never a tool annotated destructiveHint: true, one named by --exclude-tool, one
+    /// whose name, title or leading description verbs say it changes, deletes, sends, runs or
+    /// pays, or (without --include-unannotated) one without annotations.
     #[arg(long, value_name = "WHAT", help_heading = "Active")]
     pub scope: Option<String>,
+    /// Also call tools that have no annotations (the MCP default for them is destructive).
+    #[arg(long, requires = "active", help_heading = "Active")]
+    pub include_unannotated: bool,
+    /// Say which calls each active check would make (tools, arguments, budget); call nothing.
+    #[arg(long, requires = "active", help_heading = "Active")]
+    pub dry_run: bool,
     /// Require an ownership proof made within this run.
     #[arg(long, help_heading = "Active")]
     pub verify: bool,
@@ -376,6 +385,12 @@ pub struct DemoArgs {
     /// The loopback port of the reference server (0: any free port).
     #[arg(long, default_value_t = 0, help_heading = "Server")]
     pub port: u16,
+    /// Also run the implemented active checks against the reference server, with scope `*`
+    /// (its proof is local: it runs on loopback): its `lookup_host` tool builds a shell command
+    /// from its input, and ACT-01 proves it with a canary. The tools the policy refuses are
+    /// listed; nothing is executed by the reference server, whose shell is simulated.
+    #[arg(long, conflicts_with = "serve", help_heading = "Active")]
+    pub active: bool,
     /// The safe twin instead: the same protocol without the weaknesses, requiring the bearer
     /// token of --token / MCPPROBE_TOKEN.
     #[arg(long, requires = "token", help_heading = "Server")]

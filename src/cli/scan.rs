@@ -117,6 +117,8 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
         authorised_by: args.authorised_by.clone(),
         scope: args.scope.clone(),
         verify: args.verify,
+        include_unannotated: args.include_unannotated,
+        dry_run: args.dry_run,
     });
     req.exclude_tools = args.exclude_tool.clone();
     let mut secrets: Vec<&str> = req

@@ -150,7 +150,101 @@ pub fn vulnerable_tools() -> Vec<Value> {
         json!({"name": "run_command", "description": "Run a shell command on the server.",
                "inputSchema": {"type": "object", "properties": {"command": {"type": "string"}}},
                "annotations": {"readOnlyHint": true}}),
+        json!({"name": "lookup_host", "title": "Look up a host",
+               "description": "Looks up the address records of a host name.",
+               "inputSchema": {"type": "object", "properties": {"host": {"type": "string", "description": "A host name"}},
+                               "required": ["host"], "additionalProperties": false},
+               "annotations": {"readOnlyHint": true, "openWorldHint": true}}),
     ]
+}
+
+/// What the reference server's `lookup_host` answers: it builds `host -t A <input>` as a
+/// careless server would, and "runs" it in a tiny simulated shell that evaluates what ACT-01's
+/// canaries use — `$((A*B))`, `` `expr A \* B` ``, and a second command after an unquoted `;`,
+/// `|` or `&&` that is `echo` — and nothing else. Nothing is executed: the demo must never give
+/// whoever reaches it a real shell.
+pub fn simulated_lookup(host: &str) -> String {
+    let command = format!("host -t A {host}");
+    let mut out = Vec::new();
+    for (i, part) in split_commands(&command).iter().enumerate() {
+        let expanded = expand(part);
+        let words: Vec<&str> = expanded.split_whitespace().collect();
+        match words.first() {
+            Some(&"echo") => out.push(words[1..].join(" ")),
+            Some(&"host") if i == 0 => out.push(format!(
+                "Host {} not found: 3(NXDOMAIN)",
+                words.get(3).copied().unwrap_or("")
+            )),
+            Some(w) => out.push(format!("sh: {w}: command not found (simulated shell)")),
+            None => {}
+        }
+    }
+    out.join("\n")
+}
+
+/// Splits at `;`, `|` and `&&` outside single quotes.
+fn split_commands(line: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                if let Some(p) = parts.last_mut() {
+                    p.push(c);
+                }
+            }
+            ';' | '|' if !quoted => parts.push(String::new()),
+            '&' if !quoted && chars.peek() == Some(&'&') => {
+                chars.next();
+                parts.push(String::new());
+            }
+            _ => {
+                if let Some(p) = parts.last_mut() {
+                    p.push(c);
+                }
+            }
+        }
+    }
+    parts
+}
+
+/// `$((A*B))` and `` `expr A \* B` `` (decimal A and B) replaced by their product, outside
+/// single quotes; a quoted part loses its quotes.
+fn expand(part: &str) -> String {
+    let product = |a: &str, b: &str| -> Option<String> {
+        let (a, b) = (a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?);
+        a.checked_mul(b).map(|p| p.to_string())
+    };
+    let mut out = String::new();
+    let mut rest = part;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('\'') {
+            let end = r.find('\'').unwrap_or(r.len());
+            out.push_str(&r[..end]);
+            rest = r.get(end + 1..).unwrap_or("");
+        } else if let Some(r) = rest.strip_prefix("$((") {
+            let end = r.find("))").unwrap_or(r.len());
+            match r[..end].split_once('*').and_then(|(a, b)| product(a, b)) {
+                Some(p) => out.push_str(&p),
+                None => out.push_str(&r[..end]),
+            }
+            rest = r.get(end + 2..).unwrap_or("");
+        } else if let Some(r) = rest.strip_prefix("`expr ") {
+            let end = r.find('`').unwrap_or(r.len());
+            match r[..end].split_once("\\*").and_then(|(a, b)| product(a, b)) {
+                Some(p) => out.push_str(&p),
+                None => out.push_str(&r[..end]),
+            }
+            rest = r.get(end + 1..).unwrap_or("");
+        } else {
+            let c = rest.chars().next().unwrap_or(' ');
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
 }
 
 pub fn safe_tools() -> Vec<Value> {
@@ -375,6 +469,19 @@ impl Shared {
                 ok(json!({"tools": self.tools_for(client), "nextCursor": "page-2"}))
             }
             "tools/list" => ok(json!({"tools": self.tools_for(client)})),
+            "tools/call"
+                if self.b.poisoned_tools
+                    && msg.pointer("/params/name").and_then(Value::as_str)
+                        == Some("lookup_host") =>
+            {
+                let host = msg
+                    .pointer("/params/arguments/host")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                ok(
+                    json!({"content": [{"type": "text", "text": simulated_lookup(host)}], "isError": false}),
+                )
+            }
             "prompts/list" => ok(json!({"prompts": []})),
             "resources/list" => ok(json!({"resources": []})),
             "resources/templates/list" => ok(json!({"resourceTemplates": []})),
@@ -737,4 +844,23 @@ pub async fn start(b: Behaviour, port: u16) -> std::io::Result<Running> {
         let _ = axum::serve(listener, app).await;
     });
     Ok(Running { addr, task, shared })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_simulated_shell_evaluates_the_canary_forms_and_nothing_else() {
+        use super::simulated_lookup as run;
+        assert_eq!(
+            run("example.com"),
+            "Host example.com not found: 3(NXDOMAIN)"
+        );
+        assert!(run("$((1234*5678))").contains("7006652"));
+        assert!(run("`expr 1234 \\* 5678`").contains("7006652"));
+        assert!(run("x;echo $((1234*5678))").ends_with("7006652"));
+        assert!(run("x|echo $((1234*5678))").ends_with("7006652"));
+        // Inside single quotes nothing is evaluated; other commands are not run.
+        assert!(!run("'$((1234*5678))'").contains("7006652"));
+        assert!(run("x; rm -rf /").contains("rm: command not found (simulated shell)"));
+    }
 }

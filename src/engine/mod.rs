@@ -167,6 +167,8 @@ pub struct Scanned {
 
 /// What the live stages hand the checks.
 struct Parts<'a> {
+    /// The gate's authorisation of an active run (none without `--active`).
+    authorised: Option<&'a gate::Authorised>,
     fp: &'a Fingerprint,
     inventory: Option<&'a Inventory>,
     client: Option<&'a crate::net::Client>,
@@ -434,25 +436,42 @@ impl Scanner {
         if let Some(inv) = &inventory {
             guard_destructive(&client, inv);
         }
-        if req.active.is_some() {
+        let mut authorised = None;
+        let mut record = None;
+        if let Some(active) = &req.active {
             let hash = inventory
                 .as_ref()
                 .map(|i| crate::fingerprint::tools_sha256(i.tools()));
-            let proof = match owned.proof() {
-                gate::Proof::Local(why) => why.clone(),
-                gate::Proof::DnsTxt(p) => {
-                    format!("dns-txt, valid until {}", p.expires_at.to_rfc3339())
+            let auth = match owned.authorise_active(active) {
+                Ok(a) => a,
+                Err(why) => {
+                    close_all(sessions).await;
+                    report.outcome = RunOutcome::Refused;
+                    report.refusal = Some(crate::report::Refusal::ActiveNotAuthorised);
+                    report.reason = Some(why);
+                    report.skip_rest("stopped by the gate: active mode not authorised");
+                    return Ok(());
                 }
             };
             // No active run without its record: end the sessions, then report the error.
-            if let Err(e) =
-                self.record_authorisation(req, &owned.target().host, &proof, hash.as_deref())
-            {
-                close_all(sessions).await;
-                return Err(e);
+            match self.record_authorisation(
+                req,
+                &owned.target().host,
+                &auth,
+                hash.as_deref(),
+                None,
+                None,
+            ) {
+                Ok(path) => record = Some((path, hash)),
+                Err(e) => {
+                    close_all(sessions).await;
+                    return Err(e);
+                }
             }
+            authorised = Some(auth);
         }
         let parts = Parts {
+            authorised: authorised.as_ref(),
             fp: &fp,
             inventory: inventory.as_ref(),
             client: Some(&client),
@@ -460,8 +479,18 @@ impl Scanner {
             sessions: &sessions,
             loopback: matches!(owned.proof(), gate::Proof::Local(_)),
         };
-        self.assess(req, report, net, pinned, parts).await;
+        let calls = self.assess(req, report, net, pinned, parts).await;
         close_all(sessions).await;
+        if let (Some(auth), Some((path, hash))) = (&authorised, &record) {
+            self.record_authorisation(
+                req,
+                &owned.target().host,
+                auth,
+                hash.as_deref(),
+                Some(&calls),
+                Some(path),
+            )?;
+        }
         self.judge_stage(req, net, inventory.as_ref(), report).await;
         Ok(())
     }
@@ -504,22 +533,35 @@ impl Scanner {
         } else {
             Some(inventory::read(&session, &fp).await)
         };
-        if req.active.is_some() {
+        let mut authorised = None;
+        let mut record = None;
+        if let Some(active) = &req.active {
             let hash = inventory
                 .as_ref()
                 .map(|i| crate::fingerprint::tools_sha256(i.tools()));
-            if let Err(e) = self.record_authorisation(
-                req,
-                "stdio",
-                "local: a stdio server started by mcpprobe",
-                hash.as_deref(),
-            ) {
-                session.close().await;
-                return Err(e);
+            let auth = match gate::authorise_stdio_active(active) {
+                Ok(a) => a,
+                Err(why) => {
+                    session.close().await;
+                    report.outcome = RunOutcome::Refused;
+                    report.refusal = Some(crate::report::Refusal::ActiveNotAuthorised);
+                    report.reason = Some(why);
+                    report.skip_rest("stopped by the gate: active mode not authorised");
+                    return Ok(());
+                }
+            };
+            match self.record_authorisation(req, "stdio", &auth, hash.as_deref(), None, None) {
+                Ok(path) => record = Some((path, hash)),
+                Err(e) => {
+                    session.close().await;
+                    return Err(e);
+                }
             }
+            authorised = Some(auth);
         }
         let sessions = std::slice::from_ref(&session);
         let parts = Parts {
+            authorised: authorised.as_ref(),
             fp: &fp,
             inventory: inventory.as_ref(),
             client: None,
@@ -527,12 +569,22 @@ impl Scanner {
             sessions,
             loopback: true,
         };
-        self.assess(req, report, net, pinned, parts).await;
+        let calls = self.assess(req, report, net, pinned, parts).await;
         if let Some((sent, stderr)) = session.stdio_stats().await {
             report.requests_sent += sent;
             net.trace_line(&serde_json::json!({"stdio_stderr": stderr}));
         }
         session.close().await;
+        if let (Some(auth), Some((path, hash))) = (&authorised, &record) {
+            self.record_authorisation(
+                req,
+                "stdio",
+                auth,
+                hash.as_deref(),
+                Some(&calls),
+                Some(path),
+            )?;
+        }
         self.judge_stage(req, net, inventory.as_ref(), report).await;
         Ok(())
     }
@@ -622,7 +674,8 @@ impl Scanner {
         joined.ok().flatten()
     }
 
-    /// Runs every check against what the ladder and the inventory found, and fills the report.
+    /// Runs every check against what the ladder and the inventory found, and fills the report;
+    /// returns the calls the active stage made (for the authorisation record).
     async fn assess(
         &self,
         req: &ScanRequest,
@@ -630,7 +683,7 @@ impl Scanner {
         net: &Network,
         pinned: Option<&Pinned>,
         parts: Parts<'_>,
-    ) {
+    ) -> Vec<crate::active::CallRecord> {
         let fp = parts.fp;
         let rules = self.run_rules(req, net, parts.inventory).await;
         // The inventory as the rules read it, again (the rules stage's tree lived on its own
@@ -706,23 +759,41 @@ impl Scanner {
                 }
             }
         }
+        let mut active_checks: Vec<(&'static str, u32, &'static dyn crate::active::ActiveCheck)> =
+            Vec::new();
         for entry in &catalogue().entries {
             let id = entry.meta.id.as_str();
             let check = self.check(id, entry.check);
             if entry.meta.kind == Kind::Active {
-                // Registered stubs: not implemented in every report, with what they would do.
-                if let Some(plan) = parts.inventory.and_then(|inv| check.plan(inv.tools())) {
+                if !req.checks.includes(id) {
+                    report.record(id, Outcome::Skipped(NOT_SELECTED.into()));
+                    continue;
+                }
+                if let (Some(active), Some(_)) = (check.active(), parts.authorised) {
+                    // Run in the active stage, after every passive check.
+                    active_checks.push((entry.meta.id.as_str(), entry.meta.requests, active));
+                    continue;
+                }
+                let plan = parts
+                    .inventory
+                    .and_then(|inv| check.plan(inv.tools()))
+                    .map(|p| format!("; plan: {p}"))
+                    .unwrap_or_default();
+                let outcome = if check.active().is_some() {
+                    Outcome::Skipped(format!("{}{plan}", crate::checks::ACTIVE_NOT_AUTHORISED))
+                } else {
+                    // Registered stubs: not implemented in every report, with what they would do.
                     let gate = if req.active.is_some() {
                         ""
                     } else {
                         " (and not authorised: --active was not given)"
                     };
-                    let reason = format!(
-                        "{}{gate}; plan: {plan}",
+                    Outcome::NotImplemented(format!(
+                        "{}{gate}{plan}",
                         crate::checks::ACTIVE_NOT_IMPLEMENTED
-                    );
-                    report.record(id, Outcome::NotImplemented(reason));
-                }
+                    ))
+                };
+                report.record(id, outcome);
                 continue;
             }
             if !req.checks.includes(id) {
@@ -756,6 +827,67 @@ impl Scanner {
             };
             report.record_requests(id, used.sent);
             report.record(id, outcome);
+        }
+        let mut calls = Vec::new();
+        if let (Some(auth), Some(active)) = (parts.authorised, &req.active)
+            && !active_checks.is_empty()
+        {
+            match (parts.inventory, parts.sessions.first()) {
+                (Some(inv), Some(session)) if !net.cancelled().is_cancelled() => {
+                    let policy = crate::active::CallPolicy {
+                        scope: crate::active::CallPolicy::parse_scope(auth.scope()),
+                        exclude: req.exclude_tools.clone(),
+                        include_unannotated: active.include_unannotated,
+                    };
+                    tracing::info!(target: "mcpprobe::progress", "active checks (scope {})", auth.scope());
+                    let stage = crate::active::run(
+                        auth,
+                        &policy,
+                        session,
+                        inv.tools(),
+                        &active_checks,
+                        active.dry_run,
+                        net.cancelled(),
+                    )
+                    .await;
+                    for (id, outcome) in stage.outcomes {
+                        let made = stage.calls.iter().filter(|c| c.check == id).count();
+                        report.record_requests(&id, u32::try_from(made).unwrap_or(u32::MAX));
+                        report.record(&id, outcome);
+                    }
+                    if !stage.not_called.is_empty() {
+                        let listed: Vec<String> = stage
+                            .not_called
+                            .iter()
+                            .take(20)
+                            .map(|(n, why)| {
+                                format!("`{}`: {why}", crate::report::escape::escape_trimmed(n, 80))
+                            })
+                            .collect();
+                        let more = stage.not_called.len().saturating_sub(20);
+                        report.warnings.push(format!(
+                            "active checks never called {} tool{}: {}{}",
+                            stage.not_called.len(),
+                            if stage.not_called.len() == 1 { "" } else { "s" },
+                            listed.join("; "),
+                            if more > 0 {
+                                format!("; and {more} more")
+                            } else {
+                                String::new()
+                            }
+                        ));
+                    }
+                    calls = stage.calls;
+                }
+                _ => {
+                    for (id, _, _) in &active_checks {
+                        report.record(
+                            id,
+                            Outcome::Skipped("no inventory or session: nothing to call".into()),
+                        );
+                    }
+                }
+            }
         }
         if let Some(why) = stop {
             report.outcome = RunOutcome::Incomplete;
@@ -791,6 +923,7 @@ impl Scanner {
                 }
             }
         }
+        calls
     }
 
     /// Compares the inventory with the pinned state; returns what BASE-01/02 report, and the
@@ -877,28 +1010,42 @@ impl Scanner {
         &self,
         req: &ScanRequest,
         host: &str,
-        proof: &str,
+        auth: &gate::Authorised,
         tool_list_sha256: Option<&str>,
+        calls: Option<&[crate::active::CallRecord]>,
+        path: Option<&std::path::Path>,
     ) -> Result<PathBuf, ConfigError> {
         let now = self.clock.now();
         let active = req.active.clone().unwrap_or_default();
         let planned: Vec<&str> = catalogue()
-            .metas()
-            .filter(|m| m.kind == Kind::Active)
-            .map(|m| m.id.as_str())
+            .entries
+            .iter()
+            .filter(|e| e.meta.kind == Kind::Active && req.checks.includes(&e.meta.id))
+            .filter(|e| e.check.active().is_some())
+            .map(|e| e.meta.id.as_str())
             .collect();
         let record = serde_json::json!({
-            "authorised_by": active.authorised_by,
-            "scope": active.scope,
+            "authorised_by": auth.authorised_by(),
+            "scope": auth.scope(),
             "target": req.target.to_string(),
             "time": now.to_rfc3339(),
-            "proof": proof,
+            "proof": auth.proof(),
             "tool_list_sha256": tool_list_sha256,
             "checks_planned": planned,
             "excluded_tools": req.exclude_tools,
-            "note": crate::checks::ACTIVE_NOT_IMPLEMENTED,
+            "include_unannotated": active.include_unannotated,
+            "dry_run": active.dry_run,
+            // Written before the first call ("started"), then again with every call made.
+            "status": if calls.is_some() { "finished" } else { "started" },
+            "calls": calls.unwrap_or_default(),
         });
-        Ok(self.state.save_authorisation(&record, host, now)?)
+        match path {
+            Some(p) => {
+                self.state.update_authorisation(p, &record)?;
+                Ok(p.to_path_buf())
+            }
+            None => Ok(self.state.save_authorisation(&record, host, now)?),
+        }
     }
 }
 

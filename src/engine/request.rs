@@ -307,6 +307,10 @@ pub struct ActiveRequest {
     pub scope: Option<String>,
     /// Require a proof made within this run.
     pub verify: bool,
+    /// `--include-unannotated`: tools without annotations may be called (SPEC §13).
+    pub include_unannotated: bool,
+    /// `--dry-run`: say what each active check would call, call nothing.
+    pub dry_run: bool,
 }
 
 /// `--baseline FILE` (and `--update-baseline`).

@@ -295,6 +295,15 @@ impl StateDir {
         ));
         Self::write(&path, record).map(|()| path)
     }
+
+    /// Rewrites an authorisation record this run wrote (with the calls it made), atomically.
+    pub fn update_authorisation(
+        &self,
+        path: &Path,
+        record: &serde_json::Value,
+    ) -> Result<(), StateError> {
+        Self::write(path, record)
+    }
 }
 
 /// A fresh verification token: 128 random bits, hex.

@@ -194,13 +194,20 @@ impl Report {
     /// check can be absent from it.
     pub fn new(target: impl Into<String>, policy: Policy) -> Report {
         let checks = catalogue()
-            .metas()
-            .map(|m| {
-                // The active checks are registered stubs: every report says so (SPEC §1.3).
+            .entries
+            .iter()
+            .map(|e| {
+                let m = &e.meta;
+                // An active check still a stub says so in every report; one that is implemented
+                // says it was not authorised until the gate lets it run (SPEC §1.3).
                 let (status, reason) = match m.kind {
-                    Kind::Active => (
+                    Kind::Active if e.check.active().is_none() => (
                         CheckStatus::NotImplemented,
                         crate::checks::ACTIVE_NOT_IMPLEMENTED.to_string(),
+                    ),
+                    Kind::Active => (
+                        CheckStatus::Skipped,
+                        crate::checks::ACTIVE_NOT_AUTHORISED.to_string(),
                     ),
                     _ => (CheckStatus::Skipped, "not run".to_string()),
                 };

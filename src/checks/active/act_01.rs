@@ -8,7 +8,9 @@
 use serde_json::Value;
 
 use crate::active::canary::{Product, shell_payloads};
-use crate::active::{ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params};
+use crate::active::{
+    ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params, pointer_token,
+};
 use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome, finding};
 use crate::finding::Finding;
 use crate::rules::{Document, Input};
@@ -38,24 +40,33 @@ impl Check for Act01 {
 
 impl ActiveCheck for Act01 {
     fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+        // Every free-text parameter gets the first form before any gets the second: a budget
+        // too small for all of them still reaches every parameter.
+        let params: Vec<(&Callable<'_>, String)> = tools
+            .iter()
+            .flat_map(|t| free_text_params(t.tool).into_iter().map(move |p| (t, p)))
+            .collect();
+        let forms = shell_payloads(&Product::random()).len();
         let mut out = Vec::new();
-        for t in tools {
-            for param in free_text_params(t.tool) {
-                for form in 0..shell_payloads(&Product::random()).len() {
-                    if out.len() >= budget {
-                        return out;
-                    }
-                    // Fresh factors for every call: a product names the one call that made it.
-                    let product = Product::random();
-                    let (payload, form) = shell_payloads(&product).swap_remove(form);
-                    out.push(PlannedCall {
-                        tool: t.name.to_string(),
-                        arguments: benign_arguments(t.tool, &[(&param, Value::String(payload))]),
-                        canary: Some(product.marker()),
-                        purpose: format!("`{param}`: {form}"),
-                        pointer: Some(format!("/inputSchema/properties/{}", pointer_token(&param))),
-                    });
+        for form in 0..forms {
+            for (t, param) in &params {
+                if out.len() >= budget {
+                    return out;
                 }
+                // Fresh factors for every call: a product names the one call that made it.
+                let product = Product::random();
+                let (payload, form) = shell_payloads(&product).swap_remove(form);
+                out.push(PlannedCall {
+                    tool: t.name.to_string(),
+                    arguments: benign_arguments(t.tool, &[(param, Value::String(payload))]),
+                    canary: Some(product.marker()),
+                    purpose: format!("`{param}`: {form}"),
+                    pointer: Some(format!(
+                        "/tools/{}/inputSchema/properties/{}",
+                        t.index,
+                        pointer_token(param)
+                    )),
+                });
             }
         }
         out
@@ -96,7 +107,3 @@ impl ActiveCheck for Act01 {
     }
 }
 
-/// A JSON Pointer token (RFC 6901).
-fn pointer_token(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
-}

@@ -42,7 +42,7 @@ impl ActiveCheck for Act05 {
                 arguments: benign_arguments(t.tool, &[]),
                 canary: None,
                 purpose: "one call with benign arguments; its result read by the P rules".into(),
-                pointer: None,
+                pointer: Some(format!("/tools/{}", t.index)),
             })
             .collect()
     }
@@ -66,6 +66,7 @@ impl ActiveCheck for Act05 {
             for f in found.into_iter().filter(|f| f.rule.as_deref().is_some_and(|r| r.starts_with('P'))) {
                 let mut b = finding(&CHECK, None)
                     .tool(c.planned.tool.clone())
+                    .pointer(c.planned.pointer.clone().unwrap_or_default())
                     .subcode(f.rule.clone().unwrap_or_default())
                     .message(format!(
                         "the result of one call with benign arguments ({}) carries what {} flags in descriptions: {}",

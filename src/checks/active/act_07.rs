@@ -68,18 +68,23 @@ impl ActiveCheck for Act07 {
                     arguments: args,
                     canary: None,
                     purpose: format!("an unexpected property `{EXTRA}` (the schema says additionalProperties: false)"),
-                    pointer: Some("/inputSchema/additionalProperties".into()),
+                    pointer: Some(format!("/tools/{}/inputSchema/additionalProperties", t.index)),
                 });
             }
             if let Some((name, value)) = wrong_type(t.tool) {
-                let ty = t.tool.pointer(&format!("/inputSchema/properties/{}/type", name.replace('~', "~0").replace('/', "~1")))
-                    .and_then(Value::as_str).unwrap_or("?").to_string();
+                let token = crate::active::pointer_token(&name);
+                let ty = t
+                    .tool
+                    .pointer(&format!("/inputSchema/properties/{token}/type"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_string();
                 out.push(PlannedCall {
                     tool: t.name.to_string(),
                     arguments: benign_arguments(t.tool, &[(&name, value)]),
                     canary: None,
                     purpose: format!("`{name}` of the wrong type (the schema says {ty})"),
-                    pointer: Some(format!("/inputSchema/properties/{}", name.replace('~', "~0").replace('/', "~1"))),
+                    pointer: Some(format!("/tools/{}/inputSchema/properties/{token}", t.index)),
                 });
             }
             if out.len() >= budget {
