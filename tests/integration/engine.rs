@@ -380,6 +380,8 @@ fn active() -> mcpprobe::engine::ActiveRequest {
         authorised_by: Some("Grace Hopper".into()),
         scope: Some("read-only tools".into()),
         verify: true,
+        include_unannotated: false,
+        dry_run: false,
     }
 }
 
