@@ -1,6 +1,7 @@
 //! One integration test binary (ripgrep/zizmor style): `cargo test` builds it once.
 
 mod action;
+mod active;
 mod badge;
 mod baseline;
 mod browser;

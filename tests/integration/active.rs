@@ -1,0 +1,402 @@
+//! The active checks (SPEC §13): the gate in the types and at run time, the call policy, budgets,
+//! and each implemented check against a deliberately vulnerable server with twins that are safe,
+//! that reflect their input, and that are slow. Every vulnerable server runs in the sandbox of
+//! `tests/support/sandbox.sh` (read-only file system but its scratch folder, loopback only).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::support::{mcpprobe, root, state_dir};
+
+const GATE: [&str; 6] = [
+    "--active",
+    "--authorised-by",
+    "Ada Lovelace",
+    "--scope",
+    "*",
+    "--verify",
+];
+
+/// A scratch folder for a sandboxed server: not under /tmp (the sandbox mounts its own there).
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a scratch folder")
+}
+
+/// Every file under `dir` with its bytes, sorted: what "nothing changed" is compared on.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("readable").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).expect("readable")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `mcpprobe scan --stdio` of `vuln_stdio.py MODE` in the sandbox → (exit code, report, state).
+fn scan_fixture(
+    mode: &str,
+    scratch: &Path,
+    extra: &[&str],
+) -> (Option<i32>, Value, tempfile::TempDir) {
+    let state = state_dir();
+    let o = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .timeout(std::time::Duration::from_secs(120))
+        .args(["scan", "--stdio", "--format", "json", "--no-config"])
+        .args(extra)
+        .arg("--")
+        .arg(root().join("tests/support/sandbox.sh"))
+        .arg(scratch)
+        .args([
+            "python3",
+            &root()
+                .join("tests/support/vuln_stdio.py")
+                .display()
+                .to_string(),
+            mode,
+        ])
+        .output()
+        .expect("runs");
+    let report = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}): {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    (o.status.code(), report, state)
+}
+
+fn findings<'r>(report: &'r Value, check: &str) -> Vec<&'r Value> {
+    report["findings"]
+        .as_array()
+        .map(|f| f.iter().filter(|f| f["check"] == check).collect())
+        .unwrap_or_default()
+}
+
+fn record(report: &Value, id: &str) -> Value {
+    report["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == id))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+fn authorisation(state: &Path) -> Value {
+    let dir = state.join("authorisations");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("an authorisation record")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    crate::support::json_file(&files.remove(0))
+}
+
+fn budget(id: &str) -> u64 {
+    mcpprobe::catalogue::catalogue()
+        .metas()
+        .find(|m| m.id == id)
+        .map(|m| u64::from(m.requests))
+        .expect("in the catalogue")
+}
+
+#[test]
+fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
+    let dir = scratch();
+    std::fs::write(
+        dir.path().join("keep.txt"),
+        "the scratch folder before the scan",
+    )
+    .expect("write");
+    let before = snapshot(dir.path());
+    let (code, report, state) = scan_fixture("vulnerable", dir.path(), &GATE);
+    assert_eq!(code, Some(1), "{report}");
+    // ACT-01: the product, which only a shell computes, in the result of lookup_host's `host`.
+    let act01 = findings(&report, "ACT-01");
+    assert_eq!(act01.len(), 1, "{report}");
+    assert_eq!(act01[0]["severity"], "critical");
+    assert_eq!(act01[0]["location"]["tool"], "lookup_host");
+    assert_eq!(
+        act01[0]["location"]["pointer"],
+        "/tools/0/inputSchema/properties/host"
+    );
+    assert!(
+        !act01[0]["evidence"]["exchanges"]
+            .as_array()
+            .expect("calls")
+            .is_empty()
+    );
+    // ACT-05: the notice's result carries an instruction aimed at the model.
+    let act05 = findings(&report, "ACT-05");
+    assert!(
+        act05.iter().all(|f| f["location"]["tool"] == "get_notice"),
+        "{report}"
+    );
+    assert!(act05.iter().any(|f| f["subcode"] == "P2"), "{report}");
+    // ACT-07: a wrong type accepted (medium), unexpected properties accepted (info).
+    let act07 = findings(&report, "ACT-07");
+    assert!(
+        act07
+            .iter()
+            .any(|f| f["subcode"] == "wrong-type" && f["severity"] == "medium"),
+        "{report}"
+    );
+    assert!(
+        act07
+            .iter()
+            .any(|f| f["subcode"] == "extra-property" && f["severity"] == "info"),
+        "{report}"
+    );
+    // The tools the policy refuses were never called, and nothing changed in the scratch folder
+    // (the only place the server could write).
+    assert_eq!(snapshot(dir.path()), before, "the scratch folder changed");
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("`delete_cache`: it deletes data"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("`get_unannotated`: no annotations"),
+        "{warnings}"
+    );
+    // The authorisation record lists every call made, within each check's budget.
+    let auth = authorisation(state.path());
+    assert_eq!(auth["status"], "finished");
+    assert_eq!(auth["authorised_by"], "Ada Lovelace");
+    let calls = auth["calls"].as_array().expect("calls");
+    for id in ["ACT-01", "ACT-05", "ACT-07"] {
+        let made = calls.iter().filter(|c| c["check"] == id).count() as u64;
+        assert!(made > 0 && made <= budget(id), "{id}: {made} calls");
+        assert_eq!(record(&report, id)["requests"], made, "{id}");
+    }
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["tool"] != "delete_cache" && c["tool"] != "get_unannotated")
+    );
+}
+
+#[test]
+fn the_safe_and_the_reflecting_twins_get_no_finding() {
+    for mode in ["safe", "reflect"] {
+        let dir = scratch();
+        let (code, report, _state) = scan_fixture(mode, dir.path(), &GATE);
+        // The passive rules still flag `delete_cache` (read-only by its annotations, a delete
+        // by its name): exit 1 from them, none from an active check.
+        assert_eq!(code, Some(1), "{mode}: {report}");
+        assert_eq!(report["outcome"], "complete", "{mode}");
+        for id in ["ACT-01", "ACT-05", "ACT-07"] {
+            assert_eq!(record(&report, id)["status"], "ran", "{mode} {id}");
+            assert!(findings(&report, id).is_empty(), "{mode} {id}: {report}");
+        }
+    }
+}
+
+#[test]
+fn a_slow_twin_is_not_mistaken_for_an_injection() {
+    let dir = scratch();
+    let mut args = GATE.to_vec();
+    args.extend(["--checks", "ACT-01"]);
+    let (code, report, _state) = scan_fixture("slow", dir.path(), &args);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(record(&report, "ACT-01")["status"], "ran");
+    assert!(findings(&report, "ACT-01").is_empty(), "{report}");
+}
+
+#[test]
+fn unannotated_tools_are_called_only_with_include_unannotated_and_delete_never() {
+    let dir = scratch();
+    let mut args = GATE.to_vec();
+    args.push("--include-unannotated");
+    let (_, report, state) = scan_fixture("safe", dir.path(), &args);
+    let log = std::fs::read_to_string(dir.path().join("calls-forbidden.log")).unwrap_or_default();
+    assert!(log.contains("get_unannotated"), "{report}");
+    assert!(!log.contains("delete_cache"), "{log}");
+    let auth = authorisation(state.path());
+    assert_eq!(auth["include_unannotated"], true);
+    assert!(
+        auth["calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .all(|c| c["tool"] != "delete_cache")
+    );
+}
+
+#[test]
+fn scope_and_exclusions_limit_what_is_called() {
+    let dir = scratch();
+    let args = [
+        "--active",
+        "--authorised-by",
+        "Ada Lovelace",
+        "--scope",
+        "get_*",
+        "--verify",
+        "--exclude-tool",
+        "get_status",
+    ];
+    let (_, report, state) = scan_fixture("vulnerable", dir.path(), &args);
+    let auth = authorisation(state.path());
+    let tools: std::collections::BTreeSet<&str> = auth["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .filter_map(|c| c["tool"].as_str())
+        .collect();
+    assert_eq!(tools, ["get_notice"].into_iter().collect(), "{report}");
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("`lookup_host`: not in --scope"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("`get_status`: named by --exclude-tool"),
+        "{warnings}"
+    );
+}
+
+#[test]
+fn a_dry_run_calls_nothing_and_says_what_it_would_call() {
+    let dir = scratch();
+    let mut args = GATE.to_vec();
+    args.push("--dry-run");
+    let (code, report, state) = scan_fixture("vulnerable", dir.path(), &args);
+    assert_eq!(code, Some(1), "the passive findings still count: {report}");
+    for id in ["ACT-01", "ACT-05", "ACT-07"] {
+        let r = record(&report, id);
+        assert_eq!(r["status"], "skipped", "{r}");
+        assert!(
+            r["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("dry run (--dry-run)"),
+            "{r}"
+        );
+        assert!(findings(&report, id).is_empty());
+    }
+    let reason = record(&report, "ACT-01")["reason"].to_string();
+    assert!(
+        reason.contains("`lookup_host`") && reason.contains("of 18 calls planned"),
+        "{reason}"
+    );
+    assert_eq!(authorisation(state.path())["calls"], serde_json::json!([]));
+}
+
+#[test]
+fn the_demo_proves_its_injection_and_calls_only_what_the_policy_allows() {
+    let state = state_dir();
+    let o = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .args(["demo", "--active", "--format", "json"])
+        .output()
+        .expect("runs");
+    let report: Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
+    let act01 = findings(&report, "ACT-01");
+    assert_eq!(act01.len(), 1, "{report}");
+    assert_eq!(act01[0]["location"]["tool"], "lookup_host");
+    let auth = authorisation(state.path());
+    let calls = auth["calls"].as_array().expect("calls");
+    // run_command claims read-only: it runs, so it is never called; the others have no
+    // annotations (or send): never called either.
+    for c in calls {
+        let tool = c["tool"].as_str().unwrap_or_default();
+        assert!(
+            ["lookup_host", "query_customers"].contains(&tool),
+            "{tool} was called"
+        );
+    }
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("`run_command`: it runs code or commands"),
+        "{warnings}"
+    );
+}
+
+/// A passive check that tries to call a tool: the client refuses it at run time (and at compile
+/// time it has no way to a permit: that needs the gate's token).
+struct Sneaky;
+
+static SNEAKY: Sneaky = Sneaky;
+
+impl mcpprobe::checks::Check for Sneaky {
+    fn id(&self) -> &'static str {
+        "PROTO-04"
+    }
+    fn live<'a>(
+        &'a self,
+        cx: &'a mcpprobe::checks::Live<'a>,
+    ) -> mcpprobe::checks::BoxFuture<'a, mcpprobe::checks::Outcome> {
+        Box::pin(async move {
+            let Some(s) = cx.sessions.first() else {
+                return mcpprobe::checks::Outcome::Error("no session".into());
+            };
+            let call = s
+                .call(
+                    "tools/call",
+                    serde_json::json!({"name": "lookup_host", "arguments": {"host": "x"}}),
+                )
+                .await;
+            mcpprobe::checks::Outcome::Error(format!("{:?}", call.error))
+        })
+    }
+}
+
+#[test]
+fn a_passive_check_cannot_call_a_tool_even_on_an_authorised_run() {
+    let rt = crate::support::runtime();
+    let dir = state_dir();
+    let server = rt
+        .block_on(mcpprobe::demo::server::start(
+            mcpprobe::demo::vulnerable(),
+            0,
+        ))
+        .expect("the server starts");
+    let report = rt.block_on(async {
+        let mut config = mcpprobe::engine::ScannerConfig::new(dir.path());
+        config.host_rate = 10;
+        config.overrides = vec![&SNEAKY];
+        let scanner = mcpprobe::engine::Scanner::new(config).expect("a scanner");
+        let mut req = mcpprobe::engine::ScanRequest::new(
+            mcpprobe::engine::Target::http(&server.url()).expect("a URL"),
+        );
+        req.limits.rate = 10;
+        req.checks =
+            mcpprobe::engine::Selection::new(&["PROTO-04", "ACT-01"], &[] as &[&str]).expect("ids");
+        req.active = Some(mcpprobe::engine::ActiveRequest {
+            authorised_by: Some("Ada Lovelace".into()),
+            scope: Some("*".into()),
+            verify: true,
+            include_unannotated: false,
+            dry_run: false,
+        });
+        scanner
+            .scan(&req, tokio_util::sync::CancellationToken::new())
+            .await
+            .expect("a report")
+    });
+    rt.block_on(server.stop());
+    let sneaky = report
+        .checks
+        .iter()
+        .find(|c| c.id == "PROTO-04")
+        .expect("PROTO-04");
+    let why = sneaky.reason.clone().unwrap_or_default();
+    assert!(why.contains("refused: no active check's permit"), "{why}");
+    // ACT-01, inside its permit, did call.
+    let act01 = report
+        .checks
+        .iter()
+        .find(|c| c.id == "ACT-01")
+        .expect("ACT-01");
+    assert!(act01.requests > 0, "{act01:?}");
+}
