@@ -165,6 +165,13 @@ fn benign_value(schema: Option<&Value>) -> Value {
     if let Some(d) = s.get("default") {
         return d.clone();
     }
+    if let Some(e) = s
+        .get("examples")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return e.clone();
+    }
     let ty = match s.get("type") {
         Some(Value::String(t)) => t.as_str(),
         Some(Value::Array(ts)) => ts

@@ -9,6 +9,9 @@ use serde_json::Value;
 
 use crate::support::{mcpprobe, root, state_dir};
 
+/// The active checks that are implemented (the others are stubs that say so).
+const IMPLEMENTED: [&str; 5] = ["ACT-01", "ACT-02", "ACT-04", "ACT-05", "ACT-07"];
+
 const GATE: [&str; 6] = [
     "--active",
     "--authorised-by",
@@ -135,6 +138,24 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
             .expect("calls")
             .is_empty()
     );
+    // ACT-02: /proc/version's marker through read_note's `name`, which its control did not show.
+    let act02 = findings(&report, "ACT-02");
+    assert_eq!(act02.len(), 1, "{report}");
+    assert_eq!(act02[0]["location"]["tool"], "read_note");
+    assert!(
+        act02[0]["evidence"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Linux version")
+    );
+    // ACT-04: find_customer's `name` answers a true AND like its baseline, a false one not.
+    let act04 = findings(&report, "ACT-04");
+    assert_eq!(act04.len(), 1, "{report}");
+    assert_eq!(act04[0]["location"]["tool"], "find_customer");
+    assert_eq!(
+        act04[0]["evidence"]["exchanges"].as_array().map(Vec::len),
+        Some(5)
+    );
     // ACT-05: the notice's result carries an instruction aimed at the model.
     let act05 = findings(&report, "ACT-05");
     assert!(
@@ -173,7 +194,7 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
     assert_eq!(auth["status"], "finished");
     assert_eq!(auth["authorised_by"], "Ada Lovelace");
     let calls = auth["calls"].as_array().expect("calls");
-    for id in ["ACT-01", "ACT-05", "ACT-07"] {
+    for id in IMPLEMENTED {
         let made = calls.iter().filter(|c| c["check"] == id).count() as u64;
         assert!(made > 0 && made <= budget(id), "{id}: {made} calls");
         assert_eq!(record(&report, id)["requests"], made, "{id}");
@@ -194,7 +215,7 @@ fn the_safe_and_the_reflecting_twins_get_no_finding() {
         // by its name): exit 1 from them, none from an active check.
         assert_eq!(code, Some(1), "{mode}: {report}");
         assert_eq!(report["outcome"], "complete", "{mode}");
-        for id in ["ACT-01", "ACT-05", "ACT-07"] {
+        for id in IMPLEMENTED {
             assert_eq!(record(&report, id)["status"], "ran", "{mode} {id}");
             assert!(findings(&report, id).is_empty(), "{mode} {id}: {report}");
         }
@@ -272,7 +293,7 @@ fn a_dry_run_calls_nothing_and_says_what_it_would_call() {
     args.push("--dry-run");
     let (code, report, state) = scan_fixture("vulnerable", dir.path(), &args);
     assert_eq!(code, Some(1), "the passive findings still count: {report}");
-    for id in ["ACT-01", "ACT-05", "ACT-07"] {
+    for id in IMPLEMENTED {
         let r = record(&report, id);
         assert_eq!(r["status"], "skipped", "{r}");
         assert!(

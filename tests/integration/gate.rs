@@ -400,7 +400,7 @@ fn authorised_active_run_leaves_a_record_and_calls_nothing() {
     assert_eq!(record["excluded_tools"], json!(["wipe"]));
     assert_eq!(
         record["checks_planned"],
-        json!(["ACT-01", "ACT-05", "ACT-07"]),
+        json!(["ACT-01", "ACT-02", "ACT-04", "ACT-05", "ACT-07"]),
         "the implemented active checks"
     );
     assert_eq!(record["status"], "finished");
@@ -428,7 +428,7 @@ fn every_report_lists_the_active_checks_as_stubs_or_not_authorised() {
         .filter(|c| c["kind"] == "active")
         .collect();
     assert_eq!(stubs.len(), 8);
-    let implemented = ["ACT-01", "ACT-05", "ACT-07"];
+    let implemented = ["ACT-01", "ACT-02", "ACT-04", "ACT-05", "ACT-07"];
     for c in stubs {
         let reason = c["reason"].as_str().unwrap_or_default();
         if implemented.iter().any(|id| c["id"] == *id) {

@@ -6,7 +6,9 @@ its input through `sh -c` (in the current folder, the sandbox's scratch folder).
     vuln_stdio.py MODE     MODE: vulnerable | safe | reflect | slow
 
 - vulnerable: `lookup_host` runs `sh -c "echo looking up <host>"`; `get_notice` returns an
-  <IMPORTANT> instruction aimed at the model; `get_status` accepts any arguments.
+  <IMPORTANT> instruction aimed at the model; `get_status` accepts any arguments; `read_note`
+  joins (and URL-decodes) its name onto tests/support/notes/ without checking; `find_customer`
+  splices its name into SQL over an in-memory SQLite.
 - safe: the same tools, done right: an argument vector, a plain notice, arguments validated.
 - reflect: echoes every input verbatim (reflection must not look like injection).
 - slow: like safe, but every call takes a second (latency must not look like a canary).
@@ -14,7 +16,7 @@ Every tool claims readOnlyHint: true; `delete_cache` (read-only by its annotatio
 its name) and `get_unannotated` (no annotations) must never be called unless a test says so:
 they append to calls-forbidden.log in the current folder when they are.
 """
-import json, subprocess, sys, time
+import json, os, sqlite3, subprocess, sys, time, urllib.parse
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "vulnerable"
 RO = {"readOnlyHint": True, "openWorldHint": False}
@@ -27,6 +29,12 @@ TOOLS = [
     {"name": "get_status", "description": "Service status.",
      "inputSchema": {"type": "object", "properties": {"verbose": {"type": "boolean"}},
                      "additionalProperties": False}, "annotations": RO},
+    {"name": "read_note", "description": "Reads one of the team's notes.",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "examples": ["welcome.txt"]}},
+                     "required": ["name"], "additionalProperties": False}, "annotations": RO},
+    {"name": "find_customer", "description": "Finds a customer by name.",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "examples": ["Ada"]}},
+                     "required": ["name"], "additionalProperties": False}, "annotations": RO},
     {"name": "delete_cache", "description": "Clears the cache.",
      "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}, "annotations": RO},
     {"name": "get_unannotated", "description": "A lookup without annotations.",
@@ -81,6 +89,33 @@ def call(name, args):
         return text("Office closed Friday.")
     if name == "get_status":
         return text("all systems nominal")
+    if name == "read_note":
+        note = args.get("name", "")
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "notes")
+        if MODE == "vulnerable":
+            path = os.path.join(root, urllib.parse.unquote(note))
+        else:
+            path = os.path.realpath(os.path.join(root, note))
+            if not path.startswith(root + os.sep):
+                return text("no such note", error=True)
+        try:
+            with open(path) as f:
+                return text(f.read(4096))
+        except OSError:
+            return text("no such note", error=True)
+    if name == "find_customer":
+        db = sqlite3.connect(":memory:")
+        db.execute("CREATE TABLE customers (name TEXT, city TEXT)")
+        db.executemany("INSERT INTO customers VALUES (?, ?)", [("Ada", "London"), ("Grace", "Arlington")])
+        who = args.get("name", "")
+        try:
+            if MODE == "vulnerable":
+                rows = db.execute(f"SELECT name, city FROM customers WHERE name = '{who}'").fetchall()
+            else:
+                rows = db.execute("SELECT name, city FROM customers WHERE name = ?", (who,)).fetchall()
+        except sqlite3.Error as e:
+            return text(f"query failed: {e}", error=True)
+        return text(json.dumps(rows))
     return None
 
 

@@ -1,13 +1,42 @@
 //! ACT-02: Path traversal through path-like parameters.
 //!
-//! Metadata: `checks/active/ACT-02.toml`.
+//! Metadata: `checks/active/ACT-02.toml`. Echo canary (SPEC §13): each path-like parameter of a
+//! tool this run may call is asked, relative to wherever its root is, for `/proc/version` — a
+//! file every Linux host has, that holds no secret, and whose text starts `Linux version` —
+//! plainly, URL-encoded, with doubled dots (`....//`), and absolutely. The marker in a final
+//! result is the proof, unless an in-root control call (a name that exists nowhere) shows the
+//! marker too: then the tool says it whatever it is asked.
 
-use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+use serde_json::Value;
+
+use crate::active::{
+    ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params,
+    pointer_token,
+};
+use crate::checks::{Check, Outcome, finding};
 use crate::rules::{Document, Input};
 
 pub struct Act02;
 
 pub static CHECK: Act02 = Act02;
+
+/// What `/proc/version` starts with.
+pub const MARKER: &str = "Linux version";
+
+/// Parameter-name words that say it takes a path.
+const PATH_WORDS: [&str; 10] = [
+    "path", "file", "filename", "filepath", "dir", "directory", "folder", "name", "document", "note",
+];
+
+/// The traversal forms, deep enough for any root: (payload, what it tests).
+fn payloads() -> Vec<(String, &'static str)> {
+    vec![
+        (format!("{}proc/version", "../".repeat(12)), "relative traversal ../"),
+        (format!("{}proc%2Fversion", "..%2F".repeat(12)), "URL-encoded traversal ..%2F"),
+        (format!("{}proc/version", "....//".repeat(12)), "doubled traversal ....// (a filter that strips ../ once)"),
+        ("/proc/version".to_string(), "an absolute path"),
+    ]
+}
 
 impl Check for Act02 {
     fn id(&self) -> &'static str {
@@ -15,10 +44,97 @@ impl Check for Act02 {
     }
 
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+        Outcome::Skipped("an active check needs a live target behind the gate".into())
     }
 
-    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
-        Some(crate::checks::probe::plan_for(tools, &["path", "file", "filename", "filepath", "dir", "directory", "folder"], "a traversal canary (`../../mcpprobe-canary-does-not-exist`) that names nothing real"))
+    fn plan(&self, tools: &[Value]) -> Option<String> {
+        Some(crate::checks::probe::plan_for(tools, &PATH_WORDS, "traversals to /proc/version (read for its `Linux version` marker only), and an in-root control"))
+    }
+
+    fn active(&self) -> Option<&'static dyn ActiveCheck> {
+        Some(&CHECK)
+    }
+}
+
+impl ActiveCheck for Act02 {
+    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+        let mut out = Vec::new();
+        for t in tools {
+            for param in free_text_params(t.tool) {
+                let words = crate::rules::text::words(&param);
+                if !words.iter().any(|w| PATH_WORDS.contains(&w.as_str())) {
+                    continue;
+                }
+                let per_param = payloads().len() + 1;
+                if out.len() + per_param > budget {
+                    return out;
+                }
+                let pointer = format!("/tools/{}/inputSchema/properties/{}", t.index, pointer_token(&param));
+                // The control first: an in-root name that exists nowhere.
+                let control = format!("mcpprobe-control-{}", crate::active::canary::Product::random().marker());
+                out.push(PlannedCall {
+                    tool: t.name.to_string(),
+                    arguments: benign_arguments(t.tool, &[(&param, Value::String(control))]),
+                    canary: None,
+                    purpose: format!("`{param}`: in-root control"),
+                    pointer: Some(pointer.clone()),
+                });
+                for (payload, form) in payloads() {
+                    out.push(PlannedCall {
+                        tool: t.name.to_string(),
+                        arguments: benign_arguments(t.tool, &[(&param, Value::String(payload))]),
+                        canary: Some(MARKER.into()),
+                        purpose: format!("`{param}`: {form} to /proc/version"),
+                        pointer: Some(pointer.clone()),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn judge(&self, calls: &[MadeCall]) -> Outcome {
+        let mut out: Vec<crate::finding::Finding> = Vec::new();
+        for c in calls {
+            let Some(marker) = &c.planned.canary else {
+                continue;
+            };
+            if !matches!(c.answer, Answer::Result(_)) || !c.result_text().contains(marker.as_str()) {
+                continue;
+            }
+            // The control of the same parameter says the marker too: it proves nothing.
+            let control_says_it = calls.iter().any(|k| {
+                k.planned.canary.is_none()
+                    && k.planned.tool == c.planned.tool
+                    && k.planned.pointer == c.planned.pointer
+                    && k.result_text().contains(marker.as_str())
+            });
+            if control_says_it {
+                continue;
+            }
+            let place = c.planned.pointer.clone().unwrap_or_default();
+            if let Some(f) = out.iter_mut().find(|f| {
+                f.location.tool.as_deref() == Some(c.planned.tool.as_str())
+                    && f.location.pointer.as_deref() == Some(place.as_str())
+            }) {
+                f.evidence.exchanges.push(c.exchange.clone());
+                continue;
+            }
+            let text = c.result_text();
+            let at = text.find(marker.as_str()).unwrap_or(0);
+            out.push(
+                finding(&CHECK, None)
+                    .tool(c.planned.tool.clone())
+                    .pointer(place)
+                    .message(format!(
+                        "{}: the result holds `{marker}`, the start of /proc/version, which an in-root control did not show: the path escaped the tool's root",
+                        c.planned.purpose
+                    ))
+                    .text(crate::rules::text::excerpt(&text, at, at + marker.len(), 60))
+                    .exchange(c.exchange.clone())
+                    .build(),
+            );
+        }
+        Outcome::Ran(out)
     }
 }
