@@ -9,6 +9,7 @@
 //! makes the calls, so no check can send anything itself.
 
 pub mod canary;
+pub mod listener;
 pub mod permit;
 pub mod policy;
 
@@ -37,11 +38,24 @@ pub struct Callable<'a> {
     pub index: usize,
 }
 
+/// How a planned call is sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CallKind {
+    /// `tools/call` on the scan's session.
+    #[default]
+    Tool,
+    /// `tools/call` without the user's credentials (ACT-06), on the same session.
+    Anonymous,
+    /// `resources/read` of this URI (ACT-08); `tool` names the template.
+    Resource(String),
+}
+
 /// One call a check wants made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedCall {
     pub tool: String,
     pub arguments: Value,
+    pub kind: CallKind,
     /// The marker whose presence in the result is the proof (an arithmetic product, say).
     pub canary: Option<String>,
     /// What the call tests ("`host`: arithmetic expansion `$((A*B))`").
@@ -93,16 +107,47 @@ impl MadeCall {
         if let Some(s) = r.get("structuredContent") {
             out.push_str(&s.to_string());
         }
+        // A resources/read result.
+        if let Some(items) = r.get("contents").and_then(Value::as_array) {
+            for item in items {
+                if let Some(t) = item.get("text").and_then(Value::as_str) {
+                    out.push_str(t);
+                    out.push('\n');
+                }
+            }
+        }
         out
     }
+}
+
+/// What the stage offers the checks besides the tools.
+#[derive(Debug, Default)]
+pub struct StageEnv {
+    /// A listener mcpprobe runs on loopback for this scan (out-of-band canaries, ACT-03);
+    /// only when the target is local (loopback or stdio): a remote server must never be
+    /// pointed at its own loopback.
+    pub listener: Option<listener::Listener>,
+    /// The server advertises OAuth (protected-resource metadata was found, AUTH-02).
+    pub oauth_advertised: bool,
+    /// The scan's session can be reused without credentials (HTTP, not legacy SSE).
+    pub anonymous_possible: bool,
+    /// The resource templates the server lists, with their place (`/resourceTemplates/N`),
+    /// already in `--scope` by name.
+    pub templates: Vec<(usize, Value)>,
+    /// Why there is no listener, for the check that needs one.
+    pub no_listener: Option<String>,
 }
 
 /// An active check: what it would call, and what the answers prove.
 pub trait ActiveCheck: Sync + Send {
     /// The calls to make, at most `budget`, to `tools` (already allowed by the policy).
-    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall>;
+    fn plan(&self, tools: &[Callable<'_>], budget: usize, env: &StageEnv) -> Vec<PlannedCall>;
     /// The findings the answers prove (each with its calls as evidence).
-    fn judge(&self, calls: &[MadeCall]) -> Outcome;
+    fn judge(&self, calls: &[MadeCall], env: &StageEnv) -> Outcome;
+    /// Why it planned nothing, when it knows better than "no tool has what it tests".
+    fn nothing_planned(&self, _env: &StageEnv) -> Option<String> {
+        None
+    }
 }
 
 /// The calls one active check made (for the authorisation record).
@@ -222,12 +267,14 @@ pub fn free_text_params(tool: &Value) -> Vec<String> {
 
 /// Runs every implemented active check of `checks` against `session`'s `tools`, or with
 /// `dry_run` only says what each would call. Needs the gate's token.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     authorised: &Authorised,
     policy: &CallPolicy,
     session: &Session,
     tools: &[Value],
     checks: &[(&'static str, u32, &'static dyn ActiveCheck)],
+    env: &StageEnv,
     dry_run: bool,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> StageRun {
@@ -250,7 +297,7 @@ pub async fn run(
         }
     }
     for (id, budget, check) in checks {
-        let planned = check.plan(&callable, *budget as usize);
+        let planned = check.plan(&callable, *budget as usize, env);
         if dry_run {
             let reason = if planned.is_empty() {
                 format!(
@@ -274,29 +321,64 @@ pub async fn run(
             continue;
         }
         if planned.is_empty() {
-            let why = format!(
-                "no tool this run may call has what this check tests{}",
-                not_called_note(&stage.not_called)
-            );
+            let why = check.nothing_planned(env).unwrap_or_else(|| {
+                format!(
+                    "no tool this run may call has what this check tests{}",
+                    not_called_note(&stage.not_called)
+                )
+            });
             stage
                 .outcomes
                 .push(((*id).to_string(), Outcome::Skipped(why)));
             continue;
         }
-        let names: BTreeSet<String> = planned.iter().map(|p| p.tool.clone()).collect();
-        let permit = permit::Permit::new(authorised, id, names, *budget);
+        let names: BTreeSet<String> = planned
+            .iter()
+            .filter(|p| !matches!(p.kind, CallKind::Resource(_)))
+            .map(|p| p.tool.clone())
+            .collect();
+        let reads = planned
+            .iter()
+            .any(|p| matches!(p.kind, CallKind::Resource(_)));
+        let permit = permit::Permit::new(authorised, id, names, *budget, reads);
         let mut made = Vec::new();
         for p in planned.into_iter().take(*budget as usize) {
             if cancel.is_cancelled() {
                 break;
             }
             let started = tokio::time::Instant::now();
-            let params = json!({"name": p.tool, "arguments": p.arguments});
-            let call = permit::within(
-                permit.clone(),
-                session.call_within("tools/call", params, CALL_TIMEOUT),
-            )
-            .await;
+            let call = match &p.kind {
+                CallKind::Tool => {
+                    let params = json!({"name": p.tool, "arguments": p.arguments});
+                    permit::within(
+                        permit.clone(),
+                        session.call_within("tools/call", params, CALL_TIMEOUT),
+                    )
+                    .await
+                }
+                CallKind::Anonymous => match session.anonymous_twin() {
+                    Some(anon) => {
+                        let params = json!({"name": p.tool, "arguments": p.arguments});
+                        permit::within(
+                            permit.clone(),
+                            anon.call_within("tools/call", params, CALL_TIMEOUT),
+                        )
+                        .await
+                    }
+                    None => crate::protocol::session::Call {
+                        error: Some("this session cannot be used without credentials".into()),
+                        ..Default::default()
+                    },
+                },
+                CallKind::Resource(uri) => {
+                    let params = json!({"uri": uri});
+                    permit::within(
+                        permit.clone(),
+                        session.call_within("resources/read", params, CALL_TIMEOUT),
+                    )
+                    .await
+                }
+            };
             let answer = match (&call.reply, &call.error) {
                 (Some(Reply::Result(r)), _) => Answer::Result(r.clone()),
                 (Some(Reply::Error { code, message, .. }), _) => Answer::Error {
@@ -322,7 +404,7 @@ pub async fn run(
         let outcome = if cancel.is_cancelled() {
             Outcome::Skipped("the scan was interrupted before this check finished".into())
         } else {
-            check.judge(&made)
+            check.judge(&made, env)
         };
         stage.outcomes.push(((*id).to_string(), outcome));
     }

@@ -21,6 +21,8 @@ tokio::task_local! {
 pub struct Permit {
     check: &'static str,
     tools: BTreeSet<String>,
+    /// `resources/read` is allowed too (ACT-08's template reads).
+    reads: bool,
     budget: u32,
     used: AtomicU32,
 }
@@ -32,10 +34,12 @@ impl Permit {
         check: &'static str,
         tools: BTreeSet<String>,
         budget: u32,
+        reads: bool,
     ) -> Arc<Permit> {
         Arc::new(Permit {
             check,
             tools,
+            reads,
             budget,
             used: AtomicU32::new(0),
         })
@@ -46,6 +50,20 @@ impl Permit {
         self.used.load(Ordering::SeqCst)
     }
 
+    fn spend(&self) -> Result<(), String> {
+        let before = self
+            .used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+                (u < self.budget).then_some(u + 1)
+            });
+        before.map(|_| ()).map_err(|_| {
+            format!(
+                "refused: {} spent its budget of {} calls",
+                self.check, self.budget
+            )
+        })
+    }
+
     fn take(&self, tool: &str) -> Result<(), String> {
         if !self.tools.contains(tool) {
             return Err(format!(
@@ -54,18 +72,7 @@ impl Permit {
                 self.check
             ));
         }
-        let before = self
-            .used
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
-                (u < self.budget).then_some(u + 1)
-            });
-        match before {
-            Ok(_) => Ok(()),
-            Err(_) => Err(format!(
-                "tools/call refused: {} spent its budget of {} calls",
-                self.check, self.budget
-            )),
-        }
+        self.spend().map_err(|e| format!("tools/call {e}"))
     }
 }
 
@@ -75,13 +82,21 @@ pub async fn within<F: std::future::Future>(permit: Arc<Permit>, f: F) -> F::Out
 }
 
 /// Whether `msg` (one JSON-RPC message, or a batch) may be sent: every `tools/call` in it must
-/// name a tool of the permit in force, within its budget. Anything else passes.
+/// name a tool of the permit in force, and every `resources/read` needs a permit that reads,
+/// within its budget. Anything else passes.
 pub fn admit(msg: &Value) -> Result<(), String> {
     let calls: Vec<&Value> = match msg {
         Value::Array(batch) => batch.iter().collect(),
         one => vec![one],
     };
     for m in calls {
+        if m.get("method").and_then(Value::as_str) == Some("resources/read") {
+            match PERMIT.try_with(|p| if p.reads { p.spend() } else { Err(format!("resources/read refused: not a read {} may make", p.check)) }) {
+                Ok(r) => r?,
+                Err(_) => return Err("resources/read refused: no active check's permit (only the gate's authorisation makes one)".into()),
+            }
+            continue;
+        }
         if m.get("method").and_then(Value::as_str) != Some("tools/call") {
             continue;
         }
@@ -107,8 +122,12 @@ pub fn admit(msg: &Value) -> Result<(), String> {
 pub fn admit_body(body: &[u8]) -> Result<(), String> {
     match serde_json::from_slice::<Value>(body) {
         Ok(v) => admit(&v),
-        Err(_) if body.windows(10).any(|w| w == b"tools/call") => {
-            Err("a body that is not JSON but names tools/call is never sent".into())
+        Err(_)
+            if body
+                .windows(10)
+                .any(|w| w == b"tools/call" || w == b"resources/") =>
+        {
+            Err("a body that is not JSON but names tools/call or resources/ is never sent".into())
         }
         Err(_) => Ok(()),
     }

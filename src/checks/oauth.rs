@@ -42,6 +42,13 @@ pub struct Discovery {
     pub authorization_server: Option<Url>,
 }
 
+impl Discovery {
+    /// The server advertises OAuth: its protected-resource metadata was found (RFC 9728).
+    pub fn advertised(&self) -> bool {
+        self.document.is_some()
+    }
+}
+
 /// `resource_metadata="…"` from a `WWW-Authenticate: Bearer …` header.
 pub fn resource_metadata(header: &str) -> Option<String> {
     let lower = header.to_ascii_lowercase();

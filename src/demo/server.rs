@@ -34,6 +34,9 @@ pub struct Behaviour {
     pub stack_trace: bool,
     /// Answers unknown methods with a result.
     pub answer_unknown_methods: bool,
+    /// With `require_token`: answers `tools/call` without it (the authorization it advertises
+    /// protects the list, not the calls: ACT-06).
+    pub tools_call_without_token: bool,
     /// Also serves the deprecated HTTP+SSE transport at /sse.
     pub legacy_sse: bool,
     /// Requires `Authorization: Bearer <token>`, with RFC 9728 metadata.
@@ -92,6 +95,7 @@ impl Default for Behaviour {
             accept_unknown_sessions: true,
             stack_trace: true,
             answer_unknown_methods: false,
+            tools_call_without_token: false,
             legacy_sse: false,
             require_token: None,
             authorization_server: None,
@@ -470,6 +474,13 @@ impl Shared {
             }
             "tools/list" => ok(json!({"tools": self.tools_for(client)})),
             "tools/call"
+                if msg.pointer("/params/name").and_then(Value::as_str) == Some("get_forecast") =>
+            {
+                ok(
+                    json!({"content": [{"type": "text", "text": "Sunny, 21 °C."}], "isError": false}),
+                )
+            }
+            "tools/call"
                 if self.b.poisoned_tools
                     && msg.pointer("/params/name").and_then(Value::as_str)
                         == Some("lookup_host") =>
@@ -529,7 +540,16 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
         }
         return resp;
     }
-    if let Some(refused) = s.admit(headers) {
+    let unguarded_call = s.b.tools_call_without_token
+        && serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|m| {
+                m.get("method")
+                    .and_then(Value::as_str)
+                    .map(|m| m == "tools/call")
+            })
+            .unwrap_or(false);
+    if !unguarded_call && let Some(refused) = s.admit(headers) {
         return refused;
     }
     // Byte for byte: a Latin-1 id is not a `str`.

@@ -740,7 +740,9 @@ impl Scanner {
             None
         };
         // OAuth discovery is a stage of its own: AUTH-02 and AUTH-03 each read its value.
-        if (req.checks.includes("AUTH-02") || req.checks.includes("AUTH-03"))
+        if (req.checks.includes("AUTH-02")
+            || req.checks.includes("AUTH-03")
+            || (parts.authorised.is_some() && req.checks.includes("ACT-06")))
             && parts.client.is_some()
         {
             let discovery = std::panic::AssertUnwindSafe(crate::checks::oauth::discover(&cx))
@@ -840,12 +842,16 @@ impl Scanner {
                         include_unannotated: active.include_unannotated,
                     };
                     tracing::info!(target: "mcpprobe::progress", "active checks (scope {})", auth.scope());
+                    let env = self
+                        .stage_env(&cx, inv, &policy, parts.loopback, session)
+                        .await;
                     let stage = crate::active::run(
                         auth,
                         &policy,
                         session,
                         inv.tools(),
                         &active_checks,
+                        &env,
                         active.dry_run,
                         net.cancelled(),
                     )
@@ -924,6 +930,60 @@ impl Scanner {
             }
         }
         calls
+    }
+
+    /// What the active stage offers its checks: a loopback listener when the target is local
+    /// (never for a remote one, which must not be pointed at its own loopback), whether OAuth
+    /// is advertised, and the resource templates in scope.
+    async fn stage_env(
+        &self,
+        cx: &Live<'_>,
+        inv: &Inventory,
+        policy: &crate::active::CallPolicy,
+        local: bool,
+        session: &Session,
+    ) -> crate::active::StageEnv {
+        let mut env = crate::active::StageEnv {
+            oauth_advertised: cx
+                .oauth
+                .as_ref()
+                .is_some_and(crate::checks::oauth::Discovery::advertised),
+            anonymous_possible: session.anonymous_twin().is_some(),
+            ..Default::default()
+        };
+        if local {
+            match crate::active::listener::Listener::start().await {
+                Ok(l) => env.listener = Some(l),
+                Err(e) => {
+                    env.no_listener = Some(format!("the loopback listener could not start: {e}"))
+                }
+            }
+        } else {
+            env.no_listener = Some(
+                "the target is not local: its loopback is not mcpprobe's, and a remote server is never pointed at its own (a --collaborator URL is not supported yet)"
+                    .into(),
+            );
+        }
+        if let Some(templates) = inv
+            .value
+            .get("resourceTemplates")
+            .and_then(serde_json::Value::as_array)
+        {
+            for (i, t) in templates.iter().enumerate() {
+                let name = t
+                    .get("name")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("");
+                if policy
+                    .scope
+                    .iter()
+                    .any(|p| crate::active::policy::glob(p, name))
+                {
+                    env.templates.push((i, t.clone()));
+                }
+            }
+        }
+        env
     }
 
     /// Compares the inventory with the pinned state; returns what BASE-01/02 report, and the

@@ -276,6 +276,26 @@ impl Session {
         }
     }
 
+    /// The same session without the user's credentials (ACT-06: does a call need them?):
+    /// HTTP eras whose session is a header; `None` for legacy SSE and stdio.
+    pub fn anonymous_twin(&self) -> Option<Session> {
+        let client = self.client.as_ref()?.without_credentials();
+        let url = self.url.clone()?;
+        match &self.dialect {
+            Dialect::Modern => Some(Session::modern(client, url)),
+            Dialect::Streamable {
+                version,
+                session_id,
+            } => Some(Session::streamable(
+                client,
+                url,
+                version,
+                session_id.clone(),
+            )),
+            _ => None,
+        }
+    }
+
     pub fn client(&self) -> Option<&Client> {
         self.client.as_ref()
     }

@@ -9,8 +9,10 @@ use serde_json::Value;
 
 use crate::support::{mcpprobe, root, state_dir};
 
-/// The active checks that are implemented (the others are stubs that say so).
-const IMPLEMENTED: [&str; 5] = ["ACT-01", "ACT-02", "ACT-04", "ACT-05", "ACT-07"];
+/// The active checks that call the sandboxed fixture in its own network namespace (ACT-03 needs
+/// the fixture to reach mcpprobe's listener, ACT-06 an HTTP server that advertises OAuth: each
+/// has a test of its own).
+const IMPLEMENTED: [&str; 6] = ["ACT-01", "ACT-02", "ACT-04", "ACT-05", "ACT-07", "ACT-08"];
 
 const GATE: [&str; 6] = [
     "--active",
@@ -50,11 +52,46 @@ fn scan_fixture(
     scratch: &Path,
     extra: &[&str],
 ) -> (Option<i32>, Value, tempfile::TempDir) {
+    scan_fixture_in(mode, scratch, extra, false)
+}
+
+/// [`scan_fixture`]; with `shared_net`, mcpprobe itself runs in a loopback-only network
+/// namespace that the sandboxed server shares (so that it can reach mcpprobe's listener).
+fn scan_fixture_in(
+    mode: &str,
+    scratch: &Path,
+    extra: &[&str],
+    shared_net: bool,
+) -> (Option<i32>, Value, tempfile::TempDir) {
     let state = state_dir();
-    let o = mcpprobe()
+    let mut cmd = if shared_net {
+        let mut c = assert_cmd::Command::new("unshare");
+        c.args([
+            "--net",
+            "--",
+            "sh",
+            "-c",
+            "ip link set lo up && exec \"$@\"",
+            "sh",
+        ])
+        .arg(assert_cmd::cargo::cargo_bin("mcpprobe"))
+        .env("SANDBOX_NET", "inherit")
+        .env_remove("MCPPROBE_TOKEN")
+        .env_remove("MCPPROBE_RESOLVER");
+        c
+    } else {
+        mcpprobe()
+    };
+    let net_env: &[&str] = if shared_net {
+        &["--env", "SANDBOX_NET"]
+    } else {
+        &[]
+    };
+    let o = cmd
         .env("MCPPROBE_STATE_DIR", state.path())
         .timeout(std::time::Duration::from_secs(120))
         .args(["scan", "--stdio", "--format", "json", "--no-config"])
+        .args(net_env)
         .args(extra)
         .arg("--")
         .arg(root().join("tests/support/sandbox.sh"))
@@ -156,6 +193,17 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
         act04[0]["evidence"]["exchanges"].as_array().map(Vec::len),
         Some(5)
     );
+    // ACT-08: the file:// template resolves `..` to /proc/version; its control did not.
+    let act08 = findings(&report, "ACT-08");
+    assert_eq!(act08.len(), 1, "{report}");
+    assert_eq!(
+        act08[0]["location"]["pointer"],
+        "/resourceTemplates/0/uriTemplate"
+    );
+    // ACT-03: the fixture's own network namespace cannot reach mcpprobe's listener: it ran,
+    // its probe was not fetched, and it says nothing.
+    assert_eq!(record(&report, "ACT-03")["status"], "ran");
+    assert!(findings(&report, "ACT-03").is_empty());
     // ACT-05: the notice's result carries an instruction aimed at the model.
     let act05 = findings(&report, "ACT-05");
     assert!(
@@ -420,4 +468,74 @@ fn a_passive_check_cannot_call_a_tool_even_on_an_authorised_run() {
         .find(|c| c.id == "ACT-01")
         .expect("ACT-01");
     assert!(act01.requests > 0, "{act01:?}");
+}
+
+#[test]
+fn ssrf_is_proven_by_a_hit_on_the_loopback_listener_and_the_safe_twin_gets_none() {
+    let mut args = GATE.to_vec();
+    args.extend(["--checks", "ACT-03"]);
+    let dir = scratch();
+    let (_, report, _state) = scan_fixture_in("vulnerable", dir.path(), &args, true);
+    let act03 = findings(&report, "ACT-03");
+    assert_eq!(act03.len(), 1, "{report}");
+    assert_eq!(act03[0]["location"]["tool"], "fetch_page");
+    let message = act03[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the server requested it (GET /mcpprobe-"),
+        "{message}"
+    );
+    assert!(message.contains("returned what it fetched"), "{message}");
+    for mode in ["safe", "reflect"] {
+        let dir = scratch();
+        let (_, report, _state) = scan_fixture_in(mode, dir.path(), &args, true);
+        assert_eq!(record(&report, "ACT-03")["status"], "ran", "{mode}");
+        assert!(findings(&report, "ACT-03").is_empty(), "{mode}: {report}");
+    }
+}
+
+#[test]
+fn a_tool_callable_without_the_advertised_authorization_is_found_and_a_guarded_one_is_not() {
+    let rt = crate::support::runtime();
+    for (unguarded, expect) in [(true, 1), (false, 0)] {
+        let token = "act06-token-8c1d2e";
+        let server = rt
+            .block_on(mcpprobe::demo::server::start(
+                mcpprobe::demo::server::Behaviour {
+                    tools_call_without_token: unguarded,
+                    ..mcpprobe::demo::server::Behaviour::safe(token)
+                },
+                0,
+            ))
+            .expect("the server starts");
+        let state = state_dir();
+        let o = mcpprobe()
+            .env("MCPPROBE_STATE_DIR", state.path())
+            .env("MCPPROBE_TOKEN", token)
+            .args([
+                "scan",
+                &server.url(),
+                "--rate",
+                "10",
+                "--no-config",
+                "--format",
+                "json",
+            ])
+            .args(GATE)
+            .args(["--checks", "ACT-06"])
+            .output()
+            .expect("runs");
+        rt.block_on(server.stop());
+        let report: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        assert_eq!(record(&report, "ACT-06")["status"], "ran", "{report}");
+        let found = findings(&report, "ACT-06");
+        assert_eq!(found.len(), expect, "unguarded {unguarded}: {report}");
+        if expect == 1 {
+            assert_eq!(found[0]["location"]["tool"], "get_forecast");
+        }
+        // The one anonymous call is the only call.
+        let calls = authorisation(state.path())["calls"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(calls, Some(1));
+    }
 }

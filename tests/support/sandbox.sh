@@ -4,11 +4,16 @@
 # own with only loopback. For the deliberately vulnerable servers the active tests drive: a buggy
 # check (or a real flaw) can write nowhere but the scratch folder and reach nothing on the network.
 # Needs root (unshare, mount, ip), as the tests do. The sandbox dies with this script.
+# SANDBOX_NET=inherit keeps the caller's network namespace: for a caller that is itself in a
+# loopback-only one (the SSRF test runs mcpprobe there, so the server can reach its listener).
 set -eu
 scratch=$(realpath "$1")
 shift
 case "$scratch" in /tmp|/tmp/*) echo "sandbox.sh: the scratch folder must not be under /tmp" >&2; exit 64;; esac
-exec unshare --mount --net --fork --kill-child -- sh -eu -c '
+net=--net
+if [ "${SANDBOX_NET:-}" = inherit ]; then net=; fi
+# shellcheck disable=SC2086
+exec unshare --mount $net --fork --kill-child -- sh -eu -c '
   scratch=$1; shift
   mount --make-rprivate /
   # The scratch folder becomes a mount of its own, left writable.
@@ -19,7 +24,7 @@ exec unshare --mount --net --fork --kill-child -- sh -eu -c '
     mount -o remount,bind,ro "$m" 2>/dev/null || true
   done
   mount -t tmpfs -o size=16m,mode=1777 tmpfs /tmp
-  ip link set lo up
+  ip link set lo up 2>/dev/null || true
   cd "$scratch"
   exec "$@"
 ' sandbox "$scratch" "$@"

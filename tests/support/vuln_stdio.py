@@ -8,7 +8,8 @@ its input through `sh -c` (in the current folder, the sandbox's scratch folder).
 - vulnerable: `lookup_host` runs `sh -c "echo looking up <host>"`; `get_notice` returns an
   <IMPORTANT> instruction aimed at the model; `get_status` accepts any arguments; `read_note`
   joins (and URL-decodes) its name onto tests/support/notes/ without checking; `find_customer`
-  splices its name into SQL over an in-memory SQLite.
+  splices its name into SQL over an in-memory SQLite; `fetch_page` fetches any URL; the
+  `file:///notes/{name}` resource template resolves `..`.
 - safe: the same tools, done right: an argument vector, a plain notice, arguments validated.
 - reflect: echoes every input verbatim (reflection must not look like injection).
 - slow: like safe, but every call takes a second (latency must not look like a canary).
@@ -16,7 +17,7 @@ Every tool claims readOnlyHint: true; `delete_cache` (read-only by its annotatio
 its name) and `get_unannotated` (no annotations) must never be called unless a test says so:
 they append to calls-forbidden.log in the current folder when they are.
 """
-import json, os, sqlite3, subprocess, sys, time, urllib.parse
+import json, os, sqlite3, subprocess, sys, time, urllib.parse, urllib.request
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "vulnerable"
 RO = {"readOnlyHint": True, "openWorldHint": False}
@@ -35,6 +36,9 @@ TOOLS = [
     {"name": "find_customer", "description": "Finds a customer by name.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "examples": ["Ada"]}},
                      "required": ["name"], "additionalProperties": False}, "annotations": RO},
+    {"name": "fetch_page", "description": "Fetches a web page and returns its text.",
+     "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"],
+                     "additionalProperties": False}, "annotations": RO},
     {"name": "delete_cache", "description": "Clears the cache.",
      "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}, "annotations": RO},
     {"name": "get_unannotated", "description": "A lookup without annotations.",
@@ -62,6 +66,27 @@ def valid(name, args):
         if expected is not None and not isinstance(value, expected):
             return False
     return all(k in args for k in schema.get("required", []))
+
+
+NOTES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "notes")
+
+
+def read_resource(uri):
+    prefix = "file:///notes/"
+    if not uri.startswith(prefix):
+        return None
+    rest = urllib.parse.unquote(uri[len(prefix):])
+    if MODE == "vulnerable":
+        path = os.path.join(NOTES, rest)
+    else:
+        path = os.path.realpath(os.path.join(NOTES, rest))
+        if not path.startswith(NOTES + os.sep):
+            return None
+    try:
+        with open(path) as f:
+            return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f.read(4096)}]}
+    except OSError:
+        return None
 
 
 def call(name, args):
@@ -103,6 +128,17 @@ def call(name, args):
                 return text(f.read(4096))
         except OSError:
             return text("no such note", error=True)
+    if name == "fetch_page":
+        url = args.get("url", "")
+        if MODE == "vulnerable":
+            try:
+                with urllib.request.urlopen(url, timeout=3) as r:
+                    return text(r.read(4096).decode("utf-8", "replace"))
+            except Exception as e:
+                return text(f"fetch failed: {e}", error=True)
+        if not url.startswith("https://example.com/"):
+            return text("only https://example.com/ pages", error=True)
+        return text("<html>example</html>")
     if name == "find_customer":
         db = sqlite3.connect(":memory:")
         db.execute("CREATE TABLE customers (name TEXT, city TEXT)")
@@ -129,7 +165,7 @@ for line in sys.stdin:
     method, mid = msg.get("method"), msg["id"]
     if method == "initialize":
         result = {"protocolVersion": msg.get("params", {}).get("protocolVersion", "2025-06-18"),
-                  "capabilities": {"tools": {}}, "serverInfo": {"name": f"vuln-{MODE}", "version": "1"}}
+                  "capabilities": {"tools": {}, "resources": {}}, "serverInfo": {"name": f"vuln-{MODE}", "version": "1"}}
     elif method == "tools/list":
         result = {"tools": TOOLS}
     elif method == "tools/call":
@@ -137,6 +173,15 @@ for line in sys.stdin:
         result = call(p.get("name"), p.get("arguments") or {})
         if result is None:
             print(json.dumps({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "invalid params"}}), flush=True)
+            continue
+    elif method == "resources/list":
+        result = {"resources": []}
+    elif method == "resources/templates/list":
+        result = {"resourceTemplates": [{"uriTemplate": "file:///notes/{name}", "name": "note", "mimeType": "text/plain"}]}
+    elif method == "resources/read":
+        result = read_resource(msg.get("params", {}).get("uri", ""))
+        if result is None:
+            print(json.dumps({"jsonrpc": "2.0", "id": mid, "error": {"code": -32002, "message": "resource not found"}}), flush=True)
             continue
     elif method == "ping":
         result = {}

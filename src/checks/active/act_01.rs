@@ -39,7 +39,12 @@ impl Check for Act01 {
 }
 
 impl ActiveCheck for Act01 {
-    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+    fn plan(
+        &self,
+        tools: &[Callable<'_>],
+        budget: usize,
+        _env: &crate::active::StageEnv,
+    ) -> Vec<PlannedCall> {
         // Every free-text parameter gets the first form before any gets the second: a budget
         // too small for all of them still reaches every parameter.
         let params: Vec<(&Callable<'_>, String)> = tools
@@ -57,6 +62,7 @@ impl ActiveCheck for Act01 {
                 let product = Product::random();
                 let (payload, form) = shell_payloads(&product).swap_remove(form);
                 out.push(PlannedCall {
+                    kind: crate::active::CallKind::Tool,
                     tool: t.name.to_string(),
                     arguments: benign_arguments(t.tool, &[(param, Value::String(payload))]),
                     canary: Some(product.marker()),
@@ -72,7 +78,7 @@ impl ActiveCheck for Act01 {
         out
     }
 
-    fn judge(&self, calls: &[MadeCall]) -> Outcome {
+    fn judge(&self, calls: &[MadeCall], _env: &crate::active::StageEnv) -> Outcome {
         let mut findings: Vec<Finding> = Vec::new();
         for c in calls {
             let Some(marker) = &c.planned.canary else {

@@ -57,7 +57,12 @@ impl Check for Act02 {
 }
 
 impl ActiveCheck for Act02 {
-    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+    fn plan(
+        &self,
+        tools: &[Callable<'_>],
+        budget: usize,
+        _env: &crate::active::StageEnv,
+    ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
         for t in tools {
             for param in free_text_params(t.tool) {
@@ -73,6 +78,7 @@ impl ActiveCheck for Act02 {
                 // The control first: an in-root name that exists nowhere.
                 let control = format!("mcpprobe-control-{}", crate::active::canary::Product::random().marker());
                 out.push(PlannedCall {
+                    kind: crate::active::CallKind::Tool,
                     tool: t.name.to_string(),
                     arguments: benign_arguments(t.tool, &[(&param, Value::String(control))]),
                     canary: None,
@@ -81,6 +87,7 @@ impl ActiveCheck for Act02 {
                 });
                 for (payload, form) in payloads() {
                     out.push(PlannedCall {
+                        kind: crate::active::CallKind::Tool,
                         tool: t.name.to_string(),
                         arguments: benign_arguments(t.tool, &[(&param, Value::String(payload))]),
                         canary: Some(MARKER.into()),
@@ -93,7 +100,7 @@ impl ActiveCheck for Act02 {
         out
     }
 
-    fn judge(&self, calls: &[MadeCall]) -> Outcome {
+    fn judge(&self, calls: &[MadeCall], _env: &crate::active::StageEnv) -> Outcome {
         let mut out: Vec<crate::finding::Finding> = Vec::new();
         for c in calls {
             let Some(marker) = &c.planned.canary else {

@@ -61,7 +61,12 @@ fn baseline_value(tool: &Value, param: &str) -> String {
 }
 
 impl ActiveCheck for Act04 {
-    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+    fn plan(
+        &self,
+        tools: &[Callable<'_>],
+        budget: usize,
+        _env: &crate::active::StageEnv,
+    ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
         for t in tools {
             for param in free_text_params(t.tool) {
@@ -76,6 +81,7 @@ impl ActiveCheck for Act04 {
                 let v = baseline_value(t.tool, &param);
                 let mut push = |value: String, role: &str| {
                     out.push(PlannedCall {
+                        kind: crate::active::CallKind::Tool,
                         tool: t.name.to_string(),
                         arguments: benign_arguments(t.tool, &[(&param, Value::String(value))]),
                         // The role, for the judge: baseline, true, false.
@@ -95,7 +101,7 @@ impl ActiveCheck for Act04 {
         out
     }
 
-    fn judge(&self, calls: &[MadeCall]) -> Outcome {
+    fn judge(&self, calls: &[MadeCall], _env: &crate::active::StageEnv) -> Outcome {
         let mut out = Vec::new();
         // One parameter's calls are consecutive: baseline, true, false, true, false.
         for group in calls.chunks(5) {

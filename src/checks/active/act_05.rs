@@ -33,11 +33,17 @@ impl Check for Act05 {
 }
 
 impl ActiveCheck for Act05 {
-    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+    fn plan(
+        &self,
+        tools: &[Callable<'_>],
+        budget: usize,
+        _env: &crate::active::StageEnv,
+    ) -> Vec<PlannedCall> {
         tools
             .iter()
             .take(budget)
             .map(|t| PlannedCall {
+                kind: crate::active::CallKind::Tool,
                 tool: t.name.to_string(),
                 arguments: benign_arguments(t.tool, &[]),
                 canary: None,
@@ -47,7 +53,7 @@ impl ActiveCheck for Act05 {
             .collect()
     }
 
-    fn judge(&self, calls: &[MadeCall]) -> Outcome {
+    fn judge(&self, calls: &[MadeCall], _env: &crate::active::StageEnv) -> Outcome {
         let mut out = Vec::new();
         for c in calls {
             let text = c.result_text();

@@ -1,8 +1,14 @@
 //! ACT-06: Tools callable without the authorization the server advertises.
 //!
-//! Metadata: `checks/active/ACT-06.toml`.
+//! Metadata: `checks/active/ACT-06.toml`. When the server advertises OAuth (its RFC 9728
+//! protected-resource metadata was found), one tool this run may call is called once on the
+//! same session without the user's credentials: a result is a finding; 401 is what it should
+//! answer.
 
-use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome};
+use serde_json::Value;
+
+use crate::active::{ActiveCheck, Answer, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments};
+use crate::checks::{Check, Outcome, finding};
 use crate::rules::{Document, Input};
 
 pub struct Act06;
@@ -15,10 +21,65 @@ impl Check for Act06 {
     }
 
     fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::NotImplemented(ACTIVE_NOT_IMPLEMENTED.into())
+        Outcome::Skipped("an active check needs a live target behind the gate".into())
     }
 
-    fn plan(&self, tools: &[serde_json::Value]) -> Option<String> {
+    fn plan(&self, tools: &[Value]) -> Option<String> {
         Some(match crate::checks::probe::read_only(tools).first() { None => "no read-only tool to call".to_string(), Some(t) => format!("would call {t} once without credentials and expect 401") })
+    }
+
+    fn active(&self) -> Option<&'static dyn ActiveCheck> {
+        Some(&CHECK)
+    }
+}
+
+impl ActiveCheck for Act06 {
+    fn plan(&self, tools: &[Callable<'_>], budget: usize, env: &StageEnv) -> Vec<PlannedCall> {
+        if !env.oauth_advertised || !env.anonymous_possible || budget == 0 {
+            return Vec::new();
+        }
+        tools
+            .first()
+            .map(|t| PlannedCall {
+                kind: crate::active::CallKind::Anonymous,
+                tool: t.name.to_string(),
+                arguments: benign_arguments(t.tool, &[]),
+                canary: None,
+                purpose: "one call without credentials on a server that advertises OAuth".into(),
+                pointer: Some(format!("/tools/{}", t.index)),
+            })
+            .into_iter()
+            .collect()
+    }
+
+    fn nothing_planned(&self, env: &StageEnv) -> Option<String> {
+        if !env.oauth_advertised {
+            Some("the server advertises no OAuth (no protected-resource metadata): nothing to test".into())
+        } else if !env.anonymous_possible {
+            Some("this transport cannot send a call without the session's credentials".into())
+        } else {
+            None
+        }
+    }
+
+    fn judge(&self, calls: &[MadeCall], _env: &StageEnv) -> Outcome {
+        let mut out = Vec::new();
+        for c in calls {
+            if !matches!(c.answer, Answer::Result(_)) {
+                continue;
+            }
+            let mut b = finding(&CHECK, None)
+                .tool(c.planned.tool.clone())
+                .message(format!(
+                    "{}: it got a result, not 401",
+                    c.planned.purpose
+                ))
+                .exchange(c.exchange.clone());
+            if let Some(p) = &c.planned.pointer {
+                b = b.pointer(p.clone());
+            }
+            out.push(b.build());
+        }
+        Outcome::Ran(out)
     }
 }

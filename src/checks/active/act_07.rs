@@ -55,7 +55,12 @@ fn wrong_type(tool: &Value) -> Option<(String, Value)> {
 }
 
 impl ActiveCheck for Act07 {
-    fn plan(&self, tools: &[Callable<'_>], budget: usize) -> Vec<PlannedCall> {
+    fn plan(
+        &self,
+        tools: &[Callable<'_>],
+        budget: usize,
+        _env: &crate::active::StageEnv,
+    ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
         for t in tools {
             if t.tool.pointer("/inputSchema/additionalProperties") == Some(&Value::Bool(false)) {
@@ -64,6 +69,7 @@ impl ActiveCheck for Act07 {
                     o.insert(EXTRA.into(), json!("mcpprobe"));
                 }
                 out.push(PlannedCall {
+                    kind: crate::active::CallKind::Tool,
                     tool: t.name.to_string(),
                     arguments: args,
                     canary: None,
@@ -80,6 +86,7 @@ impl ActiveCheck for Act07 {
                     .unwrap_or("?")
                     .to_string();
                 out.push(PlannedCall {
+                    kind: crate::active::CallKind::Tool,
                     tool: t.name.to_string(),
                     arguments: benign_arguments(t.tool, &[(&name, value)]),
                     canary: None,
@@ -95,7 +102,7 @@ impl ActiveCheck for Act07 {
         out
     }
 
-    fn judge(&self, calls: &[MadeCall]) -> Outcome {
+    fn judge(&self, calls: &[MadeCall], _env: &crate::active::StageEnv) -> Outcome {
         let mut out = Vec::new();
         for c in calls {
             let Answer::Result(r) = &c.answer else {
