@@ -62,6 +62,8 @@ pub struct PlannedCall {
     pub purpose: String,
     /// Where a finding from this call points (`/inputSchema/properties/host`).
     pub pointer: Option<String>,
+    /// What the check needs to know about the call later (ACT-01: the form, a timing delay).
+    pub tag: String,
 }
 
 /// What a call came to.
@@ -144,6 +146,11 @@ pub trait ActiveCheck: Sync + Send {
     fn plan(&self, tools: &[Callable<'_>], budget: usize, env: &StageEnv) -> Vec<PlannedCall>;
     /// The findings the answers prove (each with its calls as evidence).
     fn judge(&self, calls: &[MadeCall], env: &StageEnv) -> Outcome;
+    /// Calls planned from the first round's answers (at most `budget`), made before the judge
+    /// reads them all; none by default.
+    fn follow_up(&self, _made: &[MadeCall], _budget: usize, _env: &StageEnv) -> Vec<PlannedCall> {
+        Vec::new()
+    }
     /// Why it planned nothing, when it knows better than "no tool has what it tests".
     fn nothing_planned(&self, _env: &StageEnv) -> Option<String> {
         None
@@ -342,64 +349,25 @@ pub async fn run(
             .any(|p| matches!(p.kind, CallKind::Resource(_)));
         let permit = permit::Permit::new(authorised, id, names, *budget, reads);
         let mut made = Vec::new();
-        for p in planned.into_iter().take(*budget as usize) {
-            if cancel.is_cancelled() {
-                break;
-            }
-            let started = tokio::time::Instant::now();
-            let call = match &p.kind {
-                CallKind::Tool => {
-                    let params = json!({"name": p.tool, "arguments": p.arguments});
-                    permit::within(
-                        permit.clone(),
-                        session.call_within("tools/call", params, CALL_TIMEOUT),
-                    )
-                    .await
-                }
-                CallKind::Anonymous => match session.anonymous_twin() {
-                    Some(anon) => {
-                        let params = json!({"name": p.tool, "arguments": p.arguments});
-                        permit::within(
-                            permit.clone(),
-                            anon.call_within("tools/call", params, CALL_TIMEOUT),
-                        )
-                        .await
-                    }
-                    None => crate::protocol::session::Call {
-                        error: Some("this session cannot be used without credentials".into()),
-                        ..Default::default()
-                    },
-                },
-                CallKind::Resource(uri) => {
-                    let params = json!({"uri": uri});
-                    permit::within(
-                        permit.clone(),
-                        session.call_within("resources/read", params, CALL_TIMEOUT),
-                    )
-                    .await
-                }
-            };
-            let answer = match (&call.reply, &call.error) {
-                (Some(Reply::Result(r)), _) => Answer::Result(r.clone()),
-                (Some(Reply::Error { code, message, .. }), _) => Answer::Error {
-                    code: *code,
-                    message: message.clone(),
-                },
-                (None, Some(e)) => Answer::Failed(e.clone()),
-                (None, None) => Answer::Failed("no reply".into()),
-            };
-            stage.calls.push(CallRecord {
-                check: (*id).to_string(),
-                tool: p.tool.clone(),
-                arguments: p.arguments.clone(),
-                answered: !matches!(answer, Answer::Failed(_)),
-            });
-            made.push(MadeCall {
-                planned: p,
-                answer,
-                exchange: call.exchange,
-                elapsed: started.elapsed(),
-            });
+        execute(
+            planned,
+            *budget as usize,
+            &permit,
+            session,
+            id,
+            cancel,
+            &mut stage,
+            &mut made,
+        )
+        .await;
+        // A second round, planned from what the first proved (ACT-01's timing confirmation).
+        let left = (*budget as usize).saturating_sub(made.len());
+        if left > 0 && !cancel.is_cancelled() {
+            let more = check.follow_up(&made, left, env);
+            execute(
+                more, left, &permit, session, id, cancel, &mut stage, &mut made,
+            )
+            .await;
         }
         let outcome = if cancel.is_cancelled() {
             Outcome::Skipped("the scan was interrupted before this check finished".into())
@@ -409,6 +377,79 @@ pub async fn run(
         stage.outcomes.push(((*id).to_string(), outcome));
     }
     stage
+}
+
+/// Makes `planned` calls (at most `limit`) inside `permit`, recording each.
+#[allow(clippy::too_many_arguments)]
+async fn execute(
+    planned: Vec<PlannedCall>,
+    limit: usize,
+    permit: &std::sync::Arc<permit::Permit>,
+    session: &Session,
+    id: &str,
+    cancel: &tokio_util::sync::CancellationToken,
+    stage: &mut StageRun,
+    made: &mut Vec<MadeCall>,
+) {
+    for p in planned.into_iter().take(limit) {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let started = tokio::time::Instant::now();
+        let call = match &p.kind {
+            CallKind::Tool => {
+                let params = json!({"name": p.tool, "arguments": p.arguments});
+                permit::within(
+                    permit.clone(),
+                    session.call_within("tools/call", params, CALL_TIMEOUT),
+                )
+                .await
+            }
+            CallKind::Anonymous => match session.anonymous_twin() {
+                Some(anon) => {
+                    let params = json!({"name": p.tool, "arguments": p.arguments});
+                    permit::within(
+                        permit.clone(),
+                        anon.call_within("tools/call", params, CALL_TIMEOUT),
+                    )
+                    .await
+                }
+                None => crate::protocol::session::Call {
+                    error: Some("this session cannot be used without credentials".into()),
+                    ..Default::default()
+                },
+            },
+            CallKind::Resource(uri) => {
+                let params = json!({"uri": uri});
+                permit::within(
+                    permit.clone(),
+                    session.call_within("resources/read", params, CALL_TIMEOUT),
+                )
+                .await
+            }
+        };
+        let answer = match (&call.reply, &call.error) {
+            (Some(Reply::Result(r)), _) => Answer::Result(r.clone()),
+            (Some(Reply::Error { code, message, .. }), _) => Answer::Error {
+                code: *code,
+                message: message.clone(),
+            },
+            (None, Some(e)) => Answer::Failed(e.clone()),
+            (None, None) => Answer::Failed("no reply".into()),
+        };
+        stage.calls.push(CallRecord {
+            check: id.to_string(),
+            tool: p.tool.clone(),
+            arguments: p.arguments.clone(),
+            answered: !matches!(answer, Answer::Failed(_)),
+        });
+        made.push(MadeCall {
+            planned: p,
+            answer,
+            exchange: call.exchange,
+            elapsed: started.elapsed(),
+        });
+    }
 }
 
 fn not_called_note(not_called: &[(String, String)]) -> String {

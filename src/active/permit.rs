@@ -132,3 +132,69 @@ pub fn admit_body(body: &[u8]) -> Result<(), String> {
         Err(_) => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(name: &str) -> Value {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {}}})
+    }
+
+    #[test]
+    fn calls_pass_only_inside_a_permit_for_their_tool_and_within_its_budget() {
+        // Outside any permit: every tools/call and resources/read is refused, the rest passes.
+        assert!(admit(&call("get_x")).is_err());
+        assert!(
+            admit(&json!({"method": "resources/read", "params": {"uri": "file:///x"}})).is_err()
+        );
+        assert!(admit(&json!({"method": "tools/list"})).is_ok());
+        assert!(
+            admit(&json!([{"method": "tools/list"}, call("get_x")])).is_err(),
+            "a batch hides nothing"
+        );
+        assert!(
+            admit_body(b"{\"method\": \"tools/call\"").is_err(),
+            "not JSON but a call"
+        );
+        let auth = crate::gate::authorise_stdio_active(&crate::engine::ActiveRequest {
+            authorised_by: Some("t".into()),
+            scope: Some("*".into()),
+            verify: true,
+            ..Default::default()
+        })
+        .expect("authorised");
+        let permit = Permit::new(&auth, "ACT-01", ["get_x".to_string()].into(), 2, false);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let results = rt.block_on(within(permit.clone(), async {
+            vec![
+                admit(&call("get_x")),
+                admit(&call("delete_y")),
+                admit(&json!({"method": "resources/read"})),
+                admit(&call("get_x")),
+                admit(&call("get_x")),
+            ]
+        }));
+        assert!(results[0].is_ok());
+        assert!(
+            results[1]
+                .as_ref()
+                .is_err_and(|e| e.contains("not a tool ACT-01 may call"))
+        );
+        assert!(results[2].as_ref().is_err_and(|e| e.contains("not a read")));
+        assert!(results[3].is_ok());
+        assert!(
+            results[4]
+                .as_ref()
+                .is_err_and(|e| e.contains("budget of 2"))
+        );
+        assert_eq!(permit.used(), 2);
+        // And the gate refuses to mint one without its flags.
+        assert!(
+            crate::gate::authorise_stdio_active(&crate::engine::ActiveRequest::default()).is_err()
+        );
+    }
+}

@@ -186,6 +186,40 @@ pub fn simulated_lookup(host: &str) -> String {
     out.join("\n")
 }
 
+/// The seconds a `sleep N` in the simulated command line (a command of its own, `$(sleep N)`
+/// or `` `sleep N` ``, outside single quotes) would take, if any.
+pub fn simulated_sleep(host: &str) -> Option<u64> {
+    let command = format!("host -t A {host}");
+    let mut total = None;
+    for part in split_commands(&command) {
+        let mut rest = part.as_str();
+        let mut quoted = false;
+        // Inside single quotes nothing is run: drop the quoted parts first.
+        let mut plain = String::new();
+        for c in rest.chars() {
+            if c == '\'' {
+                quoted = !quoted;
+            } else if !quoted {
+                plain.push(c);
+            }
+        }
+        rest = plain.as_str();
+        for marker in ["$(sleep ", "`sleep ", "sleep "] {
+            if let Some(i) = rest.find(marker) {
+                let n: String = rest[i + marker.len()..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                if let Ok(n) = n.parse::<u64>() {
+                    total = Some(total.unwrap_or(0) + n);
+                }
+                break;
+            }
+        }
+    }
+    total
+}
+
 /// Splits at `;`, `|` and `&&` outside single quotes.
 fn split_commands(line: &str) -> Vec<String> {
     let mut parts = vec![String::new()];
@@ -691,6 +725,16 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
             }
         }
     };
+    // The simulated shell's `sleep N` (at most 3 s) waits without holding a thread.
+    if s.b.poisoned_tools
+        && msg.pointer("/params/name").and_then(Value::as_str) == Some("lookup_host")
+        && let Some(host) = msg
+            .pointer("/params/arguments/host")
+            .and_then(Value::as_str)
+        && let Some(secs) = simulated_sleep(host)
+    {
+        tokio::time::sleep(std::time::Duration::from_secs(secs.min(3))).await;
+    }
     match s.dispatch(&msg, &client, modern) {
         Some(reply) => json_response(StatusCode::OK, reply, vec![]),
         None if s.b.unknown_method_502 && msg.get("id").is_some() => (
@@ -882,5 +926,9 @@ mod tests {
         // Inside single quotes nothing is evaluated; other commands are not run.
         assert!(!run("'$((1234*5678))'").contains("7006652"));
         assert!(run("x; rm -rf /").contains("rm: command not found (simulated shell)"));
+        assert_eq!(super::simulated_sleep("x;sleep 2"), Some(2));
+        assert_eq!(super::simulated_sleep("$(sleep 1)"), Some(1));
+        assert_eq!(super::simulated_sleep("x';sleep 2;'"), None);
+        assert_eq!(super::simulated_sleep("example.com"), None);
     }
 }

@@ -348,6 +348,11 @@ impl StdioProcess {
                 Err(_) => {
                     self.silence_left = self.silence_left.saturating_sub(started.elapsed());
                     let e = format!("no reply within {} s", waited.as_secs_f64());
+                    // Tell the server to stop working on it (MCP cancellation); its late reply,
+                    // if any, is skipped by id like any other line.
+                    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": id, "reason": "mcpprobe stopped waiting for it"}});
+                    let _ = self.write(&cancel).await;
                     return Call {
                         exchange: stdio_exchange(msg, None, Some(e.clone())),
                         error: Some(e),

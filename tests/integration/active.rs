@@ -175,6 +175,9 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
             .expect("calls")
             .is_empty()
     );
+    // A real shell also sleeps: the echo proof is confirmed by alternating delays.
+    let message = act01[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("confirmed by timing"), "{message}");
     // ACT-02: /proc/version's marker through read_note's `name`, which its control did not show.
     let act02 = findings(&report, "ACT-02");
     assert_eq!(act02.len(), 1, "{report}");
@@ -355,7 +358,7 @@ fn a_dry_run_calls_nothing_and_says_what_it_would_call() {
     }
     let reason = record(&report, "ACT-01")["reason"].to_string();
     assert!(
-        reason.contains("`lookup_host`") && reason.contains("of 18 calls planned"),
+        reason.contains("`lookup_host`") && reason.contains("of 28 calls planned"),
         "{reason}"
     );
     assert_eq!(authorisation(state.path())["calls"], serde_json::json!([]));

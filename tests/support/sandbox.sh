@@ -12,7 +12,7 @@ shift
 case "$scratch" in /tmp|/tmp/*) echo "sandbox.sh: the scratch folder must not be under /tmp" >&2; exit 64;; esac
 net=--net
 if [ "${SANDBOX_NET:-}" = inherit ]; then net=; fi
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086,SC2016 # $net is empty or one flag; the inner script is expanded by its own shell
 exec unshare --mount $net --fork --kill-child -- sh -eu -c '
   scratch=$1; shift
   mount --make-rprivate /

@@ -52,6 +52,8 @@ impl ActiveCheck for Act01 {
             .flat_map(|t| free_text_params(t.tool).into_iter().map(move |p| (t, p)))
             .collect();
         let forms = shell_payloads(&Product::random()).len();
+        // Room is kept for one timing confirmation.
+        let budget = budget.saturating_sub(TIMING.len()).max(1);
         let mut out = Vec::new();
         for form in 0..forms {
             for (t, param) in &params {
@@ -60,18 +62,61 @@ impl ActiveCheck for Act01 {
                 }
                 // Fresh factors for every call: a product names the one call that made it.
                 let product = Product::random();
-                let (payload, form) = shell_payloads(&product).swap_remove(form);
+                let (payload, what) = shell_payloads(&product).swap_remove(form);
                 out.push(PlannedCall {
                     kind: crate::active::CallKind::Tool,
                     tool: t.name.to_string(),
                     arguments: benign_arguments(t.tool, &[(param, Value::String(payload))]),
                     canary: Some(product.marker()),
-                    purpose: format!("`{param}`: {form}"),
+                    purpose: format!("`{param}`: {what}"),
                     pointer: Some(format!(
                         "/tools/{}/inputSchema/properties/{}",
                         t.index,
                         pointer_token(param)
                     )),
+                    tag: format!("echo {form} {param}"),
+                });
+            }
+        }
+        out
+    }
+
+    /// For each parameter an echo canary proved, a timing confirmation in the same form: a
+    /// control with no delay, then delays of 2, 1, 2 and 1 s.
+    fn follow_up(
+        &self,
+        made: &[MadeCall],
+        budget: usize,
+        _env: &crate::active::StageEnv,
+    ) -> Vec<PlannedCall> {
+        let mut out = Vec::new();
+        let mut confirmed: Vec<&str> = Vec::new();
+        for c in made.iter().filter(|c| proves(c)) {
+            let pointer = c.planned.pointer.as_deref().unwrap_or("");
+            if confirmed.contains(&pointer) || out.len() + TIMING.len() > budget {
+                continue;
+            }
+            let mut tag = c.planned.tag.split(' ').skip(1);
+            let (Some(form), Some(param)) = (tag.next().and_then(|f| f.parse::<usize>().ok()), tag.next()) else {
+                continue;
+            };
+            confirmed.push(pointer);
+            for delay in TIMING {
+                let Some(payload) = sleep_payloads(delay).into_iter().nth(form) else {
+                    continue;
+                };
+                let mut arguments = c.planned.arguments.clone();
+                if let Some(o) = arguments.as_object_mut() {
+                    o.insert(param.to_string(), Value::String(payload));
+                }
+                out.push(PlannedCall {
+                    kind: crate::active::CallKind::Tool,
+                    tool: c.planned.tool.clone(),
+                    arguments,
+                    canary: None,
+                    purpose: format!("timing confirmation: sleep {delay}"),
+                    pointer: c.planned.pointer.clone(),
+                    tag: format!("sleep {delay}"),
                 });
             }
         }
@@ -109,7 +154,115 @@ impl ActiveCheck for Act01 {
                     .build(),
             );
         }
+        // The timing confirmation of each finding, when it was made.
+        for f in &mut findings {
+            let timed: Vec<(u64, f64)> = calls
+                .iter()
+                .filter(|c| c.planned.pointer == f.location.pointer && c.planned.tag.starts_with("sleep "))
+                .filter_map(|c| {
+                    let d = c.planned.tag.strip_prefix("sleep ")?.parse().ok()?;
+                    Some((d, c.elapsed.as_secs_f64()))
+                })
+                .collect();
+            if timed.len() < TIMING.len() {
+                continue;
+            }
+            let note = timing_verdict(&timed);
+            if let Some(m) = f.message.as_mut() {
+                m.push_str("; ");
+                m.push_str(&note);
+            }
+        }
         Outcome::Ran(findings)
+    }
+}
+
+/// The delays of a timing confirmation (SPEC §13): a zero-delay control, then long and short
+/// alternating.
+const TIMING: [u64; 5] = [0, 2, 1, 2, 1];
+
+/// The sleeping twins of [`shell_payloads`], form for form.
+fn sleep_payloads(n: u64) -> Vec<String> {
+    vec![
+        format!("$(sleep {n})"),
+        format!("`sleep {n}`"),
+        format!("x;sleep {n}"),
+        format!("x';sleep {n};'"),
+        format!("x\";sleep {n};\""),
+        format!("x|sleep {n}"),
+    ]
+}
+
+/// Whether an echo call is proof: the product in the result, not in the request.
+fn proves(c: &MadeCall) -> bool {
+    let Some(marker) = &c.planned.canary else {
+        return false;
+    };
+    !c.planned.arguments.to_string().contains(marker.as_str()) && c.result_text().contains(marker.as_str())
+}
+
+/// Whether (delay, elapsed) pairs confirm: every delayed call took at least its delay, the
+/// control (delay 0) was at least half a second faster than every delayed call (the rate
+/// limit's wait is in every elapsed time alike), and elapsed times track the delays (Pearson
+/// correlation above 0.85).
+pub fn timing_verdict(timed: &[(u64, f64)]) -> String {
+    let shown: Vec<String> = timed.iter().map(|(d, e)| format!("{d} s → {e:.2} s")).collect();
+    let delayed: Vec<&(u64, f64)> = timed.iter().filter(|(d, _)| *d > 0).collect();
+    let slowest_control = timed
+        .iter()
+        .filter(|(d, _)| *d == 0)
+        .map(|(_, e)| *e)
+        .fold(0.0_f64, f64::max);
+    let quickest_delayed = delayed.iter().map(|(_, e)| *e).fold(f64::INFINITY, f64::min);
+    let control_fast = slowest_control + 0.5 <= quickest_delayed;
+    let each_at_least = delayed.iter().all(|(d, e)| *e + 0.05 >= *d as f64);
+    let r = correlation(&delayed.iter().map(|(d, e)| (*d as f64, *e)).collect::<Vec<_>>());
+    if control_fast && each_at_least && r > 0.85 {
+        format!("confirmed by timing ({}; correlation {r:.2})", shown.join(", "))
+    } else {
+        format!(
+            "the timing confirmation did not hold ({}; correlation {r:.2}): the echo alone is the proof",
+            shown.join(", ")
+        )
+    }
+}
+
+fn correlation(xy: &[(f64, f64)]) -> f64 {
+    let n = xy.len() as f64;
+    if n < 2.0 {
+        return 0.0;
+    }
+    let (mx, my) = (
+        xy.iter().map(|p| p.0).sum::<f64>() / n,
+        xy.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let cov: f64 = xy.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    let vx: f64 = xy.iter().map(|(x, _)| (x - mx).powi(2)).sum();
+    let vy: f64 = xy.iter().map(|(_, y)| (y - my).powi(2)).sum();
+    if vx == 0.0 || vy == 0.0 {
+        0.0
+    } else {
+        cov / (vx.sqrt() * vy.sqrt())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timing_verdict;
+
+    #[test]
+    fn timing_confirms_only_delays_that_track_the_request() {
+        let tracked = [(0, 0.02), (2, 2.03), (1, 1.02), (2, 2.01), (1, 1.04)];
+        assert!(timing_verdict(&tracked).starts_with("confirmed by timing"));
+        // A slow server: everything takes 3 s, the control too.
+        let slow = [(0, 3.0), (2, 3.0), (1, 3.0), (2, 3.0), (1, 3.0)];
+        assert!(timing_verdict(&slow).starts_with("the timing confirmation did not hold"));
+        // Faster than the delay asked for: not a sleep.
+        let fast = [(0, 0.01), (2, 0.5), (1, 0.2), (2, 0.5), (1, 0.2)];
+        assert!(timing_verdict(&fast).starts_with("the timing confirmation did not hold"));
+        // A 1-request-a-second rate limit adds its wait to every call alike: still confirmed.
+        let limited = [(0, 1.0), (2, 3.0), (1, 2.0), (2, 3.01), (1, 2.02)];
+        assert!(timing_verdict(&limited).starts_with("confirmed by timing"));
     }
 }
 

@@ -84,6 +84,7 @@ impl ActiveCheck for Act02 {
                     canary: None,
                     purpose: format!("`{param}`: in-root control"),
                     pointer: Some(pointer.clone()),
+                    tag: String::new(),
                 });
                 for (payload, form) in payloads() {
                     out.push(PlannedCall {
@@ -93,6 +94,7 @@ impl ActiveCheck for Act02 {
                         canary: Some(MARKER.into()),
                         purpose: format!("`{param}`: {form} to /proc/version"),
                         pointer: Some(pointer.clone()),
+                        tag: String::new(),
                     });
                 }
             }

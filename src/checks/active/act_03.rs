@@ -64,6 +64,7 @@ impl ActiveCheck for Act03 {
                     canary: Some(token),
                     purpose: format!("`{param}`: a URL on mcpprobe's loopback listener"),
                     pointer: Some(format!("/tools/{}/inputSchema/properties/{}", t.index, pointer_token(&param))),
+                    tag: String::new(),
                 });
             }
         }

@@ -88,6 +88,7 @@ impl ActiveCheck for Act04 {
                         canary: Some(role.to_string()),
                         purpose: format!("`{param}`: {role}"),
                         pointer: Some(pointer.clone()),
+                        tag: String::new(),
                     });
                 };
                 push(v.clone(), "baseline");

@@ -49,6 +49,7 @@ impl ActiveCheck for Act05 {
                 canary: None,
                 purpose: "one call with benign arguments; its result read by the P rules".into(),
                 pointer: Some(format!("/tools/{}", t.index)),
+                tag: String::new(),
             })
             .collect()
     }

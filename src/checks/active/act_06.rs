@@ -47,6 +47,7 @@ impl ActiveCheck for Act06 {
                 canary: None,
                 purpose: "one call without credentials on a server that advertises OAuth".into(),
                 pointer: Some(format!("/tools/{}", t.index)),
+                tag: String::new(),
             })
             .into_iter()
             .collect()

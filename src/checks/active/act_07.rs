@@ -75,6 +75,7 @@ impl ActiveCheck for Act07 {
                     canary: None,
                     purpose: format!("an unexpected property `{EXTRA}` (the schema says additionalProperties: false)"),
                     pointer: Some(format!("/tools/{}/inputSchema/additionalProperties", t.index)),
+                    tag: String::new(),
                 });
             }
             if let Some((name, value)) = wrong_type(t.tool) {
@@ -92,6 +93,7 @@ impl ActiveCheck for Act07 {
                     canary: None,
                     purpose: format!("`{name}` of the wrong type (the schema says {ty})"),
                     pointer: Some(format!("/tools/{}/inputSchema/properties/{token}", t.index)),
+                    tag: String::new(),
                 });
             }
             if out.len() >= budget {

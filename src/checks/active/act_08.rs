@@ -64,6 +64,7 @@ impl ActiveCheck for Act08 {
                 canary: None,
                 purpose: format!("template `{name}`: in-root control"),
                 pointer: pointer.clone(),
+                tag: String::new(),
             });
             out.push(PlannedCall {
                 kind: CallKind::Resource(escape_uri),
@@ -72,6 +73,7 @@ impl ActiveCheck for Act08 {
                 canary: Some(crate::checks::active_act_02::MARKER.into()),
                 purpose: format!("template `{name}`: a traversal to /proc/version"),
                 pointer,
+                tag: String::new(),
             });
         }
         out
