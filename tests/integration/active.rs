@@ -542,3 +542,66 @@ fn a_tool_callable_without_the_advertised_authorization_is_found_and_a_guarded_o
         assert_eq!(calls, Some(1));
     }
 }
+
+/// A real, deliberately vulnerable server from PyPI (`vuln-mcp-filesystem-workspace-actions`
+/// 0.1.0, installed by scripts/setup-peers.sh): its `read_file` joins paths unchecked, its
+/// `write_file` and `execute_code` do what they say. In the sandbox, with its workspace the
+/// scratch folder: ACT-02 proves the traversal, the writer and the runner are never called, and
+/// nothing in the workspace changes.
+#[test]
+fn a_real_vulnerable_server_from_pypi_is_proven_and_its_writer_and_runner_never_called() {
+    let program = root().join(".peers/vulnfs/bin/vuln-mcp-filesystem-workspace-actions");
+    assert!(
+        program.exists(),
+        "{} is missing: run scripts/setup-peers.sh",
+        program.display()
+    );
+    let dir = scratch();
+    std::fs::write(
+        dir.path().join("readme.txt"),
+        "the workspace before the scan",
+    )
+    .expect("write");
+    let before = snapshot(dir.path());
+    let state = state_dir();
+    let o = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .timeout(std::time::Duration::from_secs(120))
+        .args([
+            "scan",
+            "--stdio",
+            "--format",
+            "json",
+            "--no-config",
+            "--include-unannotated",
+        ])
+        .args(GATE)
+        .arg("--")
+        .arg(root().join("tests/support/sandbox.sh"))
+        .arg(dir.path())
+        .arg(&program)
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    let report: Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
+    let act02 = findings(&report, "ACT-02");
+    assert_eq!(act02.len(), 1, "{report}");
+    assert_eq!(act02[0]["location"]["tool"], "read_file");
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("`write_file`: it changes data"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("`execute_code`: it runs code or commands"),
+        "{warnings}"
+    );
+    let calls = authorisation(state.path())["calls"].clone();
+    for c in calls.as_array().expect("calls") {
+        assert!(
+            ["read_file", "list_directory"].contains(&c["tool"].as_str().unwrap_or("")),
+            "{c}"
+        );
+    }
+    assert_eq!(snapshot(dir.path()), before, "the workspace changed");
+}
