@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 /// The most request heads kept (a flood cannot grow it).
 const MAX_HITS: usize = 256;
 const MAX_HEAD: usize = 8 * 1024;
+const MAX_CONNECTIONS: usize = 32;
 
 #[derive(Debug)]
 pub struct Listener {
@@ -29,10 +30,16 @@ impl Listener {
         let body = format!("mcpprobe-oob-{}", super::canary::Product::random().marker());
         let hits: Arc<Mutex<Vec<String>>> = Arc::default();
         let (sink, answer) = (hits.clone(), body.clone());
+        // At most this many connections are served at once; the rest wait in the backlog.
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let task = tokio::spawn(async move {
             while let Ok((mut stream, _)) = socket.accept().await {
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    break;
+                };
                 let (sink, answer) = (sink.clone(), answer.clone());
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let mut head = Vec::new();
                     let mut chunk = [0u8; 1024];
                     let read = tokio::time::timeout(Duration::from_secs(2), async {
@@ -51,7 +58,9 @@ impl Listener {
                         .chars()
                         .take(512)
                         .collect::<String>();
-                    if let Ok(mut h) = sink.lock()
+                    // Only probe requests are kept: other local connections cannot crowd them out.
+                    if line.contains("/mcpprobe-")
+                        && let Ok(mut h) = sink.lock()
                         && h.len() < MAX_HITS
                     {
                         h.push(line);

@@ -202,7 +202,7 @@ pub fn benign_arguments(tool: &Value, overrides: &[(&str, Value)]) -> Value {
 
 fn benign_value(schema: Option<&Value>) -> Value {
     let Some(s) = schema else {
-        return json!("mcpprobe");
+        return json!("mcpprobe-test-value");
     };
     if let Some(first) = s
         .get("enum")
@@ -243,7 +243,7 @@ fn benign_value(schema: Option<&Value>) -> Value {
         "array" => json!([]),
         "object" => json!({}),
         "null" => Value::Null,
-        _ => json!("mcpprobe"),
+        _ => json!("mcpprobe-test-value"),
     }
 }
 
@@ -286,21 +286,34 @@ pub async fn run(
     cancel: &tokio_util::sync::CancellationToken,
 ) -> StageRun {
     let mut stage = StageRun::default();
-    let mut callable: Vec<Callable<'_>> = Vec::new();
+    // The permit, the server and the client's guard all know tools by name: a name refused for
+    // any of the tools listed under it is refused for all of them (a server that lists `notes`
+    // twice, once read-only and once destructive, gets neither called).
+    let mut refused: BTreeSet<&str> = BTreeSet::new();
+    let mut decided: Vec<(usize, &Value, Result<String, NotCalled>)> = Vec::new();
     for (index, tool) in tools.iter().enumerate() {
-        match policy.decide(tool) {
-            Ok(_) => {
-                if let Some(name) = tool.get("name").and_then(Value::as_str) {
-                    callable.push(Callable { name, tool, index });
-                }
-            }
-            Err(why) => {
-                let name = tool
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(unnamed)");
-                stage.not_called.push((name.to_string(), why.to_string()));
-            }
+        let d = policy.decide(tool);
+        if d.is_err()
+            && let Some(name) = tool.get("name").and_then(Value::as_str)
+        {
+            refused.insert(name);
+        }
+        decided.push((index, tool, d));
+    }
+    let mut callable: Vec<Callable<'_>> = Vec::new();
+    for (index, tool, d) in decided {
+        let name = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("(unnamed)");
+        match d {
+            Ok(_) if refused.contains(name) => stage.not_called.push((
+                name.to_string(),
+                "another tool of the same name is never called".into(),
+            )),
+            Ok(_) if callable.iter().any(|c| c.name == name) => {}
+            Ok(_) => callable.push(Callable { name, tool, index }),
+            Err(why) => stage.not_called.push((name.to_string(), why.to_string())),
         }
     }
     for (id, budget, check) in checks {
@@ -371,6 +384,20 @@ pub async fn run(
         }
         let outcome = if cancel.is_cancelled() {
             Outcome::Skipped("the scan was interrupted before this check finished".into())
+        } else if !made.is_empty() && made.iter().all(|c| matches!(c.answer, Answer::Failed(_))) {
+            // Nothing was learned: that is never a clean result.
+            let why = match &made[0].answer {
+                Answer::Failed(e) => e.clone(),
+                _ => String::new(),
+            };
+            Outcome::Ran(vec![indeterminate(
+                id,
+                format!(
+                    "none of its {} calls got an answer (the first: {why})",
+                    made.len()
+                ),
+                made[0].exchange.clone(),
+            )])
         } else {
             check.judge(&made, env)
         };
@@ -450,6 +477,18 @@ async fn execute(
             elapsed: started.elapsed(),
         });
     }
+}
+
+/// An info finding that says a check learned nothing (SPEC §3: indeterminate, never a pass).
+fn indeterminate(id: &str, why: String, exchange: Exchange) -> crate::finding::Finding {
+    let meta = crate::catalogue::catalogue().meta(id);
+    crate::finding::Finding::of(meta, None)
+        .subcode("calls/indeterminate")
+        .severity(crate::finding::Severity::Info)
+        .confidence(crate::finding::Confidence::Low)
+        .message(format!("indeterminate: {why}"))
+        .exchange(exchange)
+        .build()
 }
 
 fn not_called_note(not_called: &[(String, String)]) -> String {

@@ -117,6 +117,11 @@ pub fn admit(msg: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a request body holds a `tools/call` or a `resources/read` (or, not JSON, names one).
+pub fn names_a_call(body: &[u8]) -> bool {
+    body.windows(10).any(|w| w == b"tools/call") || body.windows(14).any(|w| w == b"resources/read")
+}
+
 /// [`admit`] over a request body as it will be sent. Bytes that are not JSON but name
 /// `tools/call` are refused too (a lenient server might still read a call in them).
 pub fn admit_body(body: &[u8]) -> Result<(), String> {

@@ -93,8 +93,96 @@ impl CallPolicy {
     }
 }
 
-/// The effect class a tool's name, title or leading description verbs give it, if any.
+/// Words that, anywhere in a tool's name or title, say it does something (the active policy's
+/// own list: wider than the capability rules', which judge what a tool reads).
+#[rustfmt::skip]
+const EFFECT_WORDS: &[&str] = &[
+    "run", "runs", "exec", "execute", "executes", "eval", "evaluate", "spawn", "shell", "kill",
+    "restart", "reboot", "shutdown", "stop", "start", "launch", "deploy", "install", "uninstall",
+    "upgrade", "downgrade", "migrate", "rollback", "restore", "terminate", "trigger", "invoke",
+    "dispatch", "schedule", "cancel", "revoke", "reset", "ban", "block", "unblock", "approve",
+    "reject", "merge", "push", "commit", "rebase", "tag", "release", "publish", "post", "send",
+    "email", "mail", "notify", "message", "reply", "submit", "apply", "enable", "disable",
+    "grant", "deny", "assign", "unassign", "invite", "share", "transfer", "pay", "payment",
+    "charge", "refund", "buy", "purchase", "order", "book", "subscribe", "unsubscribe", "create",
+    "make", "new", "add", "insert", "update", "upsert", "patch", "put", "set", "edit", "modify",
+    "change", "write", "save", "store", "upload", "export", "import", "sync", "move", "rename",
+    "copy", "archive", "delete", "remove", "drop", "clear", "purge", "wipe", "destroy", "erase",
+    "truncate", "format", "mount", "unmount", "lock", "unlock", "scale", "resize", "close",
+    "open", "login", "logout", "register", "signup", "unregister", "confirm", "accept",
+    "decline", "mark", "flag", "pin", "unpin", "star", "follow", "unfollow", "like", "vote",
+];
+
+/// Parameter-name words that say the tool writes somewhere or runs something.
+#[rustfmt::skip]
+const EFFECT_PARAMS: &[&str] = &[
+    "output", "out", "dest", "destination", "target", "save", "write", "overwrite", "command",
+    "cmd", "script", "exec", "pid", "process", "signal", "body", "content", "contents", "data",
+    "payload", "recipient", "recipients", "to", "amount",
+];
+
+/// The effect a tool's name, title, parameters or leading description verbs give it, if any:
+/// the capability rules' classes first (their reasons name the class), then the active
+/// policy's wider lists.
 fn effect(tool: &Value) -> Option<String> {
+    if let Some(why) = old_effect(tool) {
+        return Some(why);
+    }
+    for key in ["name", "title"] {
+        if let Some(text) = tool.get(key).and_then(Value::as_str)
+            && let Some(w) = crate::rules::text::words(text)
+                .into_iter()
+                .find(|w| EFFECT_WORDS.contains(&w.as_str()))
+        {
+            return Some(format!(
+                "does something: \"{}\" in its {key}",
+                crate::report::escape::escape(&w)
+            ));
+        }
+    }
+    if let Some(props) = tool
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)
+    {
+        for name in props.keys() {
+            if let Some(w) = crate::rules::text::words(name)
+                .into_iter()
+                .find(|w| EFFECT_PARAMS.contains(&w.as_str()))
+            {
+                return Some(format!(
+                    "may write or run something: \"{}\" in its parameter `{}`",
+                    crate::report::escape::escape(&w),
+                    crate::report::escape::escape_trimmed(name, 40)
+                ));
+            }
+        }
+    }
+    if let Some(desc) = tool.get("description").and_then(Value::as_str) {
+        // The first word of each sentence or clause, third person or imperative.
+        for clause in desc.split(['.', ',', ';', '\n', ':', '!', '?', '(', ')']) {
+            let Some(first) = clause.split_whitespace().next() else {
+                continue;
+            };
+            let w = first
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_ascii_lowercase();
+            let stem = w
+                .strip_suffix("es")
+                .filter(|s| EFFECT_WORDS.contains(s))
+                .or_else(|| w.strip_suffix('s').filter(|s| EFFECT_WORDS.contains(s)));
+            if EFFECT_WORDS.contains(&w.as_str()) || stem.is_some() {
+                return Some(format!(
+                    "does something: its description says \"{}\"",
+                    crate::report::escape::escape(&w)
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The capability rules' classes too (their phrase lists: "send money", …).
+fn old_effect(tool: &Value) -> Option<String> {
     const NEVER: [Class; 5] = [
         Class::Changes,
         Class::Deletes,

@@ -211,7 +211,7 @@ pub fn simulated_sleep(host: &str) -> Option<u64> {
                     .take_while(char::is_ascii_digit)
                     .collect();
                 if let Ok(n) = n.parse::<u64>() {
-                    total = Some(total.unwrap_or(0) + n);
+                    total = Some(total.unwrap_or(0_u64).saturating_add(n));
                 }
                 break;
             }

@@ -842,8 +842,9 @@ impl Scanner {
                         include_unannotated: active.include_unannotated,
                     };
                     tracing::info!(target: "mcpprobe::progress", "active checks (scope {})", auth.scope());
+                    let listener = parts.loopback && req.checks.includes("ACT-03");
                     let env = self
-                        .stage_env(&cx, inv, &policy, parts.loopback, session)
+                        .stage_env(&cx, inv, &policy, listener, parts.loopback, session)
                         .await;
                     let stage = crate::active::run(
                         auth,
@@ -940,6 +941,7 @@ impl Scanner {
         cx: &Live<'_>,
         inv: &Inventory,
         policy: &crate::active::CallPolicy,
+        listener: bool,
         local: bool,
         session: &Session,
     ) -> crate::active::StageEnv {
@@ -951,13 +953,15 @@ impl Scanner {
             anonymous_possible: session.anonymous_twin().is_some(),
             ..Default::default()
         };
-        if local {
+        if listener {
             match crate::active::listener::Listener::start().await {
                 Ok(l) => env.listener = Some(l),
                 Err(e) => {
                     env.no_listener = Some(format!("the loopback listener could not start: {e}"))
                 }
             }
+        } else if local {
+            env.no_listener = Some("ACT-03 was not selected".into());
         } else {
             env.no_listener = Some(
                 "the target is not local: its loopback is not mcpprobe's, and a remote server is never pointed at its own (a --collaborator URL is not supported yet)"
@@ -1084,11 +1088,22 @@ impl Scanner {
             .filter(|e| e.check.active().is_some())
             .map(|e| e.meta.id.as_str())
             .collect();
+        // The record keeps the time of its first write; the second adds when the run ended.
+        let started = path
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| {
+                v.get("time")
+                    .and_then(serde_json::Value::as_str)
+                    .map(String::from)
+            })
+            .unwrap_or_else(|| now.to_rfc3339());
         let record = serde_json::json!({
             "authorised_by": auth.authorised_by(),
             "scope": auth.scope(),
             "target": req.target.to_string(),
-            "time": now.to_rfc3339(),
+            "time": started,
+            "finished_at": calls.is_some().then(|| now.to_rfc3339()),
             "proof": auth.proof(),
             "tool_list_sha256": tool_list_sha256,
             "checks_planned": planned,

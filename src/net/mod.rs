@@ -1307,6 +1307,19 @@ impl Client {
                 ));
                 return Ok(resp);
             }
+            // A tool call (or a resource read) is sent once: its permit admitted and counted
+            // one request, and a redirect must not replay it elsewhere.
+            if req
+                .body
+                .as_deref()
+                .is_some_and(crate::active::permit::names_a_call)
+            {
+                resp.exchange.note = Some(format!(
+                    "redirect of a tools/call or resources/read not followed: {}",
+                    self.net.shown_url(&location)
+                ));
+                return Ok(resp);
+            }
             visited.push(location.clone());
             // 303, and 301/302 after POST, become GET without a body (as browsers do).
             if resp.status == 303

@@ -287,8 +287,16 @@ fn a_slow_twin_is_not_mistaken_for_an_injection() {
 #[test]
 fn unannotated_tools_are_called_only_with_include_unannotated_and_delete_never() {
     let dir = scratch();
-    let mut args = GATE.to_vec();
-    args.push("--include-unannotated");
+    // Scoped to the two tools (the budgets would otherwise go to the others first).
+    let args = [
+        "--active",
+        "--authorised-by",
+        "Ada Lovelace",
+        "--scope",
+        "get_unannotated,delete_cache",
+        "--verify",
+        "--include-unannotated",
+    ];
     let (_, report, state) = scan_fixture("safe", dir.path(), &args);
     let log = std::fs::read_to_string(dir.path().join("calls-forbidden.log")).unwrap_or_default();
     assert!(log.contains("get_unannotated"), "{report}");
@@ -604,4 +612,94 @@ fn a_real_vulnerable_server_from_pypi_is_proven_and_its_writer_and_runner_never_
         );
     }
     assert_eq!(snapshot(dir.path()), before, "the workspace changed");
+}
+
+#[test]
+fn the_sandbox_lets_its_server_write_only_its_scratch_folder_and_reach_only_loopback() {
+    let dir = scratch();
+    let probe = "echo in > inside.txt; \
+        for p in /etc/mcpprobe-escape /var/tmp/mcpprobe-escape \"$ESCAPE\"; do \
+          (echo x > \"$p\") 2>/dev/null && echo \"ESCAPED $p\"; done; \
+        mount -o remount,bind,rw / 2>/dev/null && echo ESCAPED-remount; \
+        ls /dev | tr '\\n' ' '; echo; grep CapEff /proc/self/status; \
+        ls /sys/class/net | tr '\\n' ' '";
+    let outside = root().join("target").join("mcpprobe-sandbox-escape");
+    let o = std::process::Command::new(root().join("tests/support/sandbox.sh"))
+        .arg(dir.path())
+        .args(["sh", "-c", probe])
+        .env("ESCAPE", &outside)
+        .output()
+        .expect("runs");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!out.contains("ESCAPED"), "{out}");
+    assert!(!outside.exists(), "wrote {}", outside.display());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("inside.txt"))
+            .ok()
+            .as_deref(),
+        Some("in\n")
+    );
+    assert!(out.contains("null random urandom zero"), "{out}");
+    assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+    assert!(out.trim_end().ends_with("lo"), "only loopback: {out}");
+}
+
+#[test]
+fn an_evaluator_is_not_mistaken_for_a_shell() {
+    let dir = scratch();
+    let mut args = GATE.to_vec();
+    args.extend(["--checks", "ACT-01"]);
+    let (_, report, _state) = scan_fixture("calc", dir.path(), &args);
+    let act01 = findings(&report, "ACT-01");
+    assert!(act01.iter().all(|f| f["severity"] == "info"), "{report}");
+    assert!(
+        act01
+            .iter()
+            .any(|f| f["subcode"] == "evaluator/indeterminate" && f["location"]["tool"].is_null()),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_server_that_answers_nothing_leaves_each_check_indeterminate_not_clean() {
+    let dir = scratch();
+    let mut args = GATE.to_vec();
+    args.extend(["--checks", "ACT-05"]);
+    let (_, report, _state) = scan_fixture("die", dir.path(), &args);
+    let act05 = findings(&report, "ACT-05");
+    assert_eq!(act05.len(), 1, "{report}");
+    assert_eq!(act05[0]["subcode"], "calls/indeterminate");
+    assert!(
+        act05[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("indeterminate: none of its")
+    );
+}
+
+#[test]
+fn a_name_refused_once_is_refused_for_every_tool_listed_under_it() {
+    let dir = scratch();
+    let (_, report, state) = scan_fixture("dup", dir.path(), &GATE);
+    let log = std::fs::read_to_string(dir.path().join("calls-forbidden.log")).unwrap_or_default();
+    assert!(log.is_empty(), "called: {log}");
+    let auth = authorisation(state.path());
+    assert!(
+        auth["calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .all(|c| c["tool"] != "notes"),
+        "{auth}"
+    );
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("another tool of the same name is never called"),
+        "{warnings}"
+    );
 }

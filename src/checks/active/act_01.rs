@@ -55,8 +55,32 @@ impl ActiveCheck for Act01 {
         // Room is kept for one timing confirmation.
         let budget = budget.saturating_sub(TIMING.len()).max(1);
         let mut out = Vec::new();
+        // First a control per parameter: a bare `A*B` no shell evaluates. A parameter that
+        // answers its product evaluates arithmetic itself (a calculator, a model): the shell
+        // forms would prove nothing there.
+        let controlled = params.len().min(budget / (forms + 1));
+        for (t, param) in params.iter().take(controlled) {
+            let product = Product::random();
+            out.push(PlannedCall {
+                kind: crate::active::CallKind::Tool,
+                tool: t.name.to_string(),
+                arguments: benign_arguments(
+                    t.tool,
+                    &[(param, Value::String(format!("{}*{}", product.a, product.b)))],
+                ),
+                canary: Some(product.marker()),
+                purpose: format!("`{param}`: control (a bare A*B, which no shell evaluates)"),
+                pointer: Some(format!(
+                    "/tools/{}/inputSchema/properties/{}",
+                    t.index,
+                    pointer_token(param)
+                )),
+                tag: format!("control {param}"),
+            });
+        }
+        let params = &params[..controlled];
         for form in 0..forms {
-            for (t, param) in &params {
+            for (t, param) in params {
                 if out.len() >= budget {
                     return out;
                 }
@@ -91,12 +115,22 @@ impl ActiveCheck for Act01 {
     ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
         let mut confirmed: Vec<&str> = Vec::new();
-        for c in made.iter().filter(|c| proves(c)) {
+        let evaluated: Vec<&Option<String>> = made
+            .iter()
+            .filter(|c| c.planned.tag.starts_with("control ") && proves(c))
+            .map(|c| &c.planned.pointer)
+            .collect();
+        for c in made
+            .iter()
+            .filter(|c| c.planned.tag.starts_with("echo ") && proves(c))
+            .filter(|c| !evaluated.contains(&&c.planned.pointer))
+        {
             let pointer = c.planned.pointer.as_deref().unwrap_or("");
             if confirmed.contains(&pointer) || out.len() + TIMING.len() > budget {
                 continue;
             }
-            let mut tag = c.planned.tag.split(' ').skip(1);
+            // `echo FORM PARAM`, the parameter's name itself may hold spaces.
+            let mut tag = c.planned.tag.splitn(3, ' ').skip(1);
             let (Some(form), Some(param)) = (tag.next().and_then(|f| f.parse::<usize>().ok()), tag.next()) else {
                 continue;
             };
@@ -125,14 +159,32 @@ impl ActiveCheck for Act01 {
 
     fn judge(&self, calls: &[MadeCall], _env: &crate::active::StageEnv) -> Outcome {
         let mut findings: Vec<Finding> = Vec::new();
+        // Parameters whose control came back evaluated: an evaluator, not a shell.
+        let evaluators: Vec<&MadeCall> = calls
+            .iter()
+            .filter(|c| c.planned.tag.starts_with("control ") && proves(c))
+            .collect();
+        for e in &evaluators {
+            findings.push(crate::checks::probe::indeterminate(
+                &CHECK,
+                "evaluator",
+                format!(
+                    "{}: its answer holds the product of a bare A*B, so the parameter evaluates arithmetic itself (a calculator, a model); shell canaries prove nothing here",
+                    e.planned.purpose.split(':').next().unwrap_or_default()
+                ),
+                Some(e.exchange.clone()),
+            ));
+        }
         for c in calls {
+            if !c.planned.tag.starts_with("echo ")
+                || !proves(c)
+                || evaluators.iter().any(|e| e.planned.pointer == c.planned.pointer)
+            {
+                continue;
+            }
             let Some(marker) = &c.planned.canary else {
                 continue;
             };
-            let sent = c.planned.arguments.to_string();
-            if sent.contains(marker.as_str()) || !c.result_text().contains(marker.as_str()) {
-                continue;
-            }
             let place = c.planned.pointer.clone().unwrap_or_default();
             if let Some(f) = findings.iter_mut().find(|f| {
                 f.location.tool.as_deref() == Some(c.planned.tool.as_str())
@@ -159,6 +211,8 @@ impl ActiveCheck for Act01 {
             let timed: Vec<(u64, f64)> = calls
                 .iter()
                 .filter(|c| c.planned.pointer == f.location.pointer && c.planned.tag.starts_with("sleep "))
+                // A call that got no answer says nothing about how long a sleep took.
+                .filter(|c| !matches!(c.answer, crate::active::Answer::Failed(_)))
                 .filter_map(|c| {
                     let d = c.planned.tag.strip_prefix("sleep ")?.parse().ok()?;
                     Some((d, c.elapsed.as_secs_f64()))

@@ -20,8 +20,17 @@ pub struct Act02;
 
 pub static CHECK: Act02 = Act02;
 
-/// What `/proc/version` starts with.
+/// What `/proc/version` starts with (the finding quotes it).
 pub const MARKER: &str = "Linux version";
+
+/// The shape of `/proc/version` (`Linux version 6.1.0-18-amd64 (debian-kernel@…) (gcc …) #1 SMP
+/// …`), not just its first words: a document that merely says "Linux version" is no proof.
+pub fn holds_proc_version(text: &str) -> bool {
+    static SHAPE: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"Linux version [0-9][^\s]* \([^)\n]{1,200}\)[^\n]{0,400}#[0-9]").ok()
+    });
+    SHAPE.as_ref().is_some_and(|r| r.is_match(text))
+}
 
 /// Parameter-name words that say it takes a path.
 const PATH_WORDS: [&str; 10] = [
@@ -75,8 +84,9 @@ impl ActiveCheck for Act02 {
                     return out;
                 }
                 let pointer = format!("/tools/{}/inputSchema/properties/{}", t.index, pointer_token(&param));
-                // The control first: an in-root name that exists nowhere.
-                let control = format!("mcpprobe-control-{}", crate::active::canary::Product::random().marker());
+                // The control first: the same words without the traversal (a search tool that
+                // finds "proc/version" anywhere shows it here too).
+                let control = "proc/version".to_string();
                 out.push(PlannedCall {
                     kind: crate::active::CallKind::Tool,
                     tool: t.name.to_string(),
@@ -108,17 +118,18 @@ impl ActiveCheck for Act02 {
             let Some(marker) = &c.planned.canary else {
                 continue;
             };
-            if !matches!(c.answer, Answer::Result(_)) || !c.result_text().contains(marker.as_str()) {
+            if !matches!(c.answer, Answer::Result(_)) || !holds_proc_version(&c.result_text()) {
                 continue;
             }
-            // The control of the same parameter says the marker too: it proves nothing.
-            let control_says_it = calls.iter().any(|k| {
+            // The control of the same parameter must have answered, without the marker.
+            let control_clean = calls.iter().any(|k| {
                 k.planned.canary.is_none()
                     && k.planned.tool == c.planned.tool
                     && k.planned.pointer == c.planned.pointer
-                    && k.result_text().contains(marker.as_str())
+                    && !matches!(k.answer, Answer::Failed(_))
+                    && !holds_proc_version(&k.result_text())
             });
-            if control_says_it {
+            if !control_clean {
                 continue;
             }
             let place = c.planned.pointer.clone().unwrap_or_default();

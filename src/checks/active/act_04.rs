@@ -118,6 +118,19 @@ impl ActiveCheck for Act04 {
             else {
                 continue;
             };
+            // A baseline, true and false that all answer alike could not differ: nothing learned.
+            if t1a == b && t2a == b && f1a == b && f2a == b {
+                out.push(crate::checks::probe::indeterminate(
+                    &CHECK,
+                    "pairs",
+                    format!(
+                        "{}: the baseline and both conditions answered alike (a value that matches nothing, say), so the pairs could not differ; give the parameter an example in its schema",
+                        base.planned.purpose.trim_end_matches(": baseline")
+                    ),
+                    Some(base.exchange.clone()),
+                ));
+                continue;
+            }
             // The baseline must say something for the pair to be able to differ from it.
             if b.trim().is_empty() || t1a != b || t2a != b || f1a == b || f2a == b {
                 continue;

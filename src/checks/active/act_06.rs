@@ -66,8 +66,10 @@ impl ActiveCheck for Act06 {
     fn judge(&self, calls: &[MadeCall], _env: &StageEnv) -> Outcome {
         let mut out = Vec::new();
         for c in calls {
-            if !matches!(c.answer, Answer::Result(_)) {
-                continue;
+            // `isError: true` proves nothing either way (SPEC §13): only a result counts.
+            match &c.answer {
+                Answer::Result(r) if r.get("isError") != Some(&Value::Bool(true)) => {}
+                _ => continue,
             }
             let mut b = finding(&CHECK, None)
                 .tool(c.planned.tool.clone())

@@ -51,7 +51,7 @@ impl ActiveCheck for Act08 {
                 continue;
             }
             let name = t.get("name").and_then(Value::as_str).unwrap_or(template).to_string();
-            let control = format!("mcpprobe-control-{}", crate::active::canary::Product::random().marker());
+            let control = "proc/version".to_string();
             let escape = format!("{}proc/version", "../".repeat(12));
             let (Some(control_uri), Some(escape_uri)) = (instantiate(template, &control), instantiate(template, &escape)) else {
                 continue;
@@ -97,8 +97,9 @@ impl ActiveCheck for Act08 {
                 continue;
             };
             if !matches!(escape.answer, Answer::Result(_))
-                || !escape.result_text().contains(marker.as_str())
-                || control.result_text().contains(marker.as_str())
+                || matches!(control.answer, Answer::Failed(_))
+                || !crate::checks::active_act_02::holds_proc_version(&escape.result_text())
+                || crate::checks::active_act_02::holds_proc_version(&control.result_text())
             {
                 continue;
             }
