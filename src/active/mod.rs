@@ -252,6 +252,27 @@ pub fn pointer_token(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
 }
 
+/// The free-text parameters of `tool` whose name has one of `words` (`target_path` has `path`),
+/// with the pointer a finding about each uses.
+pub fn params_named(tool: &Callable<'_>, words: &[&str]) -> Vec<(String, String)> {
+    free_text_params(tool.tool)
+        .into_iter()
+        .filter(|p| {
+            crate::rules::text::words(p)
+                .iter()
+                .any(|w| words.contains(&w.as_str()))
+        })
+        .map(|p| {
+            let pointer = format!(
+                "/tools/{}/inputSchema/properties/{}",
+                tool.index,
+                pointer_token(&p)
+            );
+            (p, pointer)
+        })
+        .collect()
+}
+
 /// Free-text parameters of a tool: strings without an enum, a const, a format or a pattern.
 pub fn free_text_params(tool: &Value) -> Vec<String> {
     let Some(props) = tool

@@ -10,8 +10,7 @@
 use serde_json::Value;
 
 use crate::active::{
-    ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params,
-    pointer_token,
+    ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments,
 };
 use crate::checks::{Check, Outcome, finding};
 use crate::rules::{Document, Input};
@@ -74,16 +73,11 @@ impl ActiveCheck for Act02 {
     ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
         for t in tools {
-            for param in free_text_params(t.tool) {
-                let words = crate::rules::text::words(&param);
-                if !words.iter().any(|w| PATH_WORDS.contains(&w.as_str())) {
-                    continue;
-                }
+            for (param, pointer) in crate::active::params_named(t, &PATH_WORDS) {
                 let per_param = payloads().len() + 1;
                 if out.len() + per_param > budget {
                     return out;
                 }
-                let pointer = format!("/tools/{}/inputSchema/properties/{}", t.index, pointer_token(&param));
                 // The control first: the same words without the traversal (a search tool that
                 // finds "proc/version" anywhere shows it here too).
                 let control = "proc/version".to_string();

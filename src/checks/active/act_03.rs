@@ -10,8 +10,7 @@
 use serde_json::Value;
 
 use crate::active::{
-    ActiveCheck, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments, free_text_params,
-    pointer_token,
+    ActiveCheck, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments,
 };
 use crate::checks::{Check, Outcome, finding};
 use crate::rules::{Document, Input};
@@ -49,9 +48,8 @@ impl ActiveCheck for Act03 {
         };
         let mut out = Vec::new();
         for t in tools {
-            for param in free_text_params(t.tool) {
-                let words = crate::rules::text::words(&param);
-                if !words.iter().any(|w| URL_WORDS.contains(&w.as_str())) || out.len() >= budget {
+            for (param, pointer) in crate::active::params_named(t, &URL_WORDS) {
+                if out.len() >= budget {
                     continue;
                 }
                 let token = crate::gate::state::new_token().unwrap_or_else(|_| {
@@ -63,7 +61,7 @@ impl ActiveCheck for Act03 {
                     arguments: benign_arguments(t.tool, &[(&param, Value::String(listener.url(&token)))]),
                     canary: Some(token),
                     purpose: format!("`{param}`: a URL on mcpprobe's loopback listener"),
-                    pointer: Some(format!("/tools/{}/inputSchema/properties/{}", t.index, pointer_token(&param))),
+                    pointer: Some(pointer),
                     tag: String::new(),
                 });
             }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::active::canary::Product;
 use crate::active::{
-    ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params,
+    ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments,
     pointer_token,
 };
 use crate::checks::{Check, Outcome, finding};
@@ -69,15 +69,10 @@ impl ActiveCheck for Act04 {
     ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
         for t in tools {
-            for param in free_text_params(t.tool) {
-                let words = crate::rules::text::words(&param);
-                if !words.iter().any(|w| QUERY_WORDS.contains(&w.as_str())) {
-                    continue;
-                }
+            for (param, pointer) in crate::active::params_named(t, &QUERY_WORDS) {
                 if out.len() + 5 > budget {
                     return out;
                 }
-                let pointer = format!("/tools/{}/inputSchema/properties/{}", t.index, pointer_token(&param));
                 let v = baseline_value(t.tool, &param);
                 let mut push = |value: String, role: &str| {
                     out.push(PlannedCall {
