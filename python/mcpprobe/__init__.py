@@ -520,7 +520,7 @@ def scan(
         fail_on, min_confidence, judge_timeout, judge_budget,
     )
     judge_args = _judge(judge, judge_timeout, loop_bound=False)
-    return _finish(_call(_native.scan, _target(target), judge=judge_args, **kwargs))
+    return _finish(_call(_native.scan, _target(target), kwargs, judge=judge_args))
 
 
 async def scan_async(
@@ -553,7 +553,7 @@ async def scan_async(
         fail_on, min_confidence, judge_timeout, judge_budget,
     )
     judge_args = _judge(judge, judge_timeout, loop_bound=True)
-    text = await _call(_native.scan_async, _target(target), judge=judge_args, **kwargs)
+    text = await _call(_native.scan_async, _target(target), kwargs, judge=judge_args)
     return _finish(text)
 
 

@@ -1,6 +1,6 @@
 # Types of the native module (python/src/lib.rs). Callers use the `mcpprobe` package, which
 # wraps these in typed objects and exceptions; every function answers in JSON text.
-from typing import Any, Awaitable, Callable, List, Optional, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
 
 VERSION: str
 
@@ -24,49 +24,12 @@ def check(
     judge_budget: float = ...,
     time_cap: float = ...,
 ) -> str: ...
-def scan(
-    target: Union[str, List[str]],
-    *,
-    token: Optional[str] = ...,
-    headers: Optional[List[str]] = ...,
-    env: Optional[List[str]] = ...,
-    rate: int = ...,
-    checks: Optional[List[str]] = ...,
-    skip_checks: Optional[List[str]] = ...,
-    baseline: Optional[str] = ...,
-    update_baseline: bool = ...,
-    exclude_tools: Optional[List[str]] = ...,
-    follow_authorization_server: bool = ...,
-    trace_file: Optional[str] = ...,
-    state_dir: Optional[str] = ...,
-    resolver: Optional[str] = ...,
-    fail_on: Optional[str] = ...,
-    min_confidence: Optional[str] = ...,
-    judge: Optional[_JudgeArgs] = ...,
-    judge_timeout: float = ...,
-    judge_budget: float = ...,
-) -> str: ...
+# `options` holds every key of mcpprobe._scan_kwargs (token, headers, env, rate, checks,
+# skip_checks, baseline, update_baseline, exclude_tools, follow_authorization_server, trace_file,
+# state_dir, resolver, fail_on, min_confidence, judge_timeout, judge_budget).
+def scan(target: Union[str, List[str]], options: Dict[str, Any], *, judge: Optional[_JudgeArgs] = ...) -> str: ...
 def scan_async(
-    target: Union[str, List[str]],
-    *,
-    token: Optional[str] = ...,
-    headers: Optional[List[str]] = ...,
-    env: Optional[List[str]] = ...,
-    rate: int = ...,
-    checks: Optional[List[str]] = ...,
-    skip_checks: Optional[List[str]] = ...,
-    baseline: Optional[str] = ...,
-    update_baseline: bool = ...,
-    exclude_tools: Optional[List[str]] = ...,
-    follow_authorization_server: bool = ...,
-    trace_file: Optional[str] = ...,
-    state_dir: Optional[str] = ...,
-    resolver: Optional[str] = ...,
-    fail_on: Optional[str] = ...,
-    min_confidence: Optional[str] = ...,
-    judge: Optional[_JudgeArgs] = ...,
-    judge_timeout: float = ...,
-    judge_budget: float = ...,
+    target: Union[str, List[str]], options: Dict[str, Any], *, judge: Optional[_JudgeArgs] = ...
 ) -> Awaitable[str]: ...
 def fingerprint(tools: bytes) -> str: ...
 def diff(old: bytes, new: bytes) -> str: ...

@@ -282,10 +282,11 @@ fn check(
     Ok(to_json(&report))
 }
 
-/// What `scan` and `scan_async` share: the request, and the scanner it runs on.
-#[allow(clippy::too_many_arguments)]
-fn prepare(
-    target: Bound<'_, PyAny>,
+/// What `scan` and `scan_async` take besides the target and the judge: the package passes every
+/// key (`mcpprobe._scan_kwargs`), so one definition serves both.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct ScanOptions {
     token: Option<String>,
     headers: Option<Vec<String>>,
     env: Option<Vec<String>>,
@@ -299,17 +300,27 @@ fn prepare(
     trace_file: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     resolver: Option<String>,
+    fail_on: Option<String>,
+    min_confidence: Option<String>,
+    judge_timeout: f64,
+    judge_budget: f64,
+}
+
+/// What `scan` and `scan_async` share: the request, and the scanner it runs on.
+fn prepare(
+    target: Bound<'_, PyAny>,
+    o: ScanOptions,
     judge: Option<JudgeConfig>,
 ) -> PyResult<(ScanRequest, Arc<Scanner>)> {
     let target = if let Ok(url) = target.extract::<String>() {
-        if env.is_some() {
+        if o.env.is_some() {
             return Err(usage(
                 "env= is for a stdio command (a list of strings), not a URL",
             ));
         }
         Target::http(&url).map_err(usage)?
     } else if let Ok(command) = target.extract::<Vec<String>>() {
-        let names = env.unwrap_or_default();
+        let names = o.env.unwrap_or_default();
         let env = mcpprobe::engine::request::stdio_env(&names, |n| std::env::var(n).ok())
             .map_err(usage)?;
         Target::stdio_with_env(&command, env).map_err(usage)?
@@ -318,39 +329,44 @@ fn prepare(
             "the target is a URL (str) or a stdio command (a list of str)",
         ));
     };
-    let rate = u32::try_from(rate).map_err(|_| {
+    let rate = u32::try_from(o.rate).map_err(|_| {
         usage(format!(
-            "rate={rate}: mcpprobe sends 1 to 10 requests per second"
+            "rate={}: mcpprobe sends 1 to 10 requests per second",
+            o.rate
         ))
     })?;
     let mut req = ScanRequest::new(target);
     req.credentials = Credentials {
-        token: token.filter(|t| !t.is_empty()).map(Secret::new),
-        headers: headers
+        token: o.token.filter(|t| !t.is_empty()).map(Secret::new),
+        headers: o
+            .headers
             .unwrap_or_default()
             .iter()
             .map(|h| Credentials::parse_header(h))
             .collect::<Result<_, ConfigError>>()
             .map_err(usage)?,
     };
-    req.checks = selection(checks, skip_checks)?;
+    req.checks = selection(o.checks, o.skip_checks)?;
     req.limits = ScanLimits {
         rate,
         ..ScanLimits::default()
     };
-    req.follow_authorization_server = follow_authorization_server;
-    req.exclude_tools = exclude_tools.unwrap_or_default();
-    req.trace_file = trace_file;
-    req.baseline = baseline.map(|path| BaselineRequest {
+    req.follow_authorization_server = o.follow_authorization_server;
+    req.exclude_tools = o.exclude_tools.unwrap_or_default();
+    req.trace_file = o.trace_file;
+    req.baseline = o.baseline.map(|path| BaselineRequest {
         path,
-        update: update_baseline,
+        update: o.update_baseline,
     });
     req.judge = judge;
-    let state = match state_dir {
+    let state = match o.state_dir {
         Some(d) => d,
         None => mcpprobe::gate::state::StateDir::locate(|n| std::env::var_os(n)).map_err(usage)?,
     };
-    let resolver = match resolver.or_else(|| std::env::var("MCPPROBE_RESOLVER").ok()) {
+    let resolver = match o
+        .resolver
+        .or_else(|| std::env::var("MCPPROBE_RESOLVER").ok())
+    {
         Some(r) if !r.is_empty() => Some(
             r.parse::<SocketAddr>()
                 .map_err(|_| usage(format!("resolver {r:?} is not IP:PORT")))?,
@@ -384,49 +400,19 @@ fn scanner(state: PathBuf, resolver: Option<SocketAddr>, rate: u32) -> PyResult<
 
 /// The whole pipeline, gate first, blocking (the GIL released); the report's JSON.
 #[pyfunction]
-#[pyo3(signature = (target, *, token=None, headers=None, env=None, rate=5, checks=None, skip_checks=None, baseline=None, update_baseline=false, exclude_tools=None, follow_authorization_server=true, trace_file=None, state_dir=None, resolver=None, fail_on=None, min_confidence=None, judge=None, judge_timeout=30.0, judge_budget=300.0))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (target, options, *, judge=None))]
 fn scan(
     py: Python<'_>,
     target: Bound<'_, PyAny>,
-    token: Option<String>,
-    headers: Option<Vec<String>>,
-    env: Option<Vec<String>>,
-    rate: i64,
-    checks: Option<Vec<String>>,
-    skip_checks: Option<Vec<String>>,
-    baseline: Option<PathBuf>,
-    update_baseline: bool,
-    exclude_tools: Option<Vec<String>>,
-    follow_authorization_server: bool,
-    trace_file: Option<PathBuf>,
-    state_dir: Option<PathBuf>,
-    resolver: Option<String>,
-    fail_on: Option<&str>,
-    min_confidence: Option<&str>,
+    options: ScanOptions,
     judge: Option<(String, Py<PyAny>, Option<Py<PyAny>>)>,
-    judge_timeout: f64,
-    judge_budget: f64,
 ) -> PyResult<String> {
-    let policy = policy(fail_on, min_confidence)?;
-    let judge = judge_config(judge, None, judge_timeout, judge_budget)?;
-    let (req, scanner) = prepare(
-        target,
-        token,
-        headers,
-        env,
-        rate,
-        checks,
-        skip_checks,
-        baseline,
-        update_baseline,
-        exclude_tools,
-        follow_authorization_server,
-        trace_file,
-        state_dir,
-        resolver,
-        judge,
+    let policy = policy(
+        options.fail_on.as_deref(),
+        options.min_confidence.as_deref(),
     )?;
+    let judge = judge_config(judge, None, options.judge_timeout, options.judge_budget)?;
+    let (req, scanner) = prepare(target, options, judge)?;
     let cancel = CancellationToken::new();
     let mut report = block_on(py, &cancel, scanner.scan(&req, cancel.clone()))?.map_err(usage)?;
     report.apply_policy(policy);
@@ -435,50 +421,25 @@ fn scan(
 
 /// [`scan`] as an awaitable; an `async def` judge is awaited on the caller's event loop.
 #[pyfunction]
-#[pyo3(signature = (target, *, token=None, headers=None, env=None, rate=5, checks=None, skip_checks=None, baseline=None, update_baseline=false, exclude_tools=None, follow_authorization_server=true, trace_file=None, state_dir=None, resolver=None, fail_on=None, min_confidence=None, judge=None, judge_timeout=30.0, judge_budget=300.0))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (target, options, *, judge=None))]
 fn scan_async<'py>(
     py: Python<'py>,
     target: Bound<'py, PyAny>,
-    token: Option<String>,
-    headers: Option<Vec<String>>,
-    env: Option<Vec<String>>,
-    rate: i64,
-    checks: Option<Vec<String>>,
-    skip_checks: Option<Vec<String>>,
-    baseline: Option<PathBuf>,
-    update_baseline: bool,
-    exclude_tools: Option<Vec<String>>,
-    follow_authorization_server: bool,
-    trace_file: Option<PathBuf>,
-    state_dir: Option<PathBuf>,
-    resolver: Option<String>,
-    fail_on: Option<&str>,
-    min_confidence: Option<&str>,
+    options: ScanOptions,
     judge: Option<(String, Py<PyAny>, Option<Py<PyAny>>)>,
-    judge_timeout: f64,
-    judge_budget: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let policy = policy(fail_on, min_confidence)?;
-    let locals = pyo3_async_runtimes::tokio::get_current_locals(py)?;
-    let judge = judge_config(judge, Some(locals.clone()), judge_timeout, judge_budget)?;
-    let (req, scanner) = prepare(
-        target,
-        token,
-        headers,
-        env,
-        rate,
-        checks,
-        skip_checks,
-        baseline,
-        update_baseline,
-        exclude_tools,
-        follow_authorization_server,
-        trace_file,
-        state_dir,
-        resolver,
-        judge,
+    let policy = policy(
+        options.fail_on.as_deref(),
+        options.min_confidence.as_deref(),
     )?;
+    let locals = pyo3_async_runtimes::tokio::get_current_locals(py)?;
+    let judge = judge_config(
+        judge,
+        Some(locals.clone()),
+        options.judge_timeout,
+        options.judge_budget,
+    )?;
+    let (req, scanner) = prepare(target, options, judge)?;
     pyo3_async_runtimes::tokio::future_into_py_with_locals(py, locals, async move {
         // Cancelling the awaitable drops this future; the token then stops what it started.
         let cancel = CancellationToken::new();

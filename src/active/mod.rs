@@ -118,6 +118,13 @@ impl MadeCall {
                 }
             }
         }
+        // A result in no shape the spec knows (`{"data": …}`) still reaches the client whole.
+        if ["content", "structuredContent", "contents"]
+            .iter()
+            .all(|k| r.get(k).is_none())
+        {
+            out.push_str(&r.to_string());
+        }
         out
     }
 }

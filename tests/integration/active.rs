@@ -703,3 +703,78 @@ fn a_name_refused_once_is_refused_for_every_tool_listed_under_it() {
         "{warnings}"
     );
 }
+
+/// `mcp-security-scanner`'s `insecure-mcp-server` 0.1.5 from PyPI (HTTP; a `shell=True` tool and
+/// a reader of any file; installed by scripts/setup-peers.sh), in the sandbox, in a loopback-only
+/// network namespace that mcpprobe shares to reach it: ACT-02 proves the file read outside its
+/// folder, `exec_command` is never called (it runs commands), and the scratch folder is unchanged.
+#[test]
+fn the_insecure_mcp_server_from_pypi_is_proven_and_its_shell_never_called() {
+    let server = root().join(".peers/insecure/bin/insecure-mcp-server");
+    assert!(
+        server.exists(),
+        "{} is missing: run scripts/setup-peers.sh",
+        server.display()
+    );
+    let dir = scratch();
+    std::fs::write(dir.path().join("keep.txt"), "before").expect("write");
+    let before = snapshot(dir.path());
+    let state = state_dir();
+    // Start the server in the sandbox, wait for its port, scan it, stop it.
+    let script = r#"set -eu
+ip link set lo up
+SANDBOX_NET=inherit "$1" "$2" "$3" --host 127.0.0.1 --port 9001 >/dev/null 2>&1 &
+pid=$!
+i=0
+until (echo > /dev/tcp/127.0.0.1/9001) 2>/dev/null; do i=$((i+1)); [ $i -lt 100 ] || exit 70; sleep 0.1; done
+shift 3
+"$@" || true
+kill $pid"#;
+    let o = assert_cmd::Command::new("unshare")
+        .args(["--net", "--", "bash", "-c", script, "bash"])
+        .arg(root().join("tests/support/sandbox.sh"))
+        .arg(dir.path())
+        .arg(&server)
+        .arg(assert_cmd::cargo::cargo_bin("mcpprobe"))
+        .args([
+            "scan",
+            "http://127.0.0.1:9001/rpc",
+            "--rate",
+            "10",
+            "--no-config",
+            "--format",
+            "json",
+        ])
+        .args(["--include-unannotated"])
+        .args(GATE)
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .env_remove("MCPPROBE_TOKEN")
+        .env_remove("MCPPROBE_RESOLVER")
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}): {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    let act02 = findings(&report, "ACT-02");
+    assert_eq!(act02.len(), 1, "{report}");
+    assert_eq!(act02[0]["location"]["tool"], "read_file");
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("`exec_command`: it runs code or commands"),
+        "{warnings}"
+    );
+    let calls = authorisation(state.path())["calls"].clone();
+    assert!(
+        calls
+            .as_array()
+            .expect("calls")
+            .iter()
+            .all(|c| c["tool"] == "read_file"),
+        "{calls}"
+    );
+    assert_eq!(snapshot(dir.path()), before, "the scratch folder changed");
+}

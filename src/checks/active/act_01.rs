@@ -13,7 +13,6 @@ use crate::active::{
 };
 use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome, finding};
 use crate::finding::Finding;
-use crate::rules::{Document, Input};
 
 pub struct Act01;
 
@@ -24,9 +23,6 @@ impl Check for Act01 {
         "ACT-01"
     }
 
-    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::Skipped("an active check needs a live target behind the gate".into())
-    }
 
     fn plan(&self, tools: &[Value]) -> Option<String> {
         let _ = ACTIVE_NOT_IMPLEMENTED;

@@ -13,7 +13,6 @@ use crate::active::{
     ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments,
 };
 use crate::checks::{Check, Outcome, finding};
-use crate::rules::{Document, Input};
 
 pub struct Act02;
 
@@ -51,9 +50,6 @@ impl Check for Act02 {
         "ACT-02"
     }
 
-    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::Skipped("an active check needs a live target behind the gate".into())
-    }
 
     fn plan(&self, tools: &[Value]) -> Option<String> {
         Some(crate::checks::probe::plan_for(tools, &PATH_WORDS, "traversals to /proc/version (read for its `Linux version` marker only), and an in-root control"))

@@ -13,7 +13,6 @@ use crate::active::{
     ActiveCheck, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments,
 };
 use crate::checks::{Check, Outcome, finding};
-use crate::rules::{Document, Input};
 
 pub struct Act03;
 
@@ -28,9 +27,6 @@ impl Check for Act03 {
         "ACT-03"
     }
 
-    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::Skipped("an active check needs a live target behind the gate".into())
-    }
 
     fn plan(&self, tools: &[Value]) -> Option<String> {
         Some(crate::checks::probe::plan_for(tools, &URL_WORDS, "a canary URL on a listener mcpprobe runs on loopback (local targets only)"))

@@ -16,7 +16,6 @@ use crate::active::{
     pointer_token,
 };
 use crate::checks::{Check, Outcome, finding};
-use crate::rules::{Document, Input};
 
 pub struct Act04;
 
@@ -32,9 +31,6 @@ impl Check for Act04 {
         "ACT-04"
     }
 
-    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::Skipped("an active check needs a live target behind the gate".into())
-    }
 
     fn plan(&self, tools: &[Value]) -> Option<String> {
         Some(crate::checks::probe::plan_for(tools, &QUERY_WORDS, "boolean AND pairs (`v' AND '7'='7` / `v' AND '7'='8`) against a baseline, reading and changing nothing"))

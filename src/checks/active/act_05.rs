@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 
 use crate::active::{ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments};
 use crate::checks::{Check, Outcome, finding};
-use crate::rules::{Document, Input};
 
 pub struct Act05;
 
@@ -19,9 +18,6 @@ impl Check for Act05 {
         "ACT-05"
     }
 
-    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::Skipped("an active check needs a live target behind the gate".into())
-    }
 
     fn plan(&self, tools: &[Value]) -> Option<String> {
         Some(match crate::checks::probe::read_only(tools).as_slice() { [] => "no read-only tool to call".to_string(), t => format!("would call the read-only tools {} once each and apply the P rules to their results", t.join(", ")) })
@@ -63,7 +59,7 @@ impl ActiveCheck for Act05 {
             }
             // The result, read as the description of a tool of its own name.
             let doc = json!({"tools": [{"name": c.planned.tool, "description": text}]});
-            let Ok(input) = Input::from_value(doc, Some(crate::rules::InputKind::Tools)) else {
+            let Ok(input) = crate::rules::Input::from_value(doc, Some(crate::rules::InputKind::Tools)) else {
                 continue;
             };
             let document = input.document();

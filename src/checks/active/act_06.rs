@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use crate::active::{ActiveCheck, Answer, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments};
 use crate::checks::{Check, Outcome, finding};
-use crate::rules::{Document, Input};
 
 pub struct Act06;
 
@@ -20,9 +19,6 @@ impl Check for Act06 {
         "ACT-06"
     }
 
-    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::Skipped("an active check needs a live target behind the gate".into())
-    }
 
     fn plan(&self, tools: &[Value]) -> Option<String> {
         Some(match crate::checks::probe::read_only(tools).first() { None => "no read-only tool to call".to_string(), Some(t) => format!("would call {t} once without credentials and expect 401") })

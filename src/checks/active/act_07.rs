@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 use crate::active::{ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments};
 use crate::checks::{Check, Outcome, finding};
 use crate::finding::Severity;
-use crate::rules::{Document, Input};
 
 pub struct Act07;
 
@@ -25,9 +24,6 @@ impl Check for Act07 {
         "ACT-07"
     }
 
-    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::Skipped("an active check needs a live target behind the gate".into())
-    }
 
     fn plan(&self, tools: &[Value]) -> Option<String> {
         Some(match crate::checks::probe::read_only(tools).as_slice() { [] => "no read-only tool to call".to_string(), t => format!("would send one unexpected property and one wrong type to one of {}", t.join(", ")) })

@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use crate::active::{ActiveCheck, Answer, CallKind, Callable, MadeCall, PlannedCall, StageEnv};
 use crate::checks::{Check, Outcome, finding};
-use crate::rules::{Document, Input};
 
 pub struct Act08;
 
@@ -20,9 +19,6 @@ impl Check for Act08 {
         "ACT-08"
     }
 
-    fn offline(&self, _input: &Input, _doc: &Document<'_>) -> Outcome {
-        Outcome::Skipped("an active check needs a live target behind the gate".into())
-    }
 
     fn plan(&self, _tools: &[Value]) -> Option<String> {
         Some("would read, through each file:// resource template, /proc/version by a traversal (for its `Linux version` marker only), beside an in-root control".to_string())
