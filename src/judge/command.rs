@@ -107,24 +107,11 @@ impl super::Judge for CommandJudge {
             .stdout
             .take()
             .ok_or_else(|| JudgeError::Start("no stdout pipe".into()))?;
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        if let Some(mut err) = child.stderr.take() {
-            let sink = stderr.clone();
-            tokio::spawn(async move {
-                let mut chunk = [0u8; 4096];
-                while let Ok(n) = err.read(&mut chunk).await {
-                    if n == 0 {
-                        break;
-                    }
-                    if let Ok(mut buf) = sink.lock() {
-                        buf.extend_from_slice(&chunk[..n]);
-                        // The tail says why a program failed.
-                        let over = buf.len().saturating_sub(MAX_STDERR);
-                        buf.drain(..over);
-                    }
-                }
-            });
-        }
+        let stderr = crate::protocol::stdio::collect_stderr(
+            child.stderr.take(),
+            MAX_STDERR,
+            crate::protocol::stdio::Keep::Tail,
+        );
         Ok(Box::new(Running {
             child,
             stdin,

@@ -138,6 +138,50 @@ impl LineFramer {
     }
 }
 
+/// Which part of a child's stderr [`collect_stderr`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The first bytes (a server's start-up trouble).
+    Head,
+    /// The last bytes (why a program failed).
+    Tail,
+}
+
+/// Reads a child's stderr to its end on a task of its own (a full pipe never blocks the child),
+/// keeping at most `cap` bytes of it.
+pub fn collect_stderr(
+    err: Option<tokio::process::ChildStderr>,
+    cap: usize,
+    keep: Keep,
+) -> Arc<Mutex<Vec<u8>>> {
+    let kept = Arc::new(Mutex::new(Vec::new()));
+    if let Some(mut err) = err {
+        let sink = kept.clone();
+        tokio::spawn(async move {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = err.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut buf) = sink.lock() {
+                    match keep {
+                        Keep::Head => {
+                            let room = cap.saturating_sub(buf.len());
+                            buf.extend_from_slice(&chunk[..n.min(room)]);
+                        }
+                        Keep::Tail => {
+                            buf.extend_from_slice(&chunk[..n]);
+                            let over = buf.len().saturating_sub(cap);
+                            buf.drain(..over);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    kept
+}
+
 #[derive(Debug)]
 pub struct StdioProcess {
     child: Child,
@@ -184,22 +228,7 @@ impl StdioProcess {
             .and_then(rustix::process::Pid::from_raw);
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        if let Some(mut err) = child.stderr.take() {
-            let sink = stderr.clone();
-            tokio::spawn(async move {
-                let mut chunk = [0u8; 4096];
-                while let Ok(n) = err.read(&mut chunk).await {
-                    if n == 0 {
-                        break;
-                    }
-                    if let Ok(mut buf) = sink.lock() {
-                        let room = MAX_STDERR.saturating_sub(buf.len());
-                        buf.extend_from_slice(&chunk[..n.min(room)]);
-                    }
-                }
-            });
-        }
+        let stderr = collect_stderr(child.stderr.take(), MAX_STDERR, Keep::Head);
         Ok(StdioProcess {
             child,
             stdin,
