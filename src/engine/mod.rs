@@ -271,11 +271,7 @@ impl Scanner {
                 active.verify,
             )
         {
-            tracing::warn!("{why}");
-            report.outcome = RunOutcome::Refused;
-            report.refusal = Some(crate::report::Refusal::ActiveNotAuthorised);
-            report.reason = Some(why);
-            report.skip_rest("stopped by the gate: active mode not authorised");
+            refuse_active(&mut report, why);
             report.finish();
             return Ok(report);
         }
@@ -436,42 +432,22 @@ impl Scanner {
         if let Some(inv) = &inventory {
             guard_destructive(&client, inv);
         }
-        let mut authorised = None;
-        let mut record = None;
-        if let Some(active) = &req.active {
-            let hash = inventory
-                .as_ref()
-                .map(|i| crate::fingerprint::tools_sha256(i.tools()));
-            let auth = match owned.authorise_active(active) {
-                Ok(a) => a,
-                Err(why) => {
-                    close_all(sessions).await;
-                    report.outcome = RunOutcome::Refused;
-                    report.refusal = Some(crate::report::Refusal::ActiveNotAuthorised);
-                    report.reason = Some(why);
-                    report.skip_rest("stopped by the gate: active mode not authorised");
-                    return Ok(());
-                }
-            };
-            // No active run without its record: end the sessions, then report the error.
-            match self.record_authorisation(
-                req,
-                &owned.target().host,
-                &auth,
-                hash.as_deref(),
-                None,
-                None,
-            ) {
-                Ok(path) => record = Some((path, hash)),
-                Err(e) => {
-                    close_all(sessions).await;
-                    return Err(e);
-                }
+        let mint = req.active.as_ref().map(|a| owned.authorise_active(a));
+        let active = match self.begin_active(req, &owned.target().host, mint, inventory.as_ref()) {
+            Ok(Ok(active)) => active,
+            Ok(Err(why)) => {
+                close_all(sessions).await;
+                refuse_active(report, why);
+                return Ok(());
             }
-            authorised = Some(auth);
-        }
+            // No active run without its record: end the sessions, then report the error.
+            Err(e) => {
+                close_all(sessions).await;
+                return Err(e);
+            }
+        };
         let parts = Parts {
-            authorised: authorised.as_ref(),
+            authorised: active.as_ref().map(|a| &a.auth),
             fp: &fp,
             inventory: inventory.as_ref(),
             client: Some(&client),
@@ -481,15 +457,8 @@ impl Scanner {
         };
         let calls = self.assess(req, report, net, pinned, parts).await;
         close_all(sessions).await;
-        if let (Some(auth), Some((path, hash))) = (&authorised, &record) {
-            self.record_authorisation(
-                req,
-                &owned.target().host,
-                auth,
-                hash.as_deref(),
-                Some(&calls),
-                Some(path),
-            )?;
+        if let Some(run) = &active {
+            self.record_authorisation(req, run, Some(&calls))?;
         }
         self.judge_stage(req, net, inventory.as_ref(), report).await;
         Ok(())
@@ -533,35 +502,22 @@ impl Scanner {
         } else {
             Some(inventory::read(&session, &fp).await)
         };
-        let mut authorised = None;
-        let mut record = None;
-        if let Some(active) = &req.active {
-            let hash = inventory
-                .as_ref()
-                .map(|i| crate::fingerprint::tools_sha256(i.tools()));
-            let auth = match gate::authorise_stdio_active(active) {
-                Ok(a) => a,
-                Err(why) => {
-                    session.close().await;
-                    report.outcome = RunOutcome::Refused;
-                    report.refusal = Some(crate::report::Refusal::ActiveNotAuthorised);
-                    report.reason = Some(why);
-                    report.skip_rest("stopped by the gate: active mode not authorised");
-                    return Ok(());
-                }
-            };
-            match self.record_authorisation(req, "stdio", &auth, hash.as_deref(), None, None) {
-                Ok(path) => record = Some((path, hash)),
-                Err(e) => {
-                    session.close().await;
-                    return Err(e);
-                }
+        let mint = req.active.as_ref().map(gate::authorise_stdio_active);
+        let active = match self.begin_active(req, "stdio", mint, inventory.as_ref()) {
+            Ok(Ok(active)) => active,
+            Ok(Err(why)) => {
+                session.close().await;
+                refuse_active(report, why);
+                return Ok(());
             }
-            authorised = Some(auth);
-        }
+            Err(e) => {
+                session.close().await;
+                return Err(e);
+            }
+        };
         let sessions = std::slice::from_ref(&session);
         let parts = Parts {
-            authorised: authorised.as_ref(),
+            authorised: active.as_ref().map(|a| &a.auth),
             fp: &fp,
             inventory: inventory.as_ref(),
             client: None,
@@ -575,15 +531,8 @@ impl Scanner {
             net.trace_line(&serde_json::json!({"stdio_stderr": stderr}));
         }
         session.close().await;
-        if let (Some(auth), Some((path, hash))) = (&authorised, &record) {
-            self.record_authorisation(
-                req,
-                "stdio",
-                auth,
-                hash.as_deref(),
-                Some(&calls),
-                Some(path),
-            )?;
+        if let Some(run) = &active {
+            self.record_authorisation(req, run, Some(&calls))?;
         }
         self.judge_stage(req, net, inventory.as_ref(), report).await;
         Ok(())
@@ -1068,16 +1017,39 @@ impl Scanner {
         }
     }
 
-    /// SPEC §1.3: every active run leaves an authorisation record in the state folder, written
-    /// after the inventory so that it carries the tool-list fingerprint.
-    fn record_authorisation(
+    /// The gate's authorisation of an active run, minted by `mint` (`None` without `--active`),
+    /// and its record written before the first call. `Ok(Err(why))` is a refusal.
+    fn begin_active(
         &self,
         req: &ScanRequest,
         host: &str,
-        auth: &gate::Authorised,
-        tool_list_sha256: Option<&str>,
+        mint: Option<Result<gate::Authorised, String>>,
+        inventory: Option<&Inventory>,
+    ) -> Result<Result<Option<ActiveRun>, String>, ConfigError> {
+        let auth = match mint {
+            None => return Ok(Ok(None)),
+            Some(Err(why)) => return Ok(Err(why)),
+            Some(Ok(a)) => a,
+        };
+        let mut run = ActiveRun {
+            auth,
+            host: host.to_string(),
+            path: PathBuf::new(),
+            tool_list_sha256: inventory.map(|i| crate::fingerprint::tools_sha256(i.tools())),
+            started: self.clock.now(),
+        };
+        run.path = self.record_authorisation(req, &run, None)?;
+        Ok(Ok(Some(run)))
+    }
+
+    /// SPEC §1.3: every active run leaves an authorisation record in the state folder, written
+    /// after the inventory (so that it carries the tool-list fingerprint) and before the first
+    /// call, then rewritten with every call made (`calls`).
+    fn record_authorisation(
+        &self,
+        req: &ScanRequest,
+        run: &ActiveRun,
         calls: Option<&[crate::active::CallRecord]>,
-        path: Option<&std::path::Path>,
     ) -> Result<PathBuf, ConfigError> {
         let now = self.clock.now();
         let active = req.active.clone().unwrap_or_default();
@@ -1088,40 +1060,48 @@ impl Scanner {
             .filter(|e| e.check.active().is_some())
             .map(|e| e.meta.id.as_str())
             .collect();
-        // The record keeps the time of its first write; the second adds when the run ended.
-        let started = path
-            .and_then(|p| std::fs::read(p).ok())
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| {
-                v.get("time")
-                    .and_then(serde_json::Value::as_str)
-                    .map(String::from)
-            })
-            .unwrap_or_else(|| now.to_rfc3339());
         let record = serde_json::json!({
-            "authorised_by": auth.authorised_by(),
-            "scope": auth.scope(),
+            "authorised_by": run.auth.authorised_by(),
+            "scope": run.auth.scope(),
             "target": req.target.to_string(),
-            "time": started,
+            "time": run.started.to_rfc3339(),
             "finished_at": calls.is_some().then(|| now.to_rfc3339()),
-            "proof": auth.proof(),
-            "tool_list_sha256": tool_list_sha256,
+            "proof": run.auth.proof(),
+            "tool_list_sha256": run.tool_list_sha256,
             "checks_planned": planned,
             "excluded_tools": req.exclude_tools,
             "include_unannotated": active.include_unannotated,
             "dry_run": active.dry_run,
-            // Written before the first call ("started"), then again with every call made.
             "status": if calls.is_some() { "finished" } else { "started" },
             "calls": calls.unwrap_or_default(),
         });
-        match path {
-            Some(p) => {
-                self.state.update_authorisation(p, &record)?;
-                Ok(p.to_path_buf())
-            }
-            None => Ok(self.state.save_authorisation(&record, host, now)?),
+        if calls.is_some() {
+            self.state.update_authorisation(&run.path, &record)?;
+            return Ok(run.path.clone());
         }
+        Ok(self
+            .state
+            .save_authorisation(&record, &run.host, run.started)?)
     }
+}
+
+/// An authorised active run: the gate's token and its record.
+struct ActiveRun {
+    auth: gate::Authorised,
+    host: String,
+    /// The record in the state folder.
+    path: PathBuf,
+    tool_list_sha256: Option<String>,
+    started: DateTime<Utc>,
+}
+
+/// A run the gate refused for active mode: nothing more is sent.
+fn refuse_active(report: &mut Report, why: String) {
+    tracing::warn!("{why}");
+    report.outcome = RunOutcome::Refused;
+    report.refusal = Some(crate::report::Refusal::ActiveNotAuthorised);
+    report.reason = Some(why);
+    report.skip_rest("stopped by the gate: active mode not authorised");
 }
 
 /// Ends every session at once (an interrupted scan has [`GRACE`] for all of them).

@@ -6,13 +6,12 @@
 //! scan's secrets), and within the judge's budgets.
 
 use std::ffi::OsString;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::{JudgeError, MAX_ANSWER_BYTES, Reviewer, Verdict, parse_answer};
 use crate::checks::BoxFuture;
@@ -87,31 +86,20 @@ impl super::Judge for CommandJudge {
     }
 
     fn start(&self) -> Result<Box<dyn Reviewer>, JudgeError> {
-        let mut child = Command::new(&self.program)
-            .args(&self.args)
-            .env_clear()
-            .envs(self.env.iter().map(|(n, v)| (n.as_os_str(), v.as_os_str())))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| JudgeError::Start(format!("{}: {e}", self.program)))?;
-        let group = child
-            .id()
-            .and_then(|pid| i32::try_from(pid).ok())
-            .and_then(rustix::process::Pid::from_raw);
-        let stdin = child.stdin.take();
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| JudgeError::Start("no stdout pipe".into()))?;
-        let stderr = crate::protocol::stdio::collect_stderr(
-            child.stderr.take(),
+        let crate::protocol::stdio::GroupChild {
+            child,
+            group,
+            stdin,
+            stdout,
+            stderr,
+        } = crate::protocol::stdio::spawn_group(
+            &self.program,
+            &self.args,
+            self.env.iter().map(|(n, v)| (n, v)),
             MAX_STDERR,
             crate::protocol::stdio::Keep::Tail,
-        );
+        )
+        .map_err(|e| JudgeError::Start(format!("{}: {e}", self.program)))?;
         Ok(Box::new(Running {
             child,
             stdin,
@@ -225,9 +213,7 @@ impl Running {
     }
 
     fn kill_group(&mut self) {
-        if let Some(group) = self.group.take() {
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
+        crate::protocol::stdio::kill_group(&mut self.group);
     }
 }
 

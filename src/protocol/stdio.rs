@@ -138,6 +138,67 @@ impl LineFramer {
     }
 }
 
+/// A child in a process group of its own (its id is the child's pid), its pipes taken.
+pub struct GroupChild {
+    pub child: Child,
+    /// The group to kill at the end ([`kill_group`]); `None` once killed.
+    pub group: Option<rustix::process::Pid>,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: ChildStdout,
+    /// What it writes to stderr, up to a cap ([`collect_stderr`]).
+    pub stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+/// Starts `program` with `args` and exactly `env` (nothing of mcpprobe's own environment), in a
+/// process group of its own, killed with the child when dropped: a stdio server, a judge
+/// command.
+pub fn spawn_group<K, V>(
+    program: &str,
+    args: &[String],
+    env: impl IntoIterator<Item = (K, V)>,
+    stderr_cap: usize,
+    keep: Keep,
+) -> std::io::Result<GroupChild>
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let mut child = Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()?;
+    let group = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    let stdin = child.stdin.take();
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+    let stderr = collect_stderr(child.stderr.take(), stderr_cap, keep);
+    Ok(GroupChild {
+        child,
+        group,
+        stdin,
+        stdout,
+        stderr,
+    })
+}
+
+/// SIGKILL to a process group, once (what its leader started included).
+pub fn kill_group(group: &mut Option<rustix::process::Pid>) {
+    if let Some(g) = group.take() {
+        let _ = rustix::process::kill_process_group(g, rustix::process::Signal::KILL);
+    }
+}
+
 /// Which part of a child's stderr [`collect_stderr`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
@@ -210,25 +271,14 @@ impl StdioProcess {
         env: &[(&str, &str)],
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<StdioProcess, String> {
-        let mut child = Command::new(program)
-            .args(args)
-            .env_clear()
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
+        let GroupChild {
+            child,
+            group,
+            stdin,
+            stdout,
+            stderr,
+        } = spawn_group(program, args, env.iter().copied(), MAX_STDERR, Keep::Head)
             .map_err(|e| format!("cannot start {program}: {e}"))?;
-        // process_group(0): the group's id is the child's pid.
-        let group = child
-            .id()
-            .and_then(|pid| i32::try_from(pid).ok())
-            .and_then(rustix::process::Pid::from_raw);
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-        let stderr = collect_stderr(child.stderr.take(), MAX_STDERR, Keep::Head);
         Ok(StdioProcess {
             child,
             stdin,
@@ -432,9 +482,7 @@ impl StdioProcess {
 
     /// SIGKILL to the server's process group, once.
     fn kill_group(&mut self) {
-        if let Some(group) = self.group.take() {
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
+        kill_group(&mut self.group);
     }
 }
 

@@ -11,7 +11,7 @@ use crate::active::canary::{Product, shell_payloads};
 use crate::active::{
     ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params, pointer_token,
 };
-use crate::checks::{ACTIVE_NOT_IMPLEMENTED, Check, Outcome, finding};
+use crate::checks::{Check, Outcome, finding};
 use crate::finding::Finding;
 
 pub struct Act01;
@@ -25,7 +25,6 @@ impl Check for Act01 {
 
 
     fn plan(&self, tools: &[Value]) -> Option<String> {
-        let _ = ACTIVE_NOT_IMPLEMENTED;
         Some(crate::checks::probe::plan_for(tools, &["command", "cmd", "shell", "script", "exec", "args", "argv", "host", "query", "name", "path"], "arithmetic echo canaries ($((A*B)) and its quoted and chained forms)"))
     }
 
