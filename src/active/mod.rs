@@ -314,36 +314,8 @@ pub async fn run(
     cancel: &tokio_util::sync::CancellationToken,
 ) -> StageRun {
     let mut stage = StageRun::default();
-    // The permit, the server and the client's guard all know tools by name: a name refused for
-    // any of the tools listed under it is refused for all of them (a server that lists `notes`
-    // twice, once read-only and once destructive, gets neither called).
-    let mut refused: BTreeSet<&str> = BTreeSet::new();
-    let mut decided: Vec<(usize, &Value, Result<String, NotCalled>)> = Vec::new();
-    for (index, tool) in tools.iter().enumerate() {
-        let d = policy.decide(tool);
-        if d.is_err()
-            && let Some(name) = tool.get("name").and_then(Value::as_str)
-        {
-            refused.insert(name);
-        }
-        decided.push((index, tool, d));
-    }
-    let mut callable: Vec<Callable<'_>> = Vec::new();
-    for (index, tool, d) in decided {
-        let name = tool
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("(unnamed)");
-        match d {
-            Ok(_) if refused.contains(name) => stage.not_called.push((
-                name.to_string(),
-                "another tool of the same name is never called".into(),
-            )),
-            Ok(_) if callable.iter().any(|c| c.name == name) => {}
-            Ok(_) => callable.push(Callable { name, tool, index }),
-            Err(why) => stage.not_called.push((name.to_string(), why.to_string())),
-        }
-    }
+    let (callable, not_called) = callable(policy, tools);
+    stage.not_called = not_called;
     for (id, budget, check) in checks {
         let planned = check.plan(&callable, *budget as usize, env);
         if dry_run {
@@ -432,6 +404,78 @@ pub async fn run(
         stage.outcomes.push(((*id).to_string(), outcome));
     }
     stage
+}
+
+/// The tools `policy` lets a run call, and the others with why not. The permit, the server and
+/// the client's guard all know tools by name: a name refused for any of the tools listed under it
+/// is refused for all of them (a server that lists `notes` twice, once read-only and once
+/// destructive, gets neither called).
+pub fn callable<'a>(
+    policy: &CallPolicy,
+    tools: &'a [Value],
+) -> (Vec<Callable<'a>>, Vec<(String, String)>) {
+    let mut refused: BTreeSet<&str> = BTreeSet::new();
+    let mut decided: Vec<(usize, &Value, Result<String, NotCalled>)> = Vec::new();
+    for (index, tool) in tools.iter().enumerate() {
+        let d = policy.decide(tool);
+        if d.is_err()
+            && let Some(name) = tool.get("name").and_then(Value::as_str)
+        {
+            refused.insert(name);
+        }
+        decided.push((index, tool, d));
+    }
+    let mut callable: Vec<Callable<'_>> = Vec::new();
+    let mut not_called = Vec::new();
+    for (index, tool, d) in decided {
+        let name = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("(unnamed)");
+        match d {
+            Ok(_) if refused.contains(name) => not_called.push((
+                name.to_string(),
+                "another tool of the same name is never called".into(),
+            )),
+            Ok(_) if callable.iter().any(|c| c.name == name) => {}
+            Ok(_) => callable.push(Callable { name, tool, index }),
+            Err(why) => not_called.push((name.to_string(), why.to_string())),
+        }
+    }
+    (callable, not_called)
+}
+
+/// What `check` would call among `tools` with `--scope '*'` and no other flag, said in a report
+/// of a run that did not authorise it: its own plan, not a second description of it.
+pub fn describe(check: &dyn ActiveCheck, budget: u32, tools: &[Value]) -> String {
+    let policy = CallPolicy {
+        scope: vec!["*".into()],
+        ..CallPolicy::default()
+    };
+    let (callable, _) = callable(&policy, tools);
+    let env = StageEnv::default();
+    let planned = check.plan(&callable, budget as usize, &env);
+    if planned.is_empty() {
+        return check
+            .nothing_planned(&env)
+            .unwrap_or_else(|| "no tool it may call has what it tests".into());
+    }
+    let mut per_tool: Vec<(&str, usize)> = Vec::new();
+    for p in &planned {
+        match per_tool.iter_mut().find(|(t, _)| *t == p.tool) {
+            Some((_, n)) => *n += 1,
+            None => per_tool.push((&p.tool, 1)),
+        }
+    }
+    let list: Vec<String> = per_tool
+        .iter()
+        .map(|(t, n)| format!("`{}` ×{n}", crate::report::escape::escape_trimmed(t, 60)))
+        .collect();
+    format!(
+        "with --scope '*' it would make {} of its {budget} calls: {}",
+        planned.len(),
+        list.join(", ")
+    )
 }
 
 /// Makes `planned` calls (at most `limit`) inside `permit`, recording each.

@@ -32,12 +32,6 @@ pub trait Check: Sync + Send {
         Outcome::Skipped("needs a live target; `mcpprobe check` reads metadata only".into())
     }
 
-    /// For an active check: what it would send, to which tools, with which canary. Active checks
-    /// are stubs in v0.1: the plan is reported, and nothing is sent.
-    fn plan(&self, _tools: &[serde_json::Value]) -> Option<String> {
-        None
-    }
-
     /// The active part of an active check that is implemented (SPEC §13): what it calls and what
     /// the answers prove. `None` for every other check, and for an active check still a stub.
     fn active(&self) -> Option<&'static dyn crate::active::ActiveCheck> {

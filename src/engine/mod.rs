@@ -725,24 +725,25 @@ impl Scanner {
                     active_checks.push((entry.meta.id.as_str(), entry.meta.requests, active));
                     continue;
                 }
-                let plan = parts
-                    .inventory
-                    .and_then(|inv| check.plan(inv.tools()))
-                    .map(|p| format!("; plan: {p}"))
-                    .unwrap_or_default();
-                let outcome = if check.active().is_some() {
-                    Outcome::Skipped(format!("{}{plan}", crate::checks::ACTIVE_NOT_AUTHORISED))
-                } else {
-                    // Registered stubs: not implemented in every report, with what they would do.
-                    let gate = if req.active.is_some() {
-                        ""
-                    } else {
-                        " (and not authorised: --active was not given)"
-                    };
-                    Outcome::NotImplemented(format!(
-                        "{}{gate}{plan}",
-                        crate::checks::ACTIVE_NOT_IMPLEMENTED
-                    ))
+                let outcome = match check.active() {
+                    Some(active) => {
+                        let plan = parts
+                            .inventory
+                            .map(|inv| {
+                                format!(
+                                    "; {}",
+                                    crate::active::describe(
+                                        active,
+                                        entry.meta.requests,
+                                        inv.tools()
+                                    )
+                                )
+                            })
+                            .unwrap_or_default();
+                        Outcome::Skipped(format!("{}{plan}", crate::checks::ACTIVE_NOT_AUTHORISED))
+                    }
+                    // A registered stub (none today): not implemented in every report.
+                    None => Outcome::NotImplemented(crate::checks::ACTIVE_NOT_IMPLEMENTED.into()),
                 };
                 report.record(id, outcome);
                 continue;

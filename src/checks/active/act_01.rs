@@ -24,9 +24,6 @@ impl Check for Act01 {
     }
 
 
-    fn plan(&self, tools: &[Value]) -> Option<String> {
-        Some(crate::checks::probe::plan_for(tools, &["command", "cmd", "shell", "script", "exec", "args", "argv", "host", "query", "name", "path"], "arithmetic echo canaries ($((A*B)) and its quoted and chained forms)"))
-    }
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)

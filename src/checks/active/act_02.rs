@@ -51,9 +51,6 @@ impl Check for Act02 {
     }
 
 
-    fn plan(&self, tools: &[Value]) -> Option<String> {
-        Some(crate::checks::probe::plan_for(tools, &PATH_WORDS, "traversals to /proc/version (read for its `Linux version` marker only), and an in-root control"))
-    }
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)

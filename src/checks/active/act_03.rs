@@ -28,9 +28,6 @@ impl Check for Act03 {
     }
 
 
-    fn plan(&self, tools: &[Value]) -> Option<String> {
-        Some(crate::checks::probe::plan_for(tools, &URL_WORDS, "a canary URL on a listener mcpprobe runs on loopback (local targets only)"))
-    }
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)

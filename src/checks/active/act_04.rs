@@ -32,9 +32,6 @@ impl Check for Act04 {
     }
 
 
-    fn plan(&self, tools: &[Value]) -> Option<String> {
-        Some(crate::checks::probe::plan_for(tools, &QUERY_WORDS, "boolean AND pairs (`v' AND '7'='7` / `v' AND '7'='8`) against a baseline, reading and changing nothing"))
-    }
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)

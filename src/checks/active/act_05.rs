@@ -4,7 +4,7 @@
 //! with benign arguments built from its schema; the P rules (META-02) read its final result
 //! (content texts and structuredContent) as they read a description.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::active::{ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments};
 use crate::checks::{Check, Outcome, finding};
@@ -19,9 +19,6 @@ impl Check for Act05 {
     }
 
 
-    fn plan(&self, tools: &[Value]) -> Option<String> {
-        Some(match crate::checks::probe::read_only(tools).as_slice() { [] => "no read-only tool to call".to_string(), t => format!("would call the read-only tools {} once each and apply the P rules to their results", t.join(", ")) })
-    }
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)

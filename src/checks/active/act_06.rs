@@ -20,9 +20,6 @@ impl Check for Act06 {
     }
 
 
-    fn plan(&self, tools: &[Value]) -> Option<String> {
-        Some(match crate::checks::probe::read_only(tools).first() { None => "no read-only tool to call".to_string(), Some(t) => format!("would call {t} once without credentials and expect 401") })
-    }
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)

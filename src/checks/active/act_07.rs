@@ -25,9 +25,6 @@ impl Check for Act07 {
     }
 
 
-    fn plan(&self, tools: &[Value]) -> Option<String> {
-        Some(match crate::checks::probe::read_only(tools).as_slice() { [] => "no read-only tool to call".to_string(), t => format!("would send one unexpected property and one wrong type to one of {}", t.join(", ")) })
-    }
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)

@@ -20,9 +20,6 @@ impl Check for Act08 {
     }
 
 
-    fn plan(&self, _tools: &[Value]) -> Option<String> {
-        Some("would read, through each file:// resource template, /proc/version by a traversal (for its `Linux version` marker only), beside an in-root control".to_string())
-    }
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
