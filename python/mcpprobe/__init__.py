@@ -340,6 +340,12 @@ async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
 
 
+#: The engine enforces a judge's budget per tool (and ends the review when it runs out); the
+#: package cancels a coroutine judge this much later, only so that none outlives the scan. Were
+#: the two equal, which fired first would decide between "timed out" and "raised".
+_GRACE = 1.0
+
+
 def _judge(judge: Optional[Judge], timeout: float, loop_bound: bool) -> Optional[Tuple[str, Any, Any]]:
     """The engine's view of a judge: its name, a blocking call, and (for ``scan_async``) an
     ``async`` twin awaited on the caller's event loop."""
@@ -353,7 +359,7 @@ def _judge(judge: Optional[Judge], timeout: float, loop_bound: bool) -> Optional
         result = judge(json.loads(tool_json))
         if inspect.isawaitable(result):
             # A coroutine judge from the blocking API: its own event loop, on this thread.
-            result = asyncio.run(asyncio.wait_for(_awaited(result), timeout))
+            result = asyncio.run(asyncio.wait_for(_awaited(result), timeout + _GRACE))
         return _answer(result)
 
     def call(tool_json: str, done: Callable[[bool, str], None]) -> None:
@@ -378,7 +384,7 @@ def _judge(judge: Optional[Judge], timeout: float, loop_bound: bool) -> Optional
             result = judge(json.loads(tool_json))
             if inspect.isawaitable(result):
                 # Cancelled at its budget, so no judge task outlives it on the caller's loop.
-                result = await asyncio.wait_for(_awaited(result), timeout)
+                result = await asyncio.wait_for(_awaited(result), timeout + _GRACE)
             return _answer(result)
 
     return (name, call, acall)
