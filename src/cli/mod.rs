@@ -201,6 +201,11 @@ impl OutputArgs {
             min_confidence: self.min_confidence.unwrap_or(Confidence::Low),
         }
     }
+
+    /// Whether a SARIF rendering is written (the only one that reads the artifact).
+    pub fn writes_sarif(&self) -> bool {
+        self.sarif.is_some() || self.format == Format::Sarif
+    }
 }
 
 /// `mcpprobe.toml` and `--fail-on-new` (`scan` and `check`).

@@ -57,14 +57,20 @@ pub fn check(args: &CheckArgs) -> i32 {
     review.apply(&mut report, chrono::Utc::now().date_naive());
     report.apply_policy(loaded.policy(&args.output));
     let file = (args.file != "-").then(|| std::path::Path::new(&args.file));
-    let artifact = settings::artifact(
-        &[
-            args.output.sarif_artifact.as_deref(),
-            file,
-            loaded.path.as_deref(),
-        ],
-        &target,
-    );
+    // Only SARIF places results in a file: reading the input a second time for its lines costs
+    // another copy of it in memory, so no other format does.
+    let artifact = if args.output.writes_sarif() {
+        settings::artifact(
+            &[
+                args.output.sarif_artifact.as_deref(),
+                file,
+                loaded.path.as_deref(),
+            ],
+            &target,
+        )
+    } else {
+        crate::report::Artifact::named(target.as_str())
+    };
     let code = emit(&report, &args.output, artifact);
     // The process ends here: freeing the input, its tree and the document would only cost time.
     std::mem::forget(doc);

@@ -228,7 +228,7 @@ pub fn scan(args: &ScanArgs) -> i32 {
                 ],
                 &report.target,
             );
-            if args.output.sarif.is_some() || args.output.format == crate::report::Format::Sarif {
+            if args.output.writes_sarif() {
                 warn_unplaced(&artifact, &report);
             }
             emit(&report, &args.output, artifact)

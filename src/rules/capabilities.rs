@@ -134,15 +134,23 @@ static PHRASE_STARTS: LazyLock<FxHashSet<String>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Every table entry as a prose pattern (`api_key` also as "api key"), with each pattern's
-/// phrase and class bits (a match, ASCII case aside, is its pattern: no lookup, no copy).
+/// The table entries of the "reads" classes (the only ones a description counts for) as prose
+/// patterns, with each pattern's phrase and class bits (a match, ASCII case aside, is its
+/// pattern: no lookup, no copy). Leaving the other entries out finds the same "reads" words
+/// (no other entry starts with one, or hides one behind a longer match; a test holds the two
+/// automata to the same answers) with a smaller automaton and fewer matches to look at.
 static PROSE: LazyLock<(AhoCorasick, Vec<(&'static str, u16)>)> = LazyLock::new(|| {
-    let patterns: Vec<(&'static str, u16)> =
-        WORDS.iter().map(|(k, bits)| (k.as_str(), *bits)).collect();
+    let patterns: Vec<(&'static str, u16)> = WORDS
+        .iter()
+        .filter(|(_, bits)| *bits & READS != 0)
+        .map(|(k, bits)| (k.as_str(), *bits & READS))
+        .collect();
     let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostLongest)
         .kind(Some(AhoCorasickKind::DFA))
+        // As the phrase lists' automaton (poisoning.rs): on prose a prefilter only costs.
+        .prefilter(false)
         .build(patterns.iter().map(|(p, _)| p))
         .unwrap_or_else(|e| panic!("the class words build: {e}"));
     (ac, patterns)
@@ -196,13 +204,14 @@ pub fn classify_words(w: &[String], mask: u16) -> Vec<(Class, String)> {
     found
 }
 
-/// Classes found in prose (a description), in one Aho-Corasick pass over the text, whole words
-/// only, restricted to `mask`.
-pub fn classify_prose(text: &str, mask: u16) -> Vec<(Class, String)> {
+/// The "reads" classes a description names: for each, the first word found (what a profile
+/// keeps), in one Aho-Corasick pass over the text, whole words only, ending as soon as every
+/// one of them is found.
+pub fn described_reads(text: &str) -> Vec<(Class, String)> {
     let view = MatchView::new(text);
     let (ac, patterns) = &*PROSE;
     let mut found = Vec::new();
-    let mut per_class = [0usize; Class::ALL.len()];
+    let mut seen = 0u16;
     for m in ac.find_iter(view.text.as_ref()) {
         if !whole_word(&view.text, m.start(), m.end()) {
             continue;
@@ -210,11 +219,14 @@ pub fn classify_prose(text: &str, mask: u16) -> Vec<(Class, String)> {
         // The patterns are ASCII and lower case: the match in lower case is its pattern.
         if let Some(&(phrase, bits)) = patterns.get(m.pattern().as_usize()) {
             for c in Class::ALL {
-                if bits & mask & c.bit() != 0 && per_class[c as usize] < MAX_PER_CLASS {
-                    per_class[c as usize] += 1;
+                if bits & c.bit() & !seen != 0 {
+                    seen |= c.bit();
                     found.push((c, phrase.to_string()));
                 }
             }
+        }
+        if seen == READS {
+            break;
         }
     }
     found
@@ -394,7 +406,7 @@ pub fn profile(tool: &Tool<'_>) -> Profile {
         p.add(classify_name(title), || "title".into());
     }
     if let Some(d) = tool.value.get("description").and_then(Json::as_str) {
-        p.add(classify_prose(d, READS), || "description".into());
+        p.add(described_reads(d), || "description".into());
     }
     if let Some(props) = properties(tool) {
         for name in props.keys() {
@@ -726,6 +738,60 @@ fn params(tool: &Tool<'_>, props: &Object<'_>, out: &mut Vec<Finding>) {
                         .build(),
                 );
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The "reads" automaton answers as the whole table's would (the definition: every entry,
+    /// leftmost-longest, whole words, the first word of each "reads" class).
+    #[test]
+    fn reads_automaton_answers_as_the_whole_table() {
+        let all: Vec<&str> = WORDS.keys().map(String::as_str).collect();
+        let full = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&all)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let reference = |text: &str| -> Vec<(Class, String)> {
+            let view = MatchView::new(text);
+            let mut found = Vec::new();
+            let mut seen = 0u16;
+            for m in full.find_iter(view.text.as_ref()) {
+                if !whole_word(&view.text, m.start(), m.end()) {
+                    continue;
+                }
+                let phrase = all[m.pattern().as_usize()];
+                let bits = WORDS[phrase] & READS;
+                for c in Class::ALL {
+                    if bits & c.bit() & !seen != 0 {
+                        seen |= c.bit();
+                        found.push((c, phrase.to_string()));
+                    }
+                }
+            }
+            found
+        };
+        let glue = [
+            " ", " ", " ", "", "_", "-", ".", "s", "x", "  ", "\n", "é", "Re",
+        ];
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..30_000 {
+            let mut text = String::new();
+            for _ in 0..next(12) {
+                text.push_str(all[next(all.len())]);
+                text.push_str(glue[next(glue.len())]);
+            }
+            assert_eq!(described_reads(&text), reference(&text), "{text:?}");
         }
     }
 }

@@ -27,6 +27,9 @@ pub enum Json<'a> {
     Object(Object<'a>),
 }
 
+/// Members up to which [`Object::get`] scans instead of searching.
+const SMALL_OBJECT: usize = 12;
+
 /// A JSON object: members sorted by key, keys unique.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Object<'a> {
@@ -52,6 +55,15 @@ impl<'a> Object<'a> {
     }
 
     pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        // Most objects of a tool list have a handful of members: comparing lengths first
+        // skips almost every byte comparison. Beyond that, the sorted order.
+        if self.members.len() <= SMALL_OBJECT {
+            return self
+                .members
+                .iter()
+                .find(|(k, _)| k.len() == key.len() && k.as_ref() == key)
+                .map(|(_, v)| v);
+        }
         self.members
             .binary_search_by(|(k, _)| k.as_ref().cmp(key))
             .ok()
@@ -166,7 +178,11 @@ impl<'a> Json<'a> {
         let rest = pointer.strip_prefix('/')?;
         let mut at = self;
         for token in rest.split('/') {
-            let token = token.replace("~1", "/").replace("~0", "~");
+            let token: Cow<'_, str> = if token.contains('~') {
+                token.replace("~1", "/").replace("~0", "~").into()
+            } else {
+                token.into()
+            };
             at = match at {
                 Json::Object(m) => m.get(&token)?,
                 Json::Array(a) => {

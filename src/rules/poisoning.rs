@@ -225,6 +225,10 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostLongest)
         .kind(Some(AhoCorasickKind::DFA))
+        // Nearly every letter starts a pattern: on prose the prefilter's candidates come so
+        // often that skipping ahead to them costs more than it saves (about a quarter of this
+        // pass, measured on the 20 MB list).
+        .prefilter(false)
         .build(&patterns)
         .unwrap_or_else(|e| panic!("the phrase lists build: {e}"));
     Lists {

@@ -141,55 +141,62 @@ const NON_ASCII: u8 = 1;
 const BREAK: u8 = 2;
 const SPACE: u8 = 4;
 const SPECIAL: u8 = 8;
-const B64: u8 = 16;
-const MARK: u8 = 32;
+const MARK: u8 = 16;
 
-static BYTE_CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 256 {
-        let b = i as u8;
-        t[i] = if b >= 0x80 {
-            NON_ASCII
-        } else if b == b'\n' || b == b'\r' || b == b'\t' {
-            BREAK
-        } else if b == b' ' {
-            SPACE
-        } else if b == b'<'
-            || b == b'\\'
-            || b == b'&'
-            || b == b':'
-            || b == b'%'
-            || b < 0x20
-            || b == 0x7f
-        {
-            SPECIAL
-        } else if b == b'[' || b == b'~' || b == b'$' {
-            MARK
-        } else if b.is_ascii_alphanumeric() || b == b'+' || b == b'/' {
-            B64
-        } else {
-            0
-        };
-        i += 1;
-    }
-    t
-};
+/// The classes of one byte, computed with comparisons only (no table: a gather per byte keeps
+/// the compiler from vectorising the fold below). Line breaks and tabs are `BREAK`, not
+/// `SPECIAL`, though they are control characters.
+#[inline(always)]
+fn byte_class(b: u8) -> u8 {
+    let brk = (b == b'\n') | (b == b'\r') | (b == b'\t');
+    let special = (b == b'<')
+        | (b == b'\\')
+        | (b == b'&')
+        | (b == b':')
+        | (b == b'%')
+        | ((b < 0x20) & !brk)
+        | (b == 0x7f);
+    let mark = (b == b'[') | (b == b'~') | (b == b'$');
+    (u8::from(b >= 0x80) * NON_ASCII)
+        | (u8::from(brk) * BREAK)
+        | (u8::from(b == b' ') * SPACE)
+        | (u8::from(special) * SPECIAL)
+        | (u8::from(mark) * MARK)
+}
 
 impl Scan {
     pub fn of(text: &str) -> Scan {
         let bytes = text.as_bytes();
-        // The classes of all bytes OR-ed together, and two spaces in a row: passes without a
-        // branch or a chain from byte to byte (the compiler unrolls and vectorises them).
-        let all = bytes
-            .iter()
-            .fold(0u8, |all, &b| all | BYTE_CLASS[b as usize]);
+        // The classes of all bytes OR-ed together, and whether a space follows a space: a
+        // pass without a branch or a chain from byte to byte, LANES independent lanes at a
+        // time (a shape the compiler vectorises; a plain fold over the bytes, or a table
+        // lookup per byte, it does not).
+        let mut class = [0u8; LANES];
+        let mut pairs = [0u8; LANES];
+        let mut lanes = |this: &[u8], next: &[u8]| {
+            for (((c, p), &b), &n) in class.iter_mut().zip(pairs.iter_mut()).zip(this).zip(next) {
+                *c |= byte_class(b);
+                *p |= u8::from(b == b' ') & u8::from(n == b' ');
+            }
+        };
+        let mut at = 0;
+        // Whole chunks while the byte after each one exists.
+        while let (Some(this), Some(next)) =
+            (bytes.get(at..at + LANES), bytes.get(at + 1..at + LANES + 1))
+        {
+            lanes(this, next);
+            at += LANES;
+        }
+        // The rest (at most LANES bytes), padded with a byte of no class.
+        let mut tail = [b'a'; LANES + 1];
+        let rest = bytes.get(at..).unwrap_or_default();
+        if let Some(t) = tail.get_mut(..rest.len()) {
+            t.copy_from_slice(rest);
+        }
+        lanes(&tail[..LANES], &tail[1..]);
+        let all = class.iter().fold(0u8, |a, &c| a | c);
+        let double_space = pairs.iter().fold(0u8, |a, &p| a | p) != 0;
         let non_ascii = all & NON_ASCII != 0;
-        let double_space = all & SPACE != 0
-            && bytes
-                .iter()
-                .zip(bytes.iter().skip(1))
-                .fold(false, |any, (&a, &b)| any | ((a == b' ') & (b == b' ')));
         Scan {
             non_ascii,
             needs_normalizing: non_ascii || all & BREAK != 0 || double_space,
@@ -200,9 +207,13 @@ impl Scan {
     }
 }
 
-/// A base64 character: what [`BYTE_CLASS`] calls `B64`.
+/// Bytes [`Scan::of`] reads at a time.
+const LANES: usize = 32;
+
+/// A base64 character.
+#[inline(always)]
 fn is_b64(b: u8) -> bool {
-    (b | 0x20).is_ascii_lowercase() || b.is_ascii_digit() || b == b'+' || b == b'/'
+    ((b | 0x20).wrapping_sub(b'a') < 26) | (b.wrapping_sub(b'0') < 10) | (b == b'+') | (b == b'/')
 }
 
 /// 32 or more base64 characters in a row. Such a run covers a whole 16-byte block of the grid
@@ -214,7 +225,7 @@ fn long_b64_run(bytes: &[u8]) -> bool {
     let mut measured_to = 0;
     for (k, block) in bytes.chunks_exact(16).enumerate() {
         let at = k * 16;
-        if at < measured_to || !block.iter().fold(true, |all, &b| all & is_b64(b)) {
+        if at < measured_to || block.iter().fold(1u8, |all, &b| all & u8::from(is_b64(b))) == 0 {
             continue;
         }
         let start = bytes[..at]
@@ -461,17 +472,37 @@ mod tests {
     /// The scan says what the byte-by-byte definition says.
     #[test]
     fn scan_matches_its_definition() {
+        // The definition, byte by byte, written as sets.
+        fn class(b: u8) -> u8 {
+            match b {
+                0x80.. => NON_ASCII,
+                b'\n' | b'\r' | b'\t' => BREAK,
+                b' ' => SPACE,
+                b'<' | b'\\' | b'&' | b':' | b'%' | 0..0x20 | 0x7f => SPECIAL,
+                b'[' | b'~' | b'$' => MARK,
+                _ => 0,
+            }
+        }
         for b in 0..=255u8 {
-            assert_eq!(is_b64(b), BYTE_CLASS[b as usize] & B64 != 0, "{b:#x}");
+            assert_eq!(byte_class(b), class(b), "{b:#x}");
+            assert_eq!(
+                is_b64(b),
+                b.is_ascii_alphanumeric() || b == b'+' || b == b'/',
+                "{b:#x}"
+            );
         }
         fn reference(text: &str) -> (bool, bool, bool, bool) {
             let (mut all, mut prev) = (0u8, 0u8);
             let (mut run, mut long, mut double_space) = (0u32, false, false);
             for &b in text.as_bytes() {
-                let c = BYTE_CLASS[b as usize];
+                let c = class(b);
                 all |= c;
                 double_space |= c & prev & SPACE != 0;
-                run = if c & B64 != 0 { run + 1 } else { 0 };
+                run = if b.is_ascii_alphanumeric() || b == b'+' || b == b'/' {
+                    run + 1
+                } else {
+                    0
+                };
                 long |= run >= 32;
                 prev = c;
             }
