@@ -516,16 +516,23 @@ pub fn emit(report: &Report, output: &OutputArgs, artifact: crate::report::Artif
         color: false,
         ..options.clone()
     };
-    let main = crate::report::render(report, output.format, &options);
-    let write = |path: &PathBuf, text: &str| -> Result<(), i32> {
-        std::fs::write(path, text)
+    let write = |path: &PathBuf, format: Format, options: &crate::report::RenderOptions| {
+        std::fs::File::create(path)
+            .and_then(|f| {
+                let mut out = std::io::BufWriter::new(f);
+                crate::report::write_rendered(report, format, options, &mut out)?;
+                out.flush()
+            })
             .map_err(|e| usage_error(format!("cannot write {}: {e}", path.display())))
     };
     let result = (|| {
         match &output.output {
-            Some(path) => write(path, &main)?,
+            Some(path) => write(path, output.format, &options)?,
             None => {
-                print_out(&main);
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                // A closed pipe (`mcpprobe check … | head`) is not an error.
+                let _ = crate::report::write_rendered(report, output.format, &options, &mut out)
+                    .and_then(|()| out.flush());
             }
         }
         for (path, format) in [
@@ -534,7 +541,7 @@ pub fn emit(report: &Report, output: &OutputArgs, artifact: crate::report::Artif
             (&output.markdown, Format::Markdown),
         ] {
             if let Some(path) = path {
-                write(path, &crate::report::render(report, format, &plain))?;
+                write(path, format, &plain)?;
             }
         }
         Ok(())

@@ -514,6 +514,23 @@ pub struct RenderOptions {
 }
 
 /// Renders a report in a format.
+/// Writes [`render`]'s text to `out`; the JSON report is serialised straight into it, so a large
+/// report is never held in memory a second time as text.
+pub fn write_rendered(
+    report: &Report,
+    format: Format,
+    options: &RenderOptions,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, report).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")
+        }
+        _ => out.write_all(render(report, format, options).as_bytes()),
+    }
+}
+
 pub fn render(report: &Report, format: Format, options: &RenderOptions) -> String {
     match format {
         Format::Terminal => terminal::render(report, options.color),

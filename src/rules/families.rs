@@ -752,10 +752,14 @@ const ROLES: &[&str] = &[
 ];
 
 /// A word for comparisons: lowercase, surrounding punctuation trimmed.
-fn norm(token: &str) -> String {
-    token
-        .trim_matches(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_'))
-        .to_lowercase()
+fn norm(token: &str) -> std::borrow::Cow<'_, str> {
+    let bare = bare(token);
+    // Copied only when there is something to lower (this runs for words near every trigger).
+    if bare.bytes().any(|b| b.is_ascii_uppercase() || b >= 0x80) {
+        bare.to_lowercase().into()
+    } else {
+        bare.into()
+    }
 }
 
 /// Where a clause ends: `.`, `!`, `?` or `;` followed by a space.
@@ -1020,10 +1024,11 @@ pub fn check(
                 // "call this tool to get the id" explains a step: workflow, not coercion.
                 let purpose = next.first().is_some_and(|w| norm(w) == "to");
                 let universal = any_of(&later, UNIVERSAL) || any_of(&prev, UNIVERSAL);
-                let ordered =
-                    next.iter().take(2).any(|w| {
-                        matches!(norm(w).as_str(), "first" | "before" | "prior" | "ahead")
-                    }) || any_of(near, &["first"]);
+                let ordered = next
+                    .iter()
+                    .take(2)
+                    .any(|w| matches!(&*norm(w), "first" | "before" | "prior" | "ahead"))
+                    || any_of(near, &["first"]);
                 let before_it = any_of(&prev, &["before", "prior", "ahead"])
                     || (any_of(&prev, &["after"])
                         && any_of(
@@ -1257,7 +1262,7 @@ pub fn check(
             let all = any_of(head, &["all", "any", "every"]);
             // "bypass" and "circumvent" need no "all": "bypass security checks".
             let verb = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
-            let strong = matches!(verb.as_str(), "bypass" | "circumvent");
+            let strong = matches!(&*verb, "bypass" | "circumvent");
             ((all || strong) && any_of(&next[..next.len().min(3)], SAFETY)).then_some(())?;
             hit(Family::Role, Medium, start, end)
         }
@@ -1281,14 +1286,12 @@ pub fn check(
             // tokens, and add them to …").
             let moved = any_of(&prev, MOVE_VERBS) || any_of(&next[..next.len().min(6)], MOVE_VERBS);
             let whose = any_of(&prev, QUANTIFIERS)
-                || next
-                    .first()
-                    .is_some_and(|w| matches!(norm(w).as_str(), "so"));
+                || next.first().is_some_and(|w| matches!(&*norm(w), "so"));
             moved.then_some(())?;
             // "the conversation id" names a field, not the conversation.
             if next.first().is_some_and(|w| {
                 matches!(
-                    norm(w).as_str(),
+                    &*norm(w),
                     "id" | "ids" | "name" | "title" | "topic" | "type" | "field" | "parameter"
                 )
             }) {
@@ -1316,7 +1319,7 @@ pub fn check(
             let next = a(10);
             let to = next
                 .iter()
-                .position(|w| matches!(norm(w).as_str(), "to" | "with"))?;
+                .position(|w| matches!(&*norm(w), "to" | "with"))?;
             next.iter()
                 .skip(to + 1)
                 .take(3)
@@ -1414,7 +1417,7 @@ pub fn check(
             }
             let call = next.iter().take(6).position(|w| {
                 matches!(
-                    norm(w).as_str(),
+                    &*norm(w),
                     "calls"
                         | "call"
                         | "uses"
@@ -1540,7 +1543,7 @@ pub fn check(
             let next = a(4);
             let prev = b(4);
             let strong = matches!(
-                head.as_str(),
+                &*head,
                 "pre-approved" | "preapproved" | "already authorized" | "already approved"
             ) || (head.starts_with("without")
                 && any_of(
@@ -1695,7 +1698,7 @@ pub fn check(
             let prev = b(3);
             // "requires admin privileges" is a requirement; "you have unrestricted access" and
             // "simulate elevated privileges" claim authority.
-            let unbounded = matches!(head.as_str(), "unrestricted access" | "elevated privileges");
+            let unbounded = matches!(&*head, "unrestricted access" | "elevated privileges");
             let claimed = any_of(
                 &prev,
                 &[
@@ -1803,13 +1806,13 @@ pub fn check(
             let name = identifier(next.get(k)?)?;
             let called = next.iter().skip(k + 1).take(3).any(|w| {
                 matches!(
-                    norm(w).as_str(),
+                    &*norm(w),
                     "called" | "invoked" | "used" | "runs" | "executed" | "triggered" | "run"
                 )
             });
             let via = k.checked_sub(1).and_then(|j| next.get(j)).is_some_and(|w| {
                 matches!(
-                    norm(w).as_str(),
+                    &*norm(w),
                     "with" | "using" | "via" | "calling" | "call" | "invoking" | "through"
                 )
             });
