@@ -5,7 +5,7 @@
 //! system), and parameter names also for credentials. Words match whole words, also inside
 //! snake_case, camelCase and kebab-case identifiers, never inside other words.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
 
 use super::json::{Json, Object};
@@ -13,7 +13,7 @@ use super::json::{Json, Object};
 use super::document::{Document, Tool, token};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
-use super::text::{MatchView, visible, whole_word, words};
+use super::text::{MatchView, visible, whole_word, word_parts, words};
 use crate::finding::Finding;
 
 const CHECK: &str = "META-03";
@@ -126,12 +126,21 @@ static WORDS: LazyLock<FxHashMap<String, u16>> = LazyLock::new(|| {
     m
 });
 
-/// First words of the multi-word entries.
-static PHRASE_STARTS: LazyLock<FxHashSet<String>> = LazyLock::new(|| {
-    WORDS
-        .keys()
-        .filter_map(|k| k.split_once(' ').map(|(first, _)| first.to_string()))
-        .collect()
+/// Every word that is an entry or starts a multi-word entry ("web page", "search the web"):
+/// its class bits (0 when it only starts phrases) and whether a phrase may start with it. One
+/// lookup per word of a name.
+static LOOKUP: LazyLock<FxHashMap<String, (u16, bool)>> = LazyLock::new(|| {
+    let mut m: FxHashMap<String, (u16, bool)> = WORDS
+        .iter()
+        .filter(|(k, _)| !k.contains(' '))
+        .map(|(k, bits)| (k.clone(), (*bits, false)))
+        .collect();
+    for k in WORDS.keys() {
+        if let Some((first, _)) = k.split_once(' ') {
+            m.entry(first.to_string()).or_default().1 = true;
+        }
+    }
+    m
 });
 
 /// The table entries of the "reads" classes (the only ones a description counts for) as prose
@@ -168,11 +177,11 @@ const MAX_PER_CLASS: usize = 8;
 
 /// Every (class, word) found in `text`, restricted to `mask`, in order of appearance.
 pub fn classify(text: &str, mask: u16) -> Vec<(Class, String)> {
-    classify_words(&words(text), mask)
+    classify_words(&word_parts(text), mask)
 }
 
 /// [`classify`] over words already split.
-pub fn classify_words(w: &[String], mask: u16) -> Vec<(Class, String)> {
+pub fn classify_words<S: AsRef<str>>(w: &[S], mask: u16) -> Vec<(Class, String)> {
     let mut found: Vec<(Class, String)> = Vec::new();
     let mut per_class = [0usize; Class::ALL.len()];
     let mut push = |phrase: &str, bits: u16| {
@@ -183,19 +192,23 @@ pub fn classify_words(w: &[String], mask: u16) -> Vec<(Class, String)> {
             }
         }
     };
-    for i in 0..w.len() {
-        if let Some(bits) = WORDS.get(w[i].as_str()) {
-            push(&w[i], *bits);
+    let mut phrase = String::new();
+    for (i, word) in w.iter().enumerate() {
+        let Some(&(bits, starts)) = LOOKUP.get(word.as_ref()) else {
+            continue;
+        };
+        if bits != 0 {
+            push(word.as_ref(), bits);
         }
         // Multi-word entries ("web page", "search the web") only start at a few words.
-        if !PHRASE_STARTS.contains(w[i].as_str()) {
+        if !starts {
             continue;
         }
-        for n in 2..=3 {
-            if i + n > w.len() {
-                break;
-            }
-            let phrase = w[i..i + n].join(" ");
+        phrase.clear();
+        phrase.push_str(word.as_ref());
+        for next in w.iter().skip(i + 1).take(2) {
+            phrase.push(' ');
+            phrase.push_str(next.as_ref());
             if let Some(bits) = WORDS.get(phrase.as_str()) {
                 push(&phrase, *bits);
             }
@@ -313,7 +326,23 @@ const IMPERATIVE_FROM: usize = 27;
 /// the first effect verb found, if any.
 pub fn described_effect(desc: &str) -> Option<(Class, &'static str)> {
     let mut first_clause = true;
-    for clause in desc.split(['.', ',', ';', '\n', ':', '!', '?', '(', ')']) {
+    // Clauses end at ASCII punctuation, so splitting the bytes keeps every piece a valid
+    // string (and costs less than matching each character against the set).
+    let ends = desc
+        .bytes()
+        .enumerate()
+        .filter(|(_, b)| {
+            matches!(
+                b,
+                b'.' | b',' | b';' | b'\n' | b':' | b'!' | b'?' | b'(' | b')'
+            )
+        })
+        .map(|(i, _)| i)
+        .chain(std::iter::once(desc.len()));
+    let mut from = 0;
+    for end in ends {
+        let clause = desc.get(from..end).unwrap_or_default();
+        from = end + 1;
         // Words are compared ASCII-case-insensitively (every listed word is ASCII lower case),
         // never copied in lower case.
         let is = |w: &str, list: &[&str]| list.iter().any(|x| x.eq_ignore_ascii_case(w));
@@ -378,9 +407,9 @@ const NOUN_EFFECTS: &[&str] = &[
 /// Classes of a name or title: every class word counts, except that after a leading read
 /// verb the noun-like effect words do not.
 pub fn classify_name(text: &str) -> Vec<(Class, String)> {
-    let w = words(text);
+    let w = word_parts(text);
     let found = classify_words(&w, u16::MAX);
-    let first = w.first().map_or("", String::as_str);
+    let first = w.first().map_or("", |f| f.as_ref());
     if !READ_VERBS.contains(&first) {
         return found;
     }
@@ -495,14 +524,14 @@ fn is_free_text(schema: &Json<'_>) -> bool {
 }
 
 /// Whether a parameter name (and schema) takes a secret: the credentials word and why.
-fn secret_param(w: &[String], schema: &Json<'_>) -> Option<String> {
+fn secret_param(w: &[std::borrow::Cow<'_, str>], schema: &Json<'_>) -> Option<String> {
     let creds = classify_words(w, 1 << Class::Credentials as u16);
     if let Some((_, word)) = creds.first() {
         let pagination = word == "token"
             && w.iter().position(|x| x == "token").is_some_and(|i| {
                 i > 0
                     && w.get(i - 1)
-                        .is_some_and(|prev| NOT_SECRET_TOKEN.contains(&prev.as_str()))
+                        .is_some_and(|prev| NOT_SECRET_TOKEN.contains(&prev.as_ref()))
             });
         if !pagination {
             return Some(format!("\"{word}\" in the parameter name"));
@@ -651,12 +680,12 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
 fn params(tool: &Tool<'_>, props: &Object<'_>, out: &mut Vec<Finding>) {
     for (name, schema) in props {
         let at = || format!("{}/inputSchema/properties/{}", tool.pointer, token(name));
-        let w = words(name);
+        let w = word_parts(name);
         // C5
         if is_free_text(schema) {
             let reach = REACHES
                 .iter()
-                .find(|(_, list)| w.iter().any(|x| list.contains(&x.as_str())))
+                .find(|(_, list)| w.iter().any(|x| list.contains(&x.as_ref())))
                 .map(|(what, _)| *what);
             if let Some(what) = reach {
                 out.push(
@@ -697,7 +726,7 @@ fn params(tool: &Tool<'_>, props: &Object<'_>, out: &mut Vec<Finding>) {
                     "session",
                 ];
                 w.iter()
-                    .find(|x| pii.contains(&x.as_str()))
+                    .find(|x| pii.contains(&x.as_ref()))
                     .map(|x| format!("\"{x}\" in the parameter name"))
             });
             if let Some(why) = sensitive {
@@ -720,7 +749,7 @@ fn params(tool: &Tool<'_>, props: &Object<'_>, out: &mut Vec<Finding>) {
         }
         // C8
         if w.iter()
-            .any(|x| matches!(x.as_str(), "action" | "operation" | "op" | "verb"))
+            .any(|x| matches!(x.as_ref(), "action" | "operation" | "op" | "verb"))
         {
             let values = schema.get("enum").and_then(Json::as_array).map(<[_]>::len);
             if values.is_none_or(|n| n >= 2) {
