@@ -68,6 +68,10 @@ pub struct CheckMeta {
     pub informational: bool,
     pub why: String,
     pub fix: String,
+    /// `fix` on one line, as findings carry it (filled when the catalogue loads: a 20 MB list
+    /// yields thousands of findings).
+    #[serde(skip)]
+    pub fix_line: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleMeta>,
 }
@@ -152,7 +156,9 @@ fn load(sources: &[CatalogueSource], taxonomy: &str) -> Result<Catalogue, String
     let mut entries = Vec::new();
     let mut seen = BTreeSet::new();
     for src in sources {
-        let meta: CheckMeta = toml::from_str(src.toml).map_err(|e| format!("{}: {e}", src.path))?;
+        let mut meta: CheckMeta =
+            toml::from_str(src.toml).map_err(|e| format!("{}: {e}", src.path))?;
+        meta.fix_line = crate::finding::one_line(&meta.fix);
         let fail = |what: String| Err(format!("{}: {what}", src.path));
         if meta.id != src.id {
             return fail(format!("id {:?} differs from the file name", meta.id));

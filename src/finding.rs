@@ -215,7 +215,7 @@ impl Finding {
                 r.confidence,
                 &r.owasp_mcp,
                 &r.owasp_asi,
-                r.fix.clone().unwrap_or_else(|| one_line(&meta.fix)),
+                r.fix.clone().unwrap_or_else(|| meta.fix_line.clone()),
             ),
             None => (
                 meta.title.clone(),
@@ -223,7 +223,7 @@ impl Finding {
                 meta.confidence,
                 &meta.owasp_mcp,
                 &meta.owasp_asi,
-                one_line(&meta.fix),
+                meta.fix_line.clone(),
             ),
         };
         FindingBuilder {
@@ -279,7 +279,7 @@ impl Finding {
 }
 
 /// Catalogue prose is wrapped for reading in TOML; findings carry it as one line.
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -273,6 +273,11 @@ pub fn words(s: &str) -> Vec<String> {
     if s.is_ascii() {
         return ascii_words(s);
     }
+    unicode_words(s)
+}
+
+/// [`words`] on characters: any text (the ASCII path must agree with it).
+fn unicode_words(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let chars: Vec<char> = s.chars().collect();
     let mut cur = String::new();
@@ -306,7 +311,7 @@ pub fn words(s: &str) -> Vec<String> {
 /// [`words`] for ASCII text, on bytes.
 fn ascii_words(s: &str) -> Vec<String> {
     let mut out = Vec::new();
-    ascii_word_spans(s.as_bytes(), |a, b| {
+    ascii_word_spans(s.as_bytes(), |a, b, _| {
         out.push(s.get(a..b).unwrap_or_default().to_ascii_lowercase());
     });
     out
@@ -320,9 +325,9 @@ pub fn word_parts(s: &str) -> Vec<std::borrow::Cow<'_, str>> {
         return words(s).into_iter().map(Cow::Owned).collect();
     }
     let mut out = Vec::new();
-    ascii_word_spans(s.as_bytes(), |a, b| {
+    ascii_word_spans(s.as_bytes(), |a, b, upper| {
         let w = s.get(a..b).unwrap_or_default();
-        out.push(if w.bytes().any(|c| c.is_ascii_uppercase()) {
+        out.push(if upper {
             Cow::Owned(w.to_ascii_lowercase())
         } else {
             Cow::Borrowed(w)
@@ -331,32 +336,39 @@ pub fn word_parts(s: &str) -> Vec<std::borrow::Cow<'_, str>> {
     out
 }
 
-/// The byte ranges of [`words`] in ASCII text, in order.
-fn ascii_word_spans(b: &[u8], mut word: impl FnMut(usize, usize)) {
-    let mut start: Option<usize> = None;
-    for (i, &c) in b.iter().enumerate() {
-        if !c.is_ascii_alphanumeric() {
-            if let Some(s) = start.take() {
-                word(s, i);
-            }
-            continue;
+/// The byte ranges of [`words`] in ASCII text, in order, each with whether it holds a capital.
+fn ascii_word_spans(b: &[u8], mut word: impl FnMut(usize, usize, bool)) {
+    const OTHER: u8 = 0;
+    const LOWER: u8 = 1;
+    const UPPER: u8 = 2;
+    const DIGIT: u8 = 3;
+    let class = |c: u8| match c {
+        b'a'..=b'z' => LOWER,
+        b'A'..=b'Z' => UPPER,
+        b'0'..=b'9' => DIGIT,
+        _ => OTHER,
+    };
+    let (mut start, mut upper, mut prev) = (None, false, OTHER);
+    for (i, &byte) in b.iter().enumerate() {
+        let c = class(byte);
+        let boundary = match (prev, c) {
+            (_, OTHER) => true,
+            (LOWER, UPPER) | (LOWER | UPPER, DIGIT) | (DIGIT, LOWER | UPPER) => true,
+            // Before the last capital of an acronym (`HTTPRequest`).
+            (UPPER, UPPER) => b.get(i + 1).is_some_and(u8::is_ascii_lowercase),
+            _ => false,
+        };
+        if boundary && let Some(s) = start.take() {
+            word(s, i, std::mem::take(&mut upper));
         }
-        if let Some(&prev) = i.checked_sub(1).and_then(|j| b.get(j)) {
-            let next = b.get(i + 1).copied();
-            let boundary = (prev.is_ascii_lowercase() && c.is_ascii_uppercase())
-                || (prev.is_ascii_uppercase()
-                    && c.is_ascii_uppercase()
-                    && next.is_some_and(|n| n.is_ascii_lowercase()))
-                || (prev.is_ascii_alphabetic() && c.is_ascii_digit())
-                || (prev.is_ascii_digit() && c.is_ascii_alphabetic());
-            if boundary && let Some(s) = start.take() {
-                word(s, i);
-            }
+        prev = c;
+        if c != OTHER {
+            start.get_or_insert(i);
+            upper |= c == UPPER;
         }
-        start.get_or_insert(i);
     }
     if let Some(s) = start {
-        word(s, b.len());
+        word(s, b.len(), upper);
     }
 }
 
@@ -515,6 +527,9 @@ mod tests {
                 .map(std::borrow::Cow::into_owned)
                 .collect();
             assert_eq!(borrowed, words(&text), "{text:?}");
+            if text.is_ascii() {
+                assert_eq!(words(&text), unicode_words(&text), "{text:?}");
+            }
         }
     }
 
