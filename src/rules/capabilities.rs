@@ -804,22 +804,12 @@ mod tests {
             }
             found
         };
-        let glue = [
+        // Table words and what may stand between or around them.
+        let mut parts = all.clone();
+        parts.extend([
             " ", " ", " ", "", "_", "-", ".", "s", "x", "  ", "\n", "é", "Re",
-        ];
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
-        for _ in 0..30_000 {
-            let mut text = String::new();
-            for _ in 0..next(12) {
-                text.push_str(all[next(all.len())]);
-                text.push_str(glue[next(glue.len())]);
-            }
+        ]);
+        for text in crate::rules::text::soups(&parts, 24, 30_000) {
             assert_eq!(described_reads(&text), reference(&text), "{text:?}");
         }
     }

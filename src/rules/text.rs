@@ -417,6 +417,25 @@ pub fn visible(s: &str) -> String {
     escape(s)
 }
 
+/// Test texts: `n` strings, each of fewer than `max` pieces of `parts`, drawn by a fixed
+/// xorshift sequence (the same texts on every run).
+#[cfg(test)]
+pub(crate) fn soups(parts: &[&str], max: u64, n: usize) -> Vec<String> {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            let mut text = String::new();
+            for _ in 0..(seed % max) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push_str(parts[(seed % parts.len() as u64) as usize]);
+            }
+            text
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,15 +532,7 @@ mod tests {
             "send", "Email", "HTTP", "Request", "_", "-", " ", "v2", "2", "dbName", "é", "ÄB", "x",
             "ID", ".", "URLs",
         ];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        for _ in 0..20_000 {
-            let mut text = String::new();
-            for _ in 0..(seed % 7) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                text.push_str(parts[(seed % parts.len() as u64) as usize]);
-            }
+        for text in soups(&parts, 7, 20_000) {
             let borrowed: Vec<String> = word_parts(&text)
                 .into_iter()
                 .map(std::borrow::Cow::into_owned)
@@ -605,15 +616,7 @@ mod tests {
             "ABCDEFGHIJKLMNOP",
             "0123456789+/",
         ];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        for _ in 0..20_000 {
-            let mut text = String::new();
-            for _ in 0..(seed % 40) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                text.push_str(parts[(seed % parts.len() as u64) as usize]);
-            }
+        for text in soups(&parts, 40, 20_000) {
             let s = Scan::of(&text);
             assert_eq!(
                 (
