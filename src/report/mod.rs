@@ -513,7 +513,6 @@ pub struct RenderOptions {
     pub invocation: Option<String>,
 }
 
-/// Renders a report in a format.
 /// Writes [`render`]'s text to `out`; the JSON report is serialised straight into it, so a large
 /// report is never held in memory a second time as text.
 pub fn write_rendered(
@@ -531,6 +530,7 @@ pub fn write_rendered(
     }
 }
 
+/// Renders a report in a format.
 pub fn render(report: &Report, format: Format, options: &RenderOptions) -> String {
     match format {
         Format::Terminal => terminal::render(report, options.color),
