@@ -220,8 +220,8 @@ pub fn classify_words<S: AsRef<str>>(w: &[S], mask: u16) -> Vec<(Class, String)>
 /// The "reads" classes a description names: for each, the first word found (what a profile
 /// keeps), in one Aho-Corasick pass over the text, whole words only, ending as soon as every
 /// one of them is found.
-pub fn described_reads(text: &str) -> Vec<(Class, String)> {
-    let view = MatchView::new(text);
+pub fn described_reads(text: &str, scan: &super::text::Scan) -> Vec<(Class, String)> {
+    let view = MatchView::with_scan(text, scan);
     let (ac, patterns) = &*PROSE;
     let mut found = Vec::new();
     let mut seen = 0u16;
@@ -434,8 +434,8 @@ pub fn profile(tool: &Tool<'_>) -> Profile {
     if let Some(title) = tool.title() {
         p.add(classify_name(title), || "title".into());
     }
-    if let Some(d) = tool.value.get("description").and_then(Json::as_str) {
-        p.add(described_reads(d), || "description".into());
+    if let Some((d, scan)) = tool.description() {
+        p.add(described_reads(d, &scan), || "description".into());
     }
     if let Some(props) = properties(tool) {
         for name in props.keys() {
@@ -810,7 +810,8 @@ mod tests {
             " ", " ", " ", "", "_", "-", ".", "s", "x", "  ", "\n", "é", "Re",
         ]);
         for text in crate::rules::text::soups(&parts, 24, 30_000) {
-            assert_eq!(described_reads(&text), reference(&text), "{text:?}");
+            let scan = crate::rules::text::Scan::of(&text);
+            assert_eq!(described_reads(&text, &scan), reference(&text), "{text:?}");
         }
     }
 }

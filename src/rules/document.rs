@@ -160,9 +160,21 @@ pub struct Tool<'a> {
     pub value: &'a Json<'a>,
     pub name: Option<&'a str>,
     profile: std::sync::OnceLock<super::capabilities::Profile>,
+    description_scan: std::sync::OnceLock<super::text::Scan>,
 }
 
-impl Tool<'_> {
+impl<'a> Tool<'a> {
+    /// The tool's description, with the byte scan of it that META-02 and META-03 share.
+    pub fn description(&self) -> Option<(&'a str, super::text::Scan)> {
+        let d = self.value.get("description").and_then(Json::as_str)?;
+        Some((
+            d,
+            *self
+                .description_scan
+                .get_or_init(|| super::text::Scan::of(d)),
+        ))
+    }
+
     /// What the tool can do (capability classes), computed once and shared by the rules.
     pub fn profile(&self) -> &super::capabilities::Profile {
         self.profile
@@ -463,6 +475,7 @@ impl<'a> Walker<'a, '_> {
             value: v,
             name,
             profile: std::sync::OnceLock::new(),
+            description_scan: std::sync::OnceLock::new(),
         });
         let t = Some(index);
         self.string_at(v, "name", at, t, Field::ToolName);

@@ -344,7 +344,15 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         if doc.stopped() {
             break;
         }
-        let scan = Scan::of(text.text);
+        // A tool's description is scanned once for META-02 and META-03.
+        let shared = match text.tool.and_then(|i| doc.tools.get(i)) {
+            Some(t) if text.field == Field::ToolDescription => t
+                .description()
+                .filter(|(d, _)| std::ptr::eq(*d, text.text))
+                .map(|(_, scan)| scan),
+            _ => None,
+        };
+        let scan = shared.unwrap_or_else(|| Scan::of(text.text));
         if scan.non_ascii {
             p1(doc, text, &names, &mut out);
         }
