@@ -38,6 +38,17 @@ pub struct Callable<'a> {
     pub index: usize,
 }
 
+impl Callable<'_> {
+    /// The JSON Pointer of one of its parameters in the tool list.
+    pub fn param_pointer(&self, param: &str) -> String {
+        format!(
+            "/tools/{}/inputSchema/properties/{}",
+            self.index,
+            pointer_token(param)
+        )
+    }
+}
+
 /// How a planned call is sent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum CallKind {
@@ -270,11 +281,7 @@ pub fn params_named(tool: &Callable<'_>, words: &[&str]) -> Vec<(String, String)
                 .any(|w| words.contains(&w.as_str()))
         })
         .map(|p| {
-            let pointer = format!(
-                "/tools/{}/inputSchema/properties/{}",
-                tool.index,
-                pointer_token(&p)
-            );
+            let pointer = tool.param_pointer(&p);
             (p, pointer)
         })
         .collect()

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{mcpprobe, root, state_dir};
+use crate::support::{mcpprobe, root, state_dir, stdout_json};
 
 /// The active checks that call the sandboxed fixture in its own network namespace (ACT-03 needs
 /// the fixture to reach mcpprobe's listener, ACT-06 an HTTP server that advertises OAuth: each
@@ -106,13 +106,7 @@ fn scan_fixture_in(
         ])
         .output()
         .expect("runs");
-    let report = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no JSON report ({e}): {}",
-            String::from_utf8_lossy(&o.stderr)
-        )
-    });
-    (o.status.code(), report, state)
+    (o.status.code(), stdout_json(&o), state)
 }
 
 fn findings<'r>(report: &'r Value, check: &str) -> Vec<&'r Value> {
@@ -139,6 +133,25 @@ fn authorisation(state: &Path) -> Value {
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     crate::support::json_file(&files.remove(0))
+}
+
+/// A program scripts/setup-peers.sh installs under the repo.
+fn installed_peer(rel: &str) -> PathBuf {
+    let program = root().join(rel);
+    assert!(
+        program.exists(),
+        "{} is missing: run scripts/setup-peers.sh",
+        program.display()
+    );
+    program
+}
+
+/// Every call the authorisation record lists went to one of `tools`.
+fn called_only(state: &Path, tools: &[&str]) {
+    let calls = authorisation(state)["calls"].clone();
+    for c in calls.as_array().expect("calls") {
+        assert!(tools.contains(&c["tool"].as_str().unwrap_or("")), "{c}");
+    }
 }
 
 fn budget(id: &str) -> u64 {
@@ -380,7 +393,7 @@ fn the_demo_proves_its_injection_and_calls_only_what_the_policy_allows() {
         .args(["demo", "--active", "--format", "json"])
         .output()
         .expect("runs");
-    let report: Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
+    let report = stdout_json(&o);
     let act01 = findings(&report, "ACT-01");
     assert_eq!(act01.len(), 1, "{report}");
     assert_eq!(act01[0]["location"]["tool"], "lookup_host");
@@ -536,7 +549,7 @@ fn a_tool_callable_without_the_advertised_authorization_is_found_and_a_guarded_o
             .output()
             .expect("runs");
         rt.block_on(server.stop());
-        let report: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let report = stdout_json(&o);
         assert_eq!(record(&report, "ACT-06")["status"], "ran", "{report}");
         let found = findings(&report, "ACT-06");
         assert_eq!(found.len(), expect, "unguarded {unguarded}: {report}");
@@ -558,12 +571,7 @@ fn a_tool_callable_without_the_advertised_authorization_is_found_and_a_guarded_o
 /// nothing in the workspace changes.
 #[test]
 fn a_real_vulnerable_server_from_pypi_is_proven_and_its_writer_and_runner_never_called() {
-    let program = root().join(".peers/vulnfs/bin/vuln-mcp-filesystem-workspace-actions");
-    assert!(
-        program.exists(),
-        "{} is missing: run scripts/setup-peers.sh",
-        program.display()
-    );
+    let program = installed_peer(".peers/vulnfs/bin/vuln-mcp-filesystem-workspace-actions");
     let dir = scratch();
     std::fs::write(
         dir.path().join("readme.txt"),
@@ -591,7 +599,7 @@ fn a_real_vulnerable_server_from_pypi_is_proven_and_its_writer_and_runner_never_
         .arg(dir.path())
         .output()
         .expect("runs");
-    let report: Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
+    let report = stdout_json(&o);
     let act02 = findings(&report, "ACT-02");
     assert_eq!(act02.len(), 1, "{report}");
     assert_eq!(act02[0]["location"]["tool"], "read_file");
@@ -604,13 +612,7 @@ fn a_real_vulnerable_server_from_pypi_is_proven_and_its_writer_and_runner_never_
         warnings.contains("`execute_code`: it runs code or commands"),
         "{warnings}"
     );
-    let calls = authorisation(state.path())["calls"].clone();
-    for c in calls.as_array().expect("calls") {
-        assert!(
-            ["read_file", "list_directory"].contains(&c["tool"].as_str().unwrap_or("")),
-            "{c}"
-        );
-    }
+    called_only(state.path(), &["read_file", "list_directory"]);
     assert_eq!(snapshot(dir.path()), before, "the workspace changed");
 }
 
@@ -710,12 +712,7 @@ fn a_name_refused_once_is_refused_for_every_tool_listed_under_it() {
 /// folder, `exec_command` is never called (it runs commands), and the scratch folder is unchanged.
 #[test]
 fn the_insecure_mcp_server_from_pypi_is_proven_and_its_shell_never_called() {
-    let server = root().join(".peers/insecure/bin/insecure-mcp-server");
-    assert!(
-        server.exists(),
-        "{} is missing: run scripts/setup-peers.sh",
-        server.display()
-    );
+    let server = installed_peer(".peers/insecure/bin/insecure-mcp-server");
     let dir = scratch();
     std::fs::write(dir.path().join("keep.txt"), "before").expect("write");
     let before = snapshot(dir.path());
@@ -753,12 +750,7 @@ kill $pid"#;
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .expect("runs");
-    let report: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no JSON report ({e}): {}",
-            String::from_utf8_lossy(&o.stderr)
-        )
-    });
+    let report = stdout_json(&o);
     let act02 = findings(&report, "ACT-02");
     assert_eq!(act02.len(), 1, "{report}");
     assert_eq!(act02[0]["location"]["tool"], "read_file");
@@ -767,14 +759,6 @@ kill $pid"#;
         warnings.contains("`exec_command`: it runs code or commands"),
         "{warnings}"
     );
-    let calls = authorisation(state.path())["calls"].clone();
-    assert!(
-        calls
-            .as_array()
-            .expect("calls")
-            .iter()
-            .all(|c| c["tool"] == "read_file"),
-        "{calls}"
-    );
+    called_only(state.path(), &["read_file"]);
     assert_eq!(snapshot(dir.path()), before, "the scratch folder changed");
 }

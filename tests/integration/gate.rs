@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::support::dns::TestDns;
 use crate::support::http::{Answer, TestHttp};
 use crate::support::netns::{NS_IP, NetnsHost, PORT};
-use crate::support::{mcpprobe, runtime, state_dir};
+use crate::support::{mcpprobe, runtime, state_dir, stdout_json};
 
 const TARGET: &str = "http://mcp.test:8080/mcp";
 const OPT_OUT_GET: &str = "GET /.well-known/mcpprobe-opt-out";
@@ -24,13 +24,7 @@ fn scan(dns: &TestDns, state: &tempfile::TempDir, url: &str, extra: &[&str]) -> 
         .args(extra)
         .output()
         .expect("mcpprobe runs");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no JSON report ({e}); stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), report)
+    (out.status.code().unwrap_or(-1), stdout_json(&out))
 }
 
 fn write_proof(state: &tempfile::TempDir, host: &str, token: &str, verified: &str, expires: &str) {

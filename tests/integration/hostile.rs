@@ -303,12 +303,7 @@ mod authorization_server {
             .expect("mcpprobe runs");
         let code = out.status.code().unwrap_or(-1);
         assert!([0, 1, 3].contains(&code), "exit {code}");
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "no JSON report ({e}): {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        let report = crate::support::stdout_json(&out);
         let urls = std::fs::read_to_string(&trace)
             .unwrap_or_default()
             .lines()

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::active::canary::{Product, shell_payloads};
 use crate::active::{
-    ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params, pointer_token,
+    ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params,
 };
 use crate::checks::{Check, Outcome, finding};
 use crate::finding::Finding;
@@ -27,6 +27,27 @@ impl Check for Act01 {
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
+    }
+}
+
+/// A call that sends `payload` in `param` (the tool's other parameters benign) and looks for
+/// `product` in the result.
+fn probe(
+    t: &Callable<'_>,
+    param: &str,
+    payload: String,
+    product: &Product,
+    what: &str,
+    tag: String,
+) -> PlannedCall {
+    PlannedCall {
+        kind: crate::active::CallKind::Tool,
+        tool: t.name.to_string(),
+        arguments: benign_arguments(t.tool, &[(param, Value::String(payload))]),
+        canary: Some(product.marker()),
+        purpose: format!("`{param}`: {what}"),
+        pointer: Some(t.param_pointer(param)),
+        tag,
     }
 }
 
@@ -53,22 +74,15 @@ impl ActiveCheck for Act01 {
         let controlled = params.len().min(budget / (forms + 1));
         for (t, param) in params.iter().take(controlled) {
             let product = Product::random();
-            out.push(PlannedCall {
-                kind: crate::active::CallKind::Tool,
-                tool: t.name.to_string(),
-                arguments: benign_arguments(
-                    t.tool,
-                    &[(param, Value::String(format!("{}*{}", product.a, product.b)))],
-                ),
-                canary: Some(product.marker()),
-                purpose: format!("`{param}`: control (a bare A*B, which no shell evaluates)"),
-                pointer: Some(format!(
-                    "/tools/{}/inputSchema/properties/{}",
-                    t.index,
-                    pointer_token(param)
-                )),
-                tag: format!("control {param}"),
-            });
+            let payload = format!("{}*{}", product.a, product.b);
+            out.push(probe(
+                t,
+                param,
+                payload,
+                &product,
+                "control (a bare A*B, which no shell evaluates)",
+                format!("control {param}"),
+            ));
         }
         let params = &params[..controlled];
         for form in 0..forms {
@@ -79,19 +93,7 @@ impl ActiveCheck for Act01 {
                 // Fresh factors for every call: a product names the one call that made it.
                 let product = Product::random();
                 let (payload, what) = shell_payloads(&product).swap_remove(form);
-                out.push(PlannedCall {
-                    kind: crate::active::CallKind::Tool,
-                    tool: t.name.to_string(),
-                    arguments: benign_arguments(t.tool, &[(param, Value::String(payload))]),
-                    canary: Some(product.marker()),
-                    purpose: format!("`{param}`: {what}"),
-                    pointer: Some(format!(
-                        "/tools/{}/inputSchema/properties/{}",
-                        t.index,
-                        pointer_token(param)
-                    )),
-                    tag: format!("echo {form} {param}"),
-                });
+                out.push(probe(t, param, payload, &product, what, format!("echo {form} {param}")));
             }
         }
         out
