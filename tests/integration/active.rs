@@ -146,6 +146,17 @@ fn installed_peer(rel: &str) -> PathBuf {
     program
 }
 
+/// One ACT-02 finding, at `read_file`, and a warning for each refusal in `refused`.
+fn read_file_proven_and_refused(report: &Value, refused: &[&str]) {
+    let act02 = findings(report, "ACT-02");
+    assert_eq!(act02.len(), 1, "{report}");
+    assert_eq!(act02[0]["location"]["tool"], "read_file");
+    let warnings = report["warnings"].to_string();
+    for r in refused {
+        assert!(warnings.contains(r), "{warnings}");
+    }
+}
+
 /// Every call the authorisation record lists went to one of `tools`.
 fn called_only(state: &Path, tools: &[&str]) {
     let calls = authorisation(state)["calls"].clone();
@@ -600,17 +611,12 @@ fn a_real_vulnerable_server_from_pypi_is_proven_and_its_writer_and_runner_never_
         .output()
         .expect("runs");
     let report = stdout_json(&o);
-    let act02 = findings(&report, "ACT-02");
-    assert_eq!(act02.len(), 1, "{report}");
-    assert_eq!(act02[0]["location"]["tool"], "read_file");
-    let warnings = report["warnings"].to_string();
-    assert!(
-        warnings.contains("`write_file`: it changes data"),
-        "{warnings}"
-    );
-    assert!(
-        warnings.contains("`execute_code`: it runs code or commands"),
-        "{warnings}"
+    read_file_proven_and_refused(
+        &report,
+        &[
+            "`write_file`: it changes data",
+            "`execute_code`: it runs code or commands",
+        ],
     );
     called_only(state.path(), &["read_file", "list_directory"]);
     assert_eq!(snapshot(dir.path()), before, "the workspace changed");
@@ -751,14 +757,7 @@ kill $pid"#;
         .output()
         .expect("runs");
     let report = stdout_json(&o);
-    let act02 = findings(&report, "ACT-02");
-    assert_eq!(act02.len(), 1, "{report}");
-    assert_eq!(act02[0]["location"]["tool"], "read_file");
-    let warnings = report["warnings"].to_string();
-    assert!(
-        warnings.contains("`exec_command`: it runs code or commands"),
-        "{warnings}"
-    );
+    read_file_proven_and_refused(&report, &["`exec_command`: it runs code or commands"]);
     called_only(state.path(), &["read_file"]);
     assert_eq!(snapshot(dir.path()), before, "the scratch folder changed");
 }
