@@ -169,6 +169,11 @@ pub trait ActiveCheck: Sync + Send {
     fn follow_up(&self, _made: &[MadeCall], _budget: usize, _env: &StageEnv) -> Vec<PlannedCall> {
         Vec::new()
     }
+    /// What [`ActiveCheck::follow_up`] may add, said by a dry run (which cannot know the
+    /// answers the follow-up is planned from).
+    fn follow_up_note(&self) -> Option<&'static str> {
+        None
+    }
     /// Why it planned nothing, when it knows better than "no tool has what it tests".
     fn nothing_planned(&self, _env: &StageEnv) -> Option<String> {
         None
@@ -336,8 +341,12 @@ pub async fn run(
                     .iter()
                     .map(|p| format!("`{}` {}", p.tool, p.arguments))
                     .collect();
+                let then = check
+                    .follow_up_note()
+                    .map(|n| format!("; {n}, within the same budget"))
+                    .unwrap_or_default();
                 format!(
-                    "dry run (--dry-run): {} of {budget} calls planned: {}",
+                    "dry run (--dry-run): {} of {budget} calls planned: {}{then}",
                     planned.len(),
                     crate::report::escape::escape(&calls.join("; "))
                 )

@@ -212,12 +212,31 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
             .unwrap_or_default()
             .contains("Linux version")
     );
-    // ACT-04: find_customer's `name` answers a true AND like its baseline, a false one not.
+    // ACT-04: find_customer's `name` answers a true AND like its baseline, a false one not
+    // (baseline, lone quote and two pairs); check_customer answers "ok" whatever the rows, so
+    // only its MySQL sleep shows it: each answer as slow as asked, the control fast. Its
+    // PostgreSQL form (an error the blind tool swallows) proved nothing.
     let act04 = findings(&report, "ACT-04");
-    assert_eq!(act04.len(), 1, "{report}");
+    assert_eq!(act04.len(), 2, "{report}");
     assert_eq!(act04[0]["location"]["tool"], "find_customer");
+    assert_eq!(act04[0]["subcode"], Value::Null);
     assert_eq!(
         act04[0]["evidence"]["exchanges"].as_array().map(Vec::len),
+        Some(6)
+    );
+    assert_eq!(act04[1]["location"]["tool"], "check_customer");
+    assert_eq!(act04[1]["subcode"], "sleep");
+    assert_eq!(
+        act04[1]["location"]["pointer"],
+        "/tools/6/inputSchema/properties/customer"
+    );
+    let m = act04[1]["message"].as_str().unwrap_or_default();
+    assert!(
+        m.contains("MySQL SLEEP") && m.contains("correlation"),
+        "{m}"
+    );
+    assert_eq!(
+        act04[1]["evidence"]["exchanges"].as_array().map(Vec::len),
         Some(5)
     );
     // ACT-08: the file:// template resolves `..` to /proc/version; its control did not.
@@ -301,11 +320,18 @@ fn the_safe_and_the_reflecting_twins_get_no_finding() {
 fn a_slow_twin_is_not_mistaken_for_an_injection() {
     let dir = scratch();
     let mut args = GATE.to_vec();
-    args.extend(["--checks", "ACT-01"]);
+    args.extend(["--checks", "ACT-01,ACT-04"]);
     let (code, report, _state) = scan_fixture("slow", dir.path(), &args);
     assert_eq!(code, Some(0), "{report}");
-    assert_eq!(record(&report, "ACT-01")["status"], "ran");
-    assert!(findings(&report, "ACT-01").is_empty(), "{report}");
+    for id in ["ACT-01", "ACT-04"] {
+        assert_eq!(record(&report, id)["status"], "ran");
+        assert!(findings(&report, id).is_empty(), "{report}");
+    }
+    // ACT-04's sleep probes ran (the pairs proved nothing) and their slow control told them apart.
+    assert!(
+        record(&report, "ACT-04")["requests"].as_u64() > Some(18),
+        "{report}"
+    );
 }
 
 #[test]
@@ -391,6 +417,13 @@ fn a_dry_run_calls_nothing_and_says_what_it_would_call() {
     let reason = record(&report, "ACT-01")["reason"].to_string();
     assert!(
         reason.contains("`lookup_host`") && reason.contains("of 28 calls planned"),
+        "{reason}"
+    );
+    // Follow-up calls depend on answers a dry run does not have: it says what they would be.
+    assert!(reason.contains("5 timing calls"), "{reason}");
+    let reason = record(&report, "ACT-04")["reason"].to_string();
+    assert!(
+        reason.contains("`check_customer`") && reason.contains("5 sleep calls per dialect"),
         "{reason}"
     );
     assert_eq!(authorisation(state.path())["calls"], serde_json::json!([]));

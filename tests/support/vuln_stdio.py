@@ -8,7 +8,9 @@ its input through `sh -c` (in the current folder, the sandbox's scratch folder).
 - vulnerable: `lookup_host` runs `sh -c "echo looking up <host>"`; `get_notice` returns an
   <IMPORTANT> instruction aimed at the model; `get_status` accepts any arguments; `read_note`
   joins (and URL-decodes) its name onto tests/support/notes/ without checking; `find_customer`
-  splices its name into SQL over an in-memory SQLite; `fetch_page` fetches any URL; the
+  splices its name into SQL over an in-memory SQLite; `check_customer` splices its `customer`
+  into SQL too but answers "ok" whatever the rows (blind), over an SQLite given a `SLEEP(n)`
+  function as MySQL has one (only a sleep can show it); `fetch_page` fetches any URL; the
   `file:///notes/{name}` resource template resolves `..`.
 - safe: the same tools, done right: an argument vector, a plain notice, arguments validated.
 - reflect: echoes every input verbatim (reflection must not look like injection).
@@ -43,6 +45,9 @@ TOOLS = [
     {"name": "fetch_page", "description": "Fetches a web page and returns its text.",
      "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"],
                      "additionalProperties": False}, "annotations": RO},
+    {"name": "check_customer", "description": "Checks that the directory answers for a customer; always says ok.",
+     "inputSchema": {"type": "object", "properties": {"customer": {"type": "string", "examples": ["Ada"]}},
+                     "required": ["customer"], "additionalProperties": False}, "annotations": RO},
     {"name": "delete_cache", "description": "Clears the cache.",
      "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}, "annotations": RO},
     {"name": "get_unannotated", "description": "A lookup without annotations.",
@@ -162,6 +167,21 @@ def call(name, args):
         except sqlite3.Error as e:
             return text(f"query failed: {e}", error=True)
         return text(json.dumps(rows))
+    if name == "check_customer":
+        db = sqlite3.connect(":memory:")
+        # MySQL's SLEEP(n), capped: the only way this blind tool's injection shows.
+        db.create_function("SLEEP", 1, lambda n: time.sleep(min(max(float(n), 0.0), 5.0)) or 0)
+        db.execute("CREATE TABLE customers (name TEXT)")
+        db.execute("INSERT INTO customers VALUES ('Ada')")
+        who = args.get("customer", "")
+        try:
+            if MODE == "vulnerable":
+                db.execute(f"SELECT 1 FROM customers WHERE name = '{who}'").fetchall()
+            else:
+                db.execute("SELECT 1 FROM customers WHERE name = ?", (who,)).fetchall()
+        except sqlite3.Error:
+            pass  # blind: an error looks like any other answer
+        return text("ok")
     return None
 
 

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::active::canary::{Product, shell_payloads};
+use crate::active::canary::{Product, TIMING, shell_payloads, timing_verdict};
 use crate::active::{
     ActiveCheck, Callable, MadeCall, PlannedCall, benign_arguments, free_text_params,
 };
@@ -151,6 +151,12 @@ impl ActiveCheck for Act01 {
         out
     }
 
+    fn follow_up_note(&self) -> Option<&'static str> {
+        Some(
+            "then, for each parameter an echo canary proves, 5 timing calls in the form that proved it (sleep 0, 2, 1, 2, 1 s)",
+        )
+    }
+
     fn judge(&self, calls: &[MadeCall], _env: &crate::active::StageEnv) -> Outcome {
         let mut findings: Vec<Finding> = Vec::new();
         // Parameters whose control came back evaluated: an evaluator, not a shell.
@@ -215,7 +221,15 @@ impl ActiveCheck for Act01 {
             if timed.len() < TIMING.len() {
                 continue;
             }
-            let note = timing_verdict(&timed);
+            let t = timing_verdict(&timed);
+            let note = if t.confirmed {
+                format!("confirmed by timing ({})", t.note)
+            } else {
+                format!(
+                    "the timing confirmation did not hold ({}): the echo alone is the proof",
+                    t.note
+                )
+            };
             if let Some(m) = f.message.as_mut() {
                 m.push_str("; ");
                 m.push_str(&note);
@@ -224,10 +238,6 @@ impl ActiveCheck for Act01 {
         Outcome::Ran(findings)
     }
 }
-
-/// The delays of a timing confirmation (SPEC §13): a zero-delay control, then long and short
-/// alternating.
-const TIMING: [u64; 5] = [0, 2, 1, 2, 1];
 
 /// The sleeping twins of [`shell_payloads`], form for form.
 fn sleep_payloads(n: u64) -> Vec<String> {
@@ -247,70 +257,5 @@ fn proves(c: &MadeCall) -> bool {
         return false;
     };
     !c.planned.arguments.to_string().contains(marker.as_str()) && c.result_text().contains(marker.as_str())
-}
-
-/// Whether (delay, elapsed) pairs confirm: every delayed call took at least its delay, the
-/// control (delay 0) was at least half a second faster than every delayed call (the rate
-/// limit's wait is in every elapsed time alike), and elapsed times track the delays (Pearson
-/// correlation above 0.85).
-pub fn timing_verdict(timed: &[(u64, f64)]) -> String {
-    let shown: Vec<String> = timed.iter().map(|(d, e)| format!("{d} s → {e:.2} s")).collect();
-    let delayed: Vec<&(u64, f64)> = timed.iter().filter(|(d, _)| *d > 0).collect();
-    let slowest_control = timed
-        .iter()
-        .filter(|(d, _)| *d == 0)
-        .map(|(_, e)| *e)
-        .fold(0.0_f64, f64::max);
-    let quickest_delayed = delayed.iter().map(|(_, e)| *e).fold(f64::INFINITY, f64::min);
-    let control_fast = slowest_control + 0.5 <= quickest_delayed;
-    let each_at_least = delayed.iter().all(|(d, e)| *e + 0.05 >= *d as f64);
-    let r = correlation(&delayed.iter().map(|(d, e)| (*d as f64, *e)).collect::<Vec<_>>());
-    if control_fast && each_at_least && r > 0.85 {
-        format!("confirmed by timing ({}; correlation {r:.2})", shown.join(", "))
-    } else {
-        format!(
-            "the timing confirmation did not hold ({}; correlation {r:.2}): the echo alone is the proof",
-            shown.join(", ")
-        )
-    }
-}
-
-fn correlation(xy: &[(f64, f64)]) -> f64 {
-    let n = xy.len() as f64;
-    if n < 2.0 {
-        return 0.0;
-    }
-    let (mx, my) = (
-        xy.iter().map(|p| p.0).sum::<f64>() / n,
-        xy.iter().map(|p| p.1).sum::<f64>() / n,
-    );
-    let cov: f64 = xy.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-    let vx: f64 = xy.iter().map(|(x, _)| (x - mx).powi(2)).sum();
-    let vy: f64 = xy.iter().map(|(_, y)| (y - my).powi(2)).sum();
-    if vx == 0.0 || vy == 0.0 {
-        0.0
-    } else {
-        cov / (vx.sqrt() * vy.sqrt())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::timing_verdict;
-
-    #[test]
-    fn timing_confirms_only_delays_that_track_the_request() {
-        let tracked = [(0, 0.02), (2, 2.03), (1, 1.02), (2, 2.01), (1, 1.04)];
-        assert!(timing_verdict(&tracked).starts_with("confirmed by timing"));
-        // A slow server: everything takes 3 s, the control too.
-        let slow = [(0, 3.0), (2, 3.0), (1, 3.0), (2, 3.0), (1, 3.0)];
-        assert!(timing_verdict(&slow).starts_with("the timing confirmation did not hold"));
-        // Faster than the delay asked for: not a sleep.
-        let fast = [(0, 0.01), (2, 0.5), (1, 0.2), (2, 0.5), (1, 0.2)];
-        assert!(timing_verdict(&fast).starts_with("the timing confirmation did not hold"));
-        // A 1-request-a-second rate limit adds its wait to every call alike: still confirmed.
-        let limited = [(0, 1.0), (2, 3.0), (1, 2.0), (2, 3.01), (1, 2.02)];
-        assert!(timing_verdict(&limited).starts_with("confirmed by timing"));
-    }
 }
 
