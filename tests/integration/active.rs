@@ -218,25 +218,31 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
     // PostgreSQL form (an error the blind tool swallows) proved nothing.
     let act04 = findings(&report, "ACT-04");
     assert_eq!(act04.len(), 2, "{report}");
-    assert_eq!(act04[0]["location"]["tool"], "find_customer");
-    assert_eq!(act04[0]["subcode"], Value::Null);
+    let of = |tool: &str| {
+        *act04
+            .iter()
+            .find(|f| f["location"]["tool"] == tool)
+            .unwrap_or_else(|| panic!("no ACT-04 finding at {tool}: {report}"))
+    };
+    let pairs = of("find_customer");
+    assert_eq!(pairs["subcode"], Value::Null);
     assert_eq!(
-        act04[0]["evidence"]["exchanges"].as_array().map(Vec::len),
+        pairs["evidence"]["exchanges"].as_array().map(Vec::len),
         Some(6)
     );
-    assert_eq!(act04[1]["location"]["tool"], "check_customer");
-    assert_eq!(act04[1]["subcode"], "sleep");
+    let sleep = of("check_customer");
+    assert_eq!(sleep["subcode"], "sleep");
     assert_eq!(
-        act04[1]["location"]["pointer"],
+        sleep["location"]["pointer"],
         "/tools/6/inputSchema/properties/customer"
     );
-    let m = act04[1]["message"].as_str().unwrap_or_default();
+    let m = sleep["message"].as_str().unwrap_or_default();
     assert!(
         m.contains("MySQL SLEEP") && m.contains("correlation"),
         "{m}"
     );
     assert_eq!(
-        act04[1]["evidence"]["exchanges"].as_array().map(Vec::len),
+        sleep["evidence"]["exchanges"].as_array().map(Vec::len),
         Some(5)
     );
     // ACT-08: the file:// template resolves `..` to /proc/version; its control did not.
@@ -327,7 +333,7 @@ fn a_slow_twin_is_not_mistaken_for_an_injection() {
         assert_eq!(record(&report, id)["status"], "ran");
         assert!(findings(&report, id).is_empty(), "{report}");
     }
-    // ACT-04's sleep probes ran (the pairs proved nothing) and their slow control told them apart.
+    // ACT-04 sleep probes ran on the blind check_customer and the slow control told them apart.
     assert!(
         record(&report, "ACT-04")["requests"].as_u64() > Some(18),
         "{report}"

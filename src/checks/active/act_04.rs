@@ -8,8 +8,8 @@
 //!   fresh numbers each time). An injectable parameter answers the true condition exactly as the
 //!   baseline and the false one differently, both times; a safe one answers both like any other
 //!   unknown value.
-//! - **Sleep probes**, for a parameter whose pairs proved nothing although every call answered
-//!   (a blind tool whose answer does not depend on the rows): the dialect's sleep inside an
+//! - **Sleep probes**, for a parameter whose baseline and conditions all answered alike (a blind
+//!   tool whose answer does not depend on the rows): the dialect's sleep inside an
 //!   `AND` condition, with the timing canary of [`crate::active::canary::TIMING`] (a zero-delay
 //!   control, then 2, 1, 2, 1 s). PostgreSQL (`pg_sleep` in a sub-select) and MySQL/MariaDB
 //!   (`SLEEP`) have one usable in an expression; SQLite has none and SQL Server's `WAITFOR` needs
@@ -333,7 +333,7 @@ impl ActiveCheck for Act04 {
         out
     }
 
-    /// Sleep probes for each parameter whose pairs answered but proved nothing, in the
+    /// Sleep probes for each parameter whose pairs all answered alike (a blind tool), in the
     /// dialects its answers allow.
     fn follow_up(
         &self,
@@ -343,7 +343,9 @@ impl ActiveCheck for Act04 {
     ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
         for g in groups(made) {
-            if !matches!(g.pairs(), Pairs::Alike | Pairs::NoEffect) {
+            // Only where the pairs could not differ: a true and a false condition that answer
+            // alike but unlike the baseline already say the value is taken as a literal.
+            if g.pairs() != Pairs::Alike {
                 continue;
             }
             let Some(base) = g.by_role("base").first().copied() else {
@@ -386,7 +388,7 @@ impl ActiveCheck for Act04 {
 
     fn follow_up_note(&self) -> Option<&'static str> {
         Some(
-            "then, for each parameter whose pairs answered but proved nothing, 5 sleep calls per dialect its answers allow (PostgreSQL pg_sleep, MySQL SLEEP; both when no error names one)",
+            "then, for each parameter whose baseline and conditions all answer alike (a blind tool), 5 sleep calls per dialect its answers allow (PostgreSQL pg_sleep, MySQL SLEEP; both when no error names one)",
         )
     }
 
