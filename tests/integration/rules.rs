@@ -58,6 +58,10 @@ fn matches(f: &Finding, want: &Value) -> bool {
             .is_none_or(|m| f.message.as_deref().is_some_and(|x| x.contains(m)))
         && field("text_contains")
             .is_none_or(|m| f.evidence.text.as_deref().is_some_and(|x| x.contains(m)))
+        && field("confidence").is_none_or(|c| {
+            let want = Confidence::parse(c).unwrap_or_else(|| panic!("unknown confidence {c:?}"));
+            f.confidence == want
+        })
 }
 
 fn run(path: &Path) -> (Value, Vec<Finding>) {
@@ -96,7 +100,15 @@ fn every_fixture_fires_what_it_expects_and_nothing_it_forbids() {
             .to_string();
         let got: Vec<String> = findings
             .iter()
-            .map(|f| format!("{} {:?} {:?}", id(f), f.location.pointer, f.message))
+            .map(|f| {
+                format!(
+                    "{} {:?} {} {:?}",
+                    id(f),
+                    f.location.pointer,
+                    f.confidence.as_str(),
+                    f.message
+                )
+            })
             .collect();
         for want in fixture["expect"].as_array().into_iter().flatten() {
             if !findings.iter().any(|f| matches(f, want)) {
