@@ -261,8 +261,7 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("system override", Trigger::RolePhrase),
     ("developer mode", Trigger::RolePhrase),
     ("god mode", Trigger::RolePhrase),
-    ("jailbreak", Trigger::RolePhrase),
-    ("jailbroken", Trigger::RolePhrase),
+    ("jailbreak mode", Trigger::RolePhrase),
     ("dan mode", Trigger::RolePhrase),
     ("sudo mode", Trigger::RolePhrase),
     ("<<sys>>", Trigger::RolePhrase),
@@ -554,11 +553,6 @@ pub const TRIGGERS: &[(&str, Trigger)] = &[
     ("from users", Trigger::FromUser),
     ("from the human", Trigger::FromUser),
     ("from the operator", Trigger::FromUser),
-    ("assistant instructions", Trigger::RolePhrase),
-    ("ai instructions", Trigger::RolePhrase),
-    ("model instructions", Trigger::RolePhrase),
-    ("llm instructions", Trigger::RolePhrase),
-    ("agent instructions", Trigger::RolePhrase),
     ("api token", Trigger::Secret),
     ("api tokens", Trigger::Secret),
     ("auth token", Trigger::Secret),
@@ -1093,7 +1087,13 @@ pub fn check(
             let prev = b(3);
             let word = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
             if word == "others" {
-                return any_of(&prev, &["than", "over", "ignore", "disregard"])
+                // A bare pronoun: "ignore others", or "this one over others" after a verb of
+                // choosing; "more stars than others" compares, it does not steer.
+                let direct = any_of(&prev, &["ignore", "disregard"]);
+                let chosen = any_of(&prev, &["than", "over"])
+                    && (any_of(&b(8), USE_VERBS)
+                        || any_of(&b(8), &["prefer", "choose", "pick", "select", "trust"]));
+                return (direct || chosen)
                     .then_some(())
                     .and_then(|_| hit(Family::Preference, Medium, start, end));
             }
@@ -1260,7 +1260,7 @@ pub fn check(
                 return hit(Family::Role, High, start, end);
             }
             let all = any_of(head, &["all", "any", "every"]);
-            // "bypass" and "circumvent" need no "all": "bypass security checks".
+            // "bypass" and "circumvent" need no quantifier before the safety word.
             let verb = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
             let strong = matches!(&*verb, "bypass" | "circumvent");
             ((all || strong) && any_of(&next[..next.len().min(3)], SAFETY)).then_some(())?;
@@ -1564,7 +1564,7 @@ pub fn check(
                     ],
                 ));
             // "no need to ask / without asking / ask for confirmation": only about the user's
-            // consent, not "no need to ask questions".
+            // consent (confirmation, permission, approval), not about asking anything else.
             let about_consent = any_of(
                 &next,
                 &[
@@ -1696,8 +1696,9 @@ pub fn check(
                 return hit(Family::Role, Medium, start, end);
             }
             let prev = b(3);
-            // "requires admin privileges" is a requirement; "you have unrestricted access" and
-            // "simulate elevated privileges" claim authority.
+            // A privilege the tool needs is a requirement; one the text grants, assumes or says
+            // the model now holds (a verb of granting before it, or "you have" before an
+            // unbounded one) claims authority.
             let unbounded = matches!(&*head, "unrestricted access" | "elevated privileges");
             let claimed = any_of(
                 &prev,
@@ -1877,7 +1878,7 @@ fn sibling(
     start: usize,
     end: usize,
 ) -> Option<Hit> {
-    // None: the text's own tool ("each edit_block call should …" describes itself).
+    // None: the text's own tool (a tool describing each call of itself).
     match is_tool(name)? {
         true => hit(Family::Interception, Confidence::Medium, start, end),
         false => hit(Family::UnknownTool, Confidence::Low, start, end),

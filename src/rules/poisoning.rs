@@ -537,7 +537,7 @@ fn emoji_join(before: Option<char>, after: Option<char>) -> bool {
 }
 
 /// Words after a list-C phrase that make it about a parameter or a value, not a tool
-/// ("overrides the location parameter", "replaces the existing file").
+/// ("overrides the timeout parameter", "replaces the existing file").
 const NOT_A_TOOL: &[&str] = &[
     "parameter",
     "parameters",
