@@ -118,7 +118,9 @@ pub enum Field {
     SchemaValue,
     PropertyName,
     /// A key the model reads that is not a JSON Schema keyword nor a known tool field (an
-    /// `x-…` extension, a stray `note`), or a `required` entry: read like a property name.
+    /// `x-…` extension, a stray `note`), a `required` entry, or a name under
+    /// `patternProperties`, `$defs`, `definitions` or `dependentSchemas`: read like a property
+    /// name.
     Key,
     Instructions,
     /// Prompt and resource names, titles, descriptions, prompt argument texts.
@@ -389,11 +391,16 @@ impl<'a> Walker<'a, '_> {
                 ) => {
                     let group = self.key(at, key);
                     for (name, sub) in props {
+                        // The pointer of a name is the schema it names. A property name is a
+                        // parameter; a pattern, a definition's name or a dependent schema's
+                        // key is read like one (the model sees it all the same).
                         let p = self.key(group, name);
-                        if key == "properties" {
-                            // The pointer of a property name is the property itself.
-                            self.push(p, tool, Field::PropertyName, name);
-                        }
+                        let field = if key == "properties" {
+                            Field::PropertyName
+                        } else {
+                            Field::Key
+                        };
+                        self.push(p, tool, field, name);
                         self.schema(sub, p, tool, depth + 1);
                     }
                 }
