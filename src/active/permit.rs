@@ -163,7 +163,7 @@ mod tests {
             admit_body(b"{\"method\": \"tools/call\"").is_err(),
             "not JSON but a call"
         );
-        let auth = crate::gate::authorise_stdio_active(&crate::engine::ActiveRequest {
+        let auth = crate::gate::Authorised::for_tests(&crate::engine::ActiveRequest {
             authorised_by: Some("t".into()),
             scope: Some("*".into()),
             verify: true,
@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(permit.used(), 2);
         // And the gate refuses to mint one without its flags.
         assert!(
-            crate::gate::authorise_stdio_active(&crate::engine::ActiveRequest::default()).is_err()
+            crate::gate::Authorised::for_tests(&crate::engine::ActiveRequest::default()).is_err()
         );
     }
 }

@@ -496,13 +496,16 @@ impl Scanner {
                     return Ok(());
                 }
             };
+        let mint = req
+            .active
+            .as_ref()
+            .map(|a| gate::authorise_stdio_active(a, &process));
         let (fp, session) = ladder::stdio(process).await;
         let inventory = if fp.eras.is_empty() || net.cancelled().is_cancelled() {
             None
         } else {
             Some(inventory::read(&session, &fp).await)
         };
-        let mint = req.active.as_ref().map(gate::authorise_stdio_active);
         let active = match self.begin_active(req, "stdio", mint, inventory.as_ref()) {
             Ok(Ok(active)) => active,
             Ok(Err(why)) => {

@@ -130,6 +130,16 @@ pub struct Owned {
 /// ([`Owned::authorise_active`], or a stdio server mcpprobe starts itself,
 /// [`authorise_stdio_active`]). Nothing else can build one (a private field), and without one
 /// no `tools/call` can be sent: [`crate::active`] needs it for every call.
+///
+/// Code outside the gate cannot make one:
+///
+/// ```compile_fail,E0451
+/// let forged = mcpprobe::gate::Authorised {
+///     authorised_by: "me".into(),
+///     scope: "*".into(),
+///     proof: "none".into(),
+/// };
+/// ```
 #[derive(Debug)]
 pub struct Authorised {
     authorised_by: String,
@@ -164,9 +174,24 @@ fn mint(active: &crate::engine::ActiveRequest, proof: String) -> Result<Authoris
     })
 }
 
-/// A stdio server mcpprobe starts itself has a local proof made in this run by construction.
-pub fn authorise_stdio_active(active: &crate::engine::ActiveRequest) -> Result<Authorised, String> {
+/// A stdio server mcpprobe starts itself has a local proof made in this run by construction:
+/// the handle of the process it spawned is that proof (nothing but [`StdioProcess::spawn`]
+/// makes one, and no passive check is ever given one).
+///
+/// [`StdioProcess::spawn`]: crate::protocol::stdio::StdioProcess::spawn
+pub fn authorise_stdio_active(
+    active: &crate::engine::ActiveRequest,
+    _launched: &crate::protocol::stdio::StdioProcess,
+) -> Result<Authorised, String> {
     mint(active, "local: a stdio server started by mcpprobe".into())
+}
+
+#[cfg(test)]
+impl Authorised {
+    /// The flags' checks of a mint without a target, for unit tests of what a token allows.
+    pub(crate) fn for_tests(active: &crate::engine::ActiveRequest) -> Result<Authorised, String> {
+        mint(active, "test".into())
+    }
 }
 
 impl Owned {
