@@ -81,7 +81,39 @@ pub struct Behaviour {
     pub server_card_status: Option<u16>,
     /// `params` of the wrong type are ignored and answered normally (lenient, not a hole).
     pub lenient_params: bool,
+    /// A request the server never answers (the scan's response timeout ends the wait).
+    pub hang: Option<Hang>,
 }
+
+/// Which request the server never answers: it holds the connection open without a status line,
+/// as an overloaded or wedged server does, so the client sees only its own timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hang {
+    /// A POST to the MCP endpoint without the token `require_token` asks for.
+    Anonymous,
+    /// A POST to the MCP endpoint with a foreign `Origin`.
+    ForgedOrigin,
+    /// A JSON-RPC request for a method no MCP version defines.
+    UnknownMethod,
+    /// `tools/list` (the inventory, and every later list).
+    ToolsList,
+    /// A POST whose body is not JSON.
+    BadJson,
+    /// The server card location `<url>/server-card`.
+    ServerCard,
+}
+
+/// The methods the server knows (notifications aside); anything else is an unknown method.
+const KNOWN_METHODS: [&str; 8] = [
+    "initialize",
+    "server/discover",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
 
 impl Default for Behaviour {
     /// The vulnerable reference server.
@@ -118,6 +150,7 @@ impl Default for Behaviour {
             preflight_status: None,
             server_card_status: None,
             lenient_params: false,
+            hang: None,
         }
     }
 }
@@ -370,6 +403,32 @@ impl Shared {
         }
     }
 
+    /// Whether this POST to the MCP endpoint is the one [`Behaviour::hang`] never answers.
+    fn hangs(&self, headers: &HeaderMap, body: &[u8]) -> bool {
+        let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or("");
+        match self.b.hang {
+            None | Some(Hang::ServerCard) => false,
+            Some(Hang::Anonymous) => self
+                .b
+                .require_token
+                .as_ref()
+                .is_some_and(|t| h("authorization") != format!("Bearer {t}")),
+            Some(Hang::ForgedOrigin) => !h("origin").is_empty() && !local_origin(h("origin")),
+            Some(Hang::BadJson) => serde_json::from_slice::<Value>(body).is_err(),
+            Some(hang @ (Hang::UnknownMethod | Hang::ToolsList)) => {
+                serde_json::from_slice::<Value>(body)
+                    .ok()
+                    .and_then(|m| m.get("method").and_then(Value::as_str).map(str::to_string))
+                    .is_some_and(|m| match hang {
+                        Hang::ToolsList => m == "tools/list",
+                        _ => {
+                            !m.starts_with("notifications/") && !KNOWN_METHODS.contains(&m.as_str())
+                        }
+                    })
+            }
+        }
+    }
+
     /// Origin, Host and token checks shared by every MCP request.
     fn admit(&self, headers: &HeaderMap) -> Option<Response> {
         let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -554,6 +613,10 @@ async fn mcp_inner(s: &S, method: Method, headers: &HeaderMap, body: Bytes) -> R
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     };
+    if method == Method::POST && s.hangs(headers, &body) {
+        // Never answered; the handler is dropped with the connection or the server.
+        std::future::pending::<()>().await;
+    }
     if method == Method::OPTIONS {
         if let Some(status) = s.b.preflight_status {
             return StatusCode::from_u16(status)
@@ -818,6 +881,9 @@ async fn agent_card(State(s): State<S>) -> Response {
 }
 
 async fn server_card(State(s): State<S>) -> Response {
+    if s.b.hang == Some(Hang::ServerCard) {
+        std::future::pending::<()>().await;
+    }
     if let Some(status) = s.b.server_card_status {
         return StatusCode::from_u16(status)
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)

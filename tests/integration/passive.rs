@@ -1227,3 +1227,203 @@ fn trans_02_tls_failures_are_told_by_kind() {
     let (_, r) = scan(&plain.url(), &["--checks", "TRANS-02"]);
     assert!(findings(&r, "TRANS-02").is_empty(), "{r}");
 }
+
+/// The response timeout of the scans against a server that never answers one probe: long
+/// enough for every other loopback request on a loaded machine, and each hang costs it once.
+const HANG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Scans `url` through the library with the response timeout set to [`HANG_TIMEOUT`] (the
+/// command line keeps its default), and returns the JSON report.
+fn scan_with_timeout(rt: &tokio::runtime::Runtime, url: &str, token: Option<&str>) -> Value {
+    scan_with_timeout_of(rt, url, token, &[])
+}
+
+/// [`scan_with_timeout`] of the checks `only` (empty: every check).
+fn scan_with_timeout_of(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    token: Option<&str>,
+    only: &[&str],
+) -> Value {
+    use mcpprobe::engine::{
+        ScanLimits, ScanRequest, Scanner, ScannerConfig, Secret, Selection, Target,
+    };
+    let state = state_dir();
+    let mut config = ScannerConfig::new(state.path());
+    config.host_rate = 10;
+    let scanner = Scanner::new(config).expect("a scanner");
+    let mut req = ScanRequest::new(Target::http(url).expect("a URL"));
+    req.limits = ScanLimits {
+        rate: 10,
+        response_timeout: HANG_TIMEOUT,
+        ..ScanLimits::default()
+    };
+    req.credentials.token = token.map(Secret::new);
+    req.checks = Selection::new(only, &[]).expect("known check ids");
+    let report = rt
+        .block_on(scanner.scan(&req, tokio_util::sync::CancellationToken::new()))
+        .expect("no configuration error");
+    serde_json::from_str(&report.to_json()).expect("the report is JSON")
+}
+
+/// An indeterminate finding whose probe timed out: the message and the exchange's note say so.
+fn assert_timed_out(f: Option<&Value>, r: &Value) {
+    assert_indeterminate(f, r);
+    let f = f.expect("checked above");
+    assert!(message(f).contains("timed out after 3 s"), "{f}");
+    let x = &f["evidence"]["exchanges"][0];
+    assert!(
+        x["note"].as_str().is_some_and(|n| n.contains("timed out"))
+            && x["response"].is_null()
+            && x["request"]["url"].is_string(),
+        "{x}"
+    );
+}
+
+/// One probe hung; the scan went on and is complete.
+fn assert_complete(r: &Value) {
+    assert_eq!(r["outcome"], "complete", "{}", r["reason"]);
+}
+
+fn hanging(hang: server::Hang) -> Behaviour {
+    Behaviour {
+        hang: Some(hang),
+        ..quiet()
+    }
+}
+
+#[test]
+fn proto_02_a_timeout_on_the_unknown_method_is_indeterminate() {
+    let rt = runtime();
+    let s = start(&rt, hanging(server::Hang::UnknownMethod));
+    let r = scan_with_timeout(&rt, &s.url(), None);
+    assert_eq!(status(&r, "PROTO-02"), "ran");
+    assert_timed_out(sub(&r, "PROTO-02", "unknown-method/indeterminate"), &r);
+    assert_complete(&r);
+    assert_eq!(findings(&r, "PROTO-02").len(), 1, "{r}");
+}
+
+#[test]
+fn proto_03_a_timeout_on_a_malformed_request_is_indeterminate() {
+    let rt = runtime();
+    let s = start(&rt, hanging(server::Hang::BadJson));
+    let r = scan_with_timeout(&rt, &s.url(), None);
+    assert_eq!(status(&r, "PROTO-03"), "ran");
+    assert_timed_out(sub(&r, "PROTO-03", "bad-json/indeterminate"), &r);
+    assert_complete(&r);
+    // The two other malformed requests were answered with clean errors: nothing else.
+    assert_eq!(
+        findings(&r, "PROTO-03").len(),
+        1,
+        "{:?}",
+        findings(&r, "PROTO-03")
+    );
+}
+
+#[test]
+fn auth_01_a_timeout_without_credentials_is_indeterminate() {
+    let rt = runtime();
+    let s = start(
+        &rt,
+        Behaviour {
+            require_token: Some(TOKEN.into()),
+            ..hanging(server::Hang::Anonymous)
+        },
+    );
+    let r = scan_with_timeout(&rt, &s.url(), Some(TOKEN));
+    assert_eq!(status(&r, "AUTH-01"), "ran");
+    let f = sub(&r, "AUTH-01", "anonymous/indeterminate");
+    assert_timed_out(f, &r);
+    assert_complete(&r);
+    // A separate client without the token could not even open its session.
+    assert!(
+        message(f.expect("anonymous")).contains("the session could not be opened"),
+        "{r}"
+    );
+    assert_eq!(findings(&r, "AUTH-01").len(), 1, "{r}");
+    // OAuth discovery's anonymous handshake hung too: AUTH-02 cannot say either.
+    assert!(
+        findings(&r, "AUTH-02")
+            .iter()
+            .all(|f| message(f).starts_with("indeterminate:"))
+            && !findings(&r, "AUTH-02").is_empty(),
+        "{r}"
+    );
+    assert!(!r.to_string().contains(TOKEN), "the token leaked");
+}
+
+#[test]
+fn auth_01_a_timeout_on_the_anonymous_inventory_is_indeterminate() {
+    let rt = runtime();
+    // No credentials: the inventory itself is the anonymous request, and its tools/list hangs.
+    let s = start(&rt, hanging(server::Hang::ToolsList));
+    let r = scan_with_timeout_of(&rt, &s.url(), None, &["AUTH-01"]);
+    assert_eq!(status(&r, "AUTH-01"), "ran");
+    assert_timed_out(sub(&r, "AUTH-01", "anonymous/indeterminate"), &r);
+    assert_eq!(findings(&r, "AUTH-01").len(), 1, "{r}");
+}
+
+#[test]
+fn trans_01_a_timeout_on_the_forged_origin_is_indeterminate() {
+    let rt = runtime();
+    let s = start(&rt, hanging(server::Hang::ForgedOrigin));
+    let r = scan_with_timeout(&rt, &s.url(), None);
+    assert_eq!(status(&r, "TRANS-01"), "ran");
+    let f = sub(&r, "TRANS-01", "origin/indeterminate");
+    assert_timed_out(f, &r);
+    assert_complete(&r);
+    assert!(
+        message(f.expect("origin")).contains("tested header: Origin: https://evil.example"),
+        "{r}"
+    );
+    // The Host test still ran, and was refused with 403.
+    assert!(
+        sub(&r, "TRANS-01", "host").is_none()
+            && sub(&r, "TRANS-01", "host/indeterminate").is_none(),
+        "{r}"
+    );
+}
+
+#[test]
+fn trans_01_a_429_5xx_or_3xx_to_the_forged_origin_is_indeterminate() {
+    let rt = runtime();
+    for code in [429, 500, 503, 302] {
+        let s = start(
+            &rt,
+            Behaviour {
+                origin_refusal_status: code,
+                ..quiet()
+            },
+        );
+        let (_, r) = scan(&s.url(), &["--checks", "TRANS-01"]);
+        assert_eq!(status(&r, "TRANS-01"), "ran", "{code}: {r}");
+        let f = sub(&r, "TRANS-01", "origin/indeterminate");
+        assert_indeterminate(f, &r);
+        let f = f.expect("origin");
+        assert!(
+            message(f).contains(&format!("answered {code}, which is not a refusal")),
+            "{code}: {f}"
+        );
+        assert_eq!(
+            f["evidence"]["exchanges"][0]["response"]["status"], code,
+            "{f}"
+        );
+        // Never a pass or a fail: the only TRANS-01 finding is the indeterminate one.
+        assert_eq!(findings(&r, "TRANS-01").len(), 1, "{code}: {r}");
+    }
+}
+
+#[test]
+fn card_01_a_timeout_at_a_card_location_is_indeterminate() {
+    let rt = runtime();
+    let s = start(&rt, hanging(server::Hang::ServerCard));
+    let r = scan_with_timeout(&rt, &s.url(), None);
+    assert_eq!(status(&r, "CARD-01"), "ran");
+    let f = sub(&r, "CARD-01", "location/indeterminate");
+    assert_timed_out(f, &r);
+    assert_complete(&r);
+    assert!(
+        message(f.expect("location")).contains("/mcp/server-card got no answer (timed out"),
+        "{r}"
+    );
+}
