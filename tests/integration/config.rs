@@ -136,6 +136,31 @@ reason = "nothing here runs commands"
         warnings.contains("META-03/C4 (mcpprobe.toml:8) expired on 2020-01-01"),
         "{warnings}"
     );
+    // SARIF says both as warnings of the run's invocation.
+    let notes: Vec<(&str, &str)> =
+        r.sarif["runs"][0]["invocations"][0]["toolConfigurationNotifications"]
+            .as_array()
+            .expect("configuration notifications")
+            .iter()
+            .map(|n| {
+                (
+                    n["level"].as_str().unwrap_or_default(),
+                    n["message"]["text"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    for entry in [
+        "META-03/C4 (mcpprobe.toml:8) expired on 2020-01-01",
+        "META-03/C2 (mcpprobe.toml:21) matched no finding",
+    ] {
+        assert!(
+            notes
+                .iter()
+                .any(|(level, text)| *level == "warning" && text.contains(entry)),
+            "{entry} not in {notes:?}"
+        );
+    }
     // The terminal report says it too (stderr does, for the other formats).
     assert!(
         r.stdout.contains("warning: the suppression of META-03/C4"),
@@ -380,13 +405,37 @@ fn fail_on_new_counts_only_the_problem_that_appeared_between_two_scans() {
         "annotations": {"readOnlyHint": true, "openWorldHint": false}}));
     let second = server(&rt, port, tools);
     let previous = dir.path().join("before.json");
-    let prev_arg = previous.to_string_lossy().into_owned();
-    let (code, after) = scan(
-        &url,
-        state.path(),
-        &dir.path().join("after.json"),
-        &["--fail-on-new", &prev_arg],
+    // One scan, every format: the terminal on stdout, JSON, SARIF and Markdown in files.
+    let (after_path, sarif_path, md_path) = (
+        dir.path().join("after.json"),
+        dir.path().join("after.sarif"),
+        dir.path().join("after.md"),
     );
+    let o = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .env("MCPPROBE_TOKEN", "fail-on-new-token")
+        .env("NO_COLOR", "1")
+        .args([
+            "scan",
+            &url,
+            "--rate",
+            "10",
+            "--no-config",
+            "--format",
+            "terminal",
+        ])
+        .arg("--fail-on-new")
+        .arg(&previous)
+        .arg("--json")
+        .arg(&after_path)
+        .arg("--sarif")
+        .arg(&sarif_path)
+        .arg("--markdown")
+        .arg(&md_path)
+        .output()
+        .expect("runs");
+    let (code, after) = (o.status.code(), json_file(&after_path));
+    let terminal = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(code, Some(1), "the new problem fails: {after}");
     let findings = after["findings"].as_array().expect("findings");
     let new: Vec<&Value> = findings.iter().filter(|f| f["new"] == true).collect();
@@ -408,6 +457,14 @@ fn fail_on_new_counts_only_the_problem_that_appeared_between_two_scans() {
         Some(new.len() as u64)
     );
     assert_valid("schema/report-v1.schema.json", &after);
+    let known = findings.len() - new.len();
+    assert!(known > 0, "{after}");
+    marked_in_sarif_terminal_and_markdown(
+        &json_file(&sarif_path),
+        &terminal,
+        &std::fs::read_to_string(&md_path).expect("the Markdown summary"),
+        findings,
+    );
 
     // Against the second report nothing is new: exit 0, though the findings are all there.
     let latest = dir.path().join("after.json");
@@ -439,6 +496,81 @@ fn fail_on_new_counts_only_the_problem_that_appeared_between_two_scans() {
         err.contains("bogus.json is not an mcpprobe JSON report"),
         "{err}"
     );
+}
+
+/// The new and the known findings of a `--fail-on-new` report (`findings`, from its JSON) are
+/// marked as such in SARIF (`baselineState`), in the terminal (`[new]`, `(known: …)`) and in the
+/// Markdown summary (a **new** or known status), one mark per finding.
+fn marked_in_sarif_terminal_and_markdown(
+    sarif: &Value,
+    terminal: &str,
+    markdown: &str,
+    findings: &[Value],
+) {
+    let is_new = |f: &&Value| f["new"] == true;
+    let (new, known): (Vec<&Value>, Vec<&Value>) = findings.iter().partition(is_new);
+    // SARIF: each result in report order, with SARIF's own word for it.
+    assert_valid("tests/sarif-2.1.0.schema.json", sarif);
+    let results = sarif["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), findings.len());
+    for (r, f) in results.iter().zip(findings) {
+        let id = match f["rule"].as_str() {
+            Some(rule) => format!("{}/{rule}", f["check"].as_str().unwrap_or_default()),
+            None => f["check"].as_str().unwrap_or_default().to_string(),
+        };
+        assert_eq!(r["ruleId"], id.as_str(), "{r}");
+        let state = if f["new"] == true { "new" } else { "unchanged" };
+        assert_eq!(r["baselineState"], state, "{r}\n{f}");
+    }
+    // Terminal: one `[new]` per new finding, one `(known: …)` per known one, on the finding's
+    // own line (its severity and id first).
+    let marked =
+        |mark: &str| -> Vec<&str> { terminal.lines().filter(|l| l.contains(mark)).collect() };
+    let new_lines = marked("[new]");
+    let known_lines = marked("(known: in the previous report, not counted)");
+    assert_eq!(new_lines.len(), new.len(), "{terminal}");
+    assert_eq!(known_lines.len(), known.len(), "{terminal}");
+    for f in &new {
+        let head = format!(
+            "{}[{}",
+            f["severity"].as_str().unwrap_or_default(),
+            f["check"].as_str().unwrap_or_default()
+        );
+        assert!(
+            new_lines.iter().any(|l| l.starts_with(&head)),
+            "{head} not marked new:\n{terminal}"
+        );
+    }
+    assert!(
+        !terminal.contains('\u{1b}'),
+        "NO_COLOR: no escape sequences"
+    );
+    // Markdown: the Status column.
+    let rows: Vec<&str> = markdown
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| Severity"))
+        .collect();
+    assert_eq!(rows.len(), findings.len(), "{markdown}");
+    for (row, f) in rows.iter().zip(findings) {
+        let status = if f["new"] == true {
+            "| **new** |"
+        } else {
+            "| known |"
+        };
+        assert!(row.ends_with(status), "{row}\n{f}");
+    }
+    // Both summaries count the new ones only, and say how many were known.
+    let note = format!(
+        "{} new, {} known to the previous report",
+        new.len(),
+        known.len()
+    );
+    assert!(
+        markdown.contains(&format!("**{} finding(s) count**", new.len())),
+        "{markdown}"
+    );
+    assert!(markdown.contains(&note), "{markdown}");
+    assert!(terminal.contains(&note), "{terminal}");
 }
 
 fn tools_path() -> PathBuf {
