@@ -113,7 +113,14 @@ impl KeyLines {
                 {
                     Some("targets") => k.targets.push(i + 1),
                     Some("suppress") => k.suppress.push(i + 1),
-                    _ => {}
+                    Some(_) => {}
+                    // A top-level table (`[severity]`) is a top-level key on its header's line.
+                    None => {
+                        if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+                            k.top
+                                .push((name.trim().trim_matches('"').to_string(), i + 1));
+                        }
+                    }
                 }
             } else if !in_table && let Some((key, _)) = t.split_once('=') {
                 k.top
@@ -134,6 +141,21 @@ impl KeyLines {
     /// The line of the `index`th `[[targets]]` header, else 1.
     pub fn target(&self, index: usize) -> usize {
         self.targets.get(index).copied().unwrap_or(1)
+    }
+
+    /// The line of the entry a dotted key is in (`suppress[1].rule`: the second `[[suppress]]`
+    /// header; `targets[0]…`: the first `[[targets]]` header; `rate`: its line), else 1.
+    pub fn of_key(&self, key: &str) -> usize {
+        let index = |prefix: &str| -> Option<usize> {
+            key.strip_prefix(prefix)?.split(']').next()?.parse().ok()
+        };
+        if let Some(i) = index("suppress[") {
+            return self.suppress.get(i).copied().unwrap_or(1);
+        }
+        if let Some(i) = index("targets[") {
+            return self.target(i);
+        }
+        self.top(key.split(['.', '[']).next().unwrap_or(key))
     }
 
     /// An error about `key` at `line` of this file.
@@ -200,12 +222,21 @@ impl Config {
         };
         let de = toml::Deserializer::parse(text)
             .map_err(|e| at(e.span(), None, format!("not valid TOML: {}", e.message())))?;
+        let lines = KeyLines::scan(text, path);
         let mut config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = key_of(&e.path().to_string(), e.inner().message());
-            at(e.inner().span(), key, e.inner().message().to_string())
+            let message = e.inner().message().to_string();
+            let entry = lines.of_key(key.as_deref().unwrap_or_default());
+            let spanned = e.inner().span().map(|s| line_column(text, s.start));
+            match spanned {
+                Some((line, _)) if line >= entry => at(e.inner().span(), key, message),
+                // An entry checked as a whole (a suppression's rule against its check) gets no
+                // span, or one before the entry: its header's line, not the top of the file.
+                _ => lines.error(entry, key.unwrap_or_default(), message),
+            }
         })?;
         // Each suppression remembers where it was written, so warnings can name it.
-        config.lines = KeyLines::scan(text, path);
+        config.lines = lines;
         for (i, s) in config.suppress.iter_mut().enumerate() {
             s.source = Some(source_of(path, config.lines.suppress.get(i).copied()));
         }
@@ -468,6 +499,23 @@ token_env = "PROD_MCP_TOKEN"
         let (_, key, msg) = invalid("[severity]\n\"META-03/Z9\" = \"low\"\n");
         assert_eq!(key.as_deref(), Some("severity"));
         assert!(msg.contains("no rule \"Z9\""), "{msg}");
+        // Checked on the field: the reason's own line and key.
+        let (line, key, msg) =
+            invalid("rate = 2\n[[suppress]]\ncheck = \"META-03\"\nreason = \" \"\n");
+        assert_eq!(
+            (line, key.as_deref()),
+            (4, Some("suppress[0].reason")),
+            "{msg}"
+        );
+        assert!(msg.contains("`reason` must say why"), "{msg}");
+        // Checked on the entry (a rule against its check): the entry's header line.
+        let (line, key, msg) = invalid(
+            "[[suppress]]\ncheck = \"META-03\"\nreason = \"r\"\n\n[[suppress]]\ncheck = \"META-03\"\nrule = \"Z9\"\nreason = \"r\"\n",
+        );
+        assert_eq!((line, key.as_deref()), (5, Some("suppress[1]")), "{msg}");
+        assert!(msg.contains("no rule \"Z9\""), "{msg}");
+        let (line, _, msg) = invalid("rate = 2\n\n[severity]\n\"META-03/Z9\" = \"low\"\n");
+        assert_eq!(line, 3, "{msg}");
         let (line, _, msg) = invalid("fail_on = \n");
         assert_eq!(line, 1);
         assert!(msg.starts_with("not valid TOML"), "{msg}");

@@ -39,6 +39,7 @@ struct SuppressionEntry {
     rule: Option<String>,
     tool: Option<String>,
     pointer: Option<String>,
+    #[serde(deserialize_with = "reason_field")]
     reason: String,
     #[serde(default, deserialize_with = "until_field")]
     until: Option<NaiveDate>,
@@ -47,6 +48,18 @@ struct SuppressionEntry {
 fn check_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let id = String::deserialize(d)?;
     crate::config::known_check(&id).map_err(serde::de::Error::custom)
+}
+
+/// A reason that says something: checked on the field, so that the error names its line and
+/// `suppress[N].reason`.
+fn reason_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let reason = String::deserialize(d)?;
+    if reason.trim().is_empty() {
+        return Err(serde::de::Error::custom(
+            "`reason` must say why the finding is acceptable",
+        ));
+    }
+    Ok(reason)
 }
 
 /// A date, written as a string (`"2027-03-01"`) or as a TOML date (`2027-03-01`).
@@ -70,9 +83,6 @@ impl TryFrom<SuppressionEntry> for Suppression {
             .rule
             .map(|r| crate::config::known_rule(&check, &r))
             .transpose()?;
-        if e.reason.trim().is_empty() {
-            return Err("`reason` must say why the finding is acceptable".into());
-        }
         if e.tool.is_some() && e.pointer.is_some() {
             return Err("give `tool` or `pointer`, not both".into());
         }

@@ -221,11 +221,11 @@ fn malformed_configs_exit_64_naming_file_line_and_key() {
         ),
         (
             "\n[[suppress]]\ncheck = \"META-03\"\nrule = \"C5\"\n",
-            "key `suppress[0].reason`: missing field `reason`",
+            "mcpprobe.toml:2:1: key `suppress[0].reason`: missing field `reason`",
         ),
         (
             "[[suppress]]\ncheck = \"META-03\"\nreason = \"   \"\n",
-            "`reason` must say why",
+            "mcpprobe.toml:3:10: key `suppress[0].reason`: `reason` must say why",
         ),
         (
             "rate = 11\n",
@@ -254,6 +254,23 @@ fn malformed_configs_exit_64_naming_file_line_and_key() {
     let r = check_in(dir.path(), &tools(), None, &["--config", "nope.toml"]);
     assert_eq!(r.code, Some(64));
     assert!(r.stderr.contains("cannot read nope.toml"), "{}", r.stderr);
+    // A suppression without a reason in a file given by --config: that file, as given, the
+    // line of its entry and the key.
+    std::fs::create_dir_all(dir.path().join("ci")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("ci/scan.toml"),
+        "fail_on = \"high\"\n\n[[suppress]]\ncheck = \"META-03\"\nreason = \"reviewed\"\n\n[[suppress]]\ncheck = \"META-03\"\nrule = \"C5\"\n",
+    )
+    .expect("write");
+    let r = check_in(dir.path(), &tools(), None, &["--config", "ci/scan.toml"]);
+    assert_eq!(r.code, Some(64), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("error: ci/scan.toml:7:1: key `suppress[1].reason`: missing field `reason`"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.json, Value::Null, "no report is written for a bad config");
 }
 
 #[test]
