@@ -40,8 +40,9 @@ pub struct RuleMeta {
     pub title: String,
     pub owasp_mcp: Vec<String>,
     pub owasp_asi: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
+    /// How to fix what this rule found: each rule has its own (required; the catalogue refuses
+    /// one that is blank, the check's own fix, or another rule's).
+    pub fix: String,
 }
 
 /// One check, exactly as its TOML file says.
@@ -193,9 +194,27 @@ fn load(sources: &[CatalogueSource], taxonomy: &str) -> Result<Catalogue, String
                 return fail(format!("reference {r} is not in checks/taxonomy.toml"));
             }
         }
+        let mut fixes = BTreeMap::new();
         for rule in &meta.rules {
             if !codes.insert(rule.code.clone()) {
                 return fail(format!("duplicate rule code {}", rule.code));
+            }
+            // Each rule says how to fix what it found, in its own words.
+            let fix = rule.fix.trim();
+            if fix.is_empty() {
+                return fail(format!("rule {}: fix is empty", rule.code));
+            }
+            if fix == meta.fix.trim() {
+                return fail(format!(
+                    "rule {}: fix repeats the check's fix; say how to fix this rule's finding",
+                    rule.code
+                ));
+            }
+            if let Some(other) = fixes.insert(fix, rule.code.as_str()) {
+                return fail(format!(
+                    "rules {other} and {} share one fix; each rule has its own",
+                    rule.code
+                ));
             }
         }
         for (field, text) in [
@@ -216,4 +235,80 @@ fn load(sources: &[CatalogueSource], taxonomy: &str) -> Result<Catalogue, String
     // Display order: passive, active, other; by id within a kind.
     entries.sort_by(|a, b| (a.meta.kind, &a.meta.id).cmp(&(b.meta.kind, &b.meta.id)));
     Ok(Catalogue { entries, taxonomy })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The real catalogue with `edit` applied to the TOML of check `id`.
+    fn load_edited(id: &str, edit: impl Fn(&mut toml::Table)) -> Result<Catalogue, String> {
+        let texts: Vec<String> = SOURCES
+            .iter()
+            .map(|s| {
+                if s.id != id {
+                    return s.toml.to_string();
+                }
+                let mut t: toml::Table = toml::from_str(s.toml).expect("the entry parses");
+                edit(&mut t);
+                toml::to_string(&t).expect("serialises")
+            })
+            .collect();
+        let sources: Vec<CatalogueSource> = SOURCES
+            .iter()
+            .zip(&texts)
+            .map(|(s, t)| CatalogueSource {
+                toml: Box::leak(t.clone().into_boxed_str()),
+                ..*s
+            })
+            .collect();
+        load(&sources, TAXONOMY)
+    }
+
+    fn rule(t: &mut toml::Table, i: usize) -> &mut toml::Table {
+        t.get_mut("rules")
+            .and_then(|r| r.as_array_mut())
+            .and_then(|r| r.get_mut(i))
+            .and_then(|r| r.as_table_mut())
+            .expect("a rule")
+    }
+
+    #[test]
+    fn every_rule_carries_its_own_fix() {
+        assert!(load_edited("CARD-02", |_| {}).is_ok());
+        let missing = load_edited("CARD-02", |t| {
+            rule(t, 1).remove("fix");
+        });
+        let e = missing.err().unwrap_or_default();
+        assert!(e.contains("CARD-02") && e.contains("fix"), "{e}");
+        let blank = load_edited("CARD-02", |t| {
+            rule(t, 1).insert("fix".into(), "  ".into());
+        });
+        assert!(
+            blank
+                .err()
+                .unwrap_or_default()
+                .contains("rule A2: fix is empty")
+        );
+        let card_level = load_edited("CARD-02", |t| {
+            let fix = t.get("fix").cloned().expect("the check's fix");
+            rule(t, 2).insert("fix".into(), fix);
+        });
+        assert!(
+            card_level
+                .err()
+                .unwrap_or_default()
+                .contains("rule A3: fix repeats the check's fix")
+        );
+        let shared = load_edited("META-02", |t| {
+            let fix = rule(t, 0).get("fix").cloned().expect("P1's fix");
+            rule(t, 3).insert("fix".into(), fix);
+        });
+        assert!(
+            shared
+                .err()
+                .unwrap_or_default()
+                .contains("rules P1 and P4 share one fix")
+        );
+    }
 }

@@ -215,7 +215,7 @@ impl Finding {
                 r.confidence,
                 &r.owasp_mcp,
                 &r.owasp_asi,
-                r.fix.clone().unwrap_or_else(|| meta.fix_line.clone()),
+                r.fix.clone(),
             ),
             None => (
                 meta.title.clone(),

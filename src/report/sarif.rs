@@ -72,9 +72,7 @@ fn precision(c: Confidence) -> &'static str {
 }
 
 fn help(meta: &CheckMeta, rule: Option<&RuleMeta>) -> MultiformatMessageString {
-    let fix = rule
-        .and_then(|r| r.fix.as_deref())
-        .unwrap_or(meta.fix.trim());
+    let fix = rule.map(|r| r.fix.trim()).unwrap_or(meta.fix.trim());
     let text = format!("{}\n\nFix: {}", meta.why.trim(), fix);
     let markdown = format!(
         "**{}**\n\n{}\n\n**Fix.** {}\n\nSpec: {}",
