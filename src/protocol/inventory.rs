@@ -84,6 +84,33 @@ pub async fn read(session: &Session, fp: &Fingerprint) -> Inventory {
     inv
 }
 
+/// Why an answer that holds no JSON-RPC reply could not be used: the transport's note (a body
+/// cut short by a reset), bytes that are not UTF-8, or JSON that does not parse (nested too
+/// deep, cut short). `None` for a well-formed body. The body is whole (a body cut at a cap
+/// never gets here) and was parsed once already, the same way, by `rpc::messages`, which
+/// keeps no error: this costs no more than that did.
+fn unusable(call: &Call) -> Option<String> {
+    if let Some(note) = &call.exchange.note {
+        return Some(note.clone());
+    }
+    let sse = call
+        .content_type
+        .as_deref()
+        .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
+    if sse || call.body.is_empty() {
+        return None;
+    }
+    if let Err(e) = std::str::from_utf8(&call.body) {
+        return Some(format!(
+            "the body is not UTF-8 (byte {} is invalid)",
+            e.valid_up_to()
+        ));
+    }
+    serde_json::from_slice::<Value>(&call.body)
+        .err()
+        .map(|e| format!("not JSON: {e}"))
+}
+
 async fn list(
     session: &Session,
     method: &str,
@@ -145,6 +172,10 @@ async fn list(
         if first_tools {
             inv.first_page_len = page_items.len().min(MAX_ITEMS);
         }
+        // Why an answer without a reply is unusable, found while its body is still whole.
+        let unusable = (result.is_none() && call.reply.is_none() && call.error.is_none())
+            .then(|| unusable(&call))
+            .flatten();
         if first_tools || result.is_none() {
             // What the checks read of the first call: status, headers, exchange, the result
             // without its items, and the start of the body.
@@ -176,7 +207,10 @@ async fn list(
                         format!("error {code}: {message}")
                     }
                     _ => match call.status {
-                        Some(s) => format!("answered {s} without a JSON-RPC result"),
+                        Some(s) => match &unusable {
+                            Some(u) => format!("answered {s} without a JSON-RPC result: {u}"),
+                            None => format!("answered {s} without a JSON-RPC result"),
+                        },
                         None => "no answer".to_string(),
                     },
                 });
