@@ -81,10 +81,19 @@ fn describe(call: &Call) -> String {
         ),
         Some(Reply::Result(_)) => format!("{status}, a JSON-RPC result"),
         None => {
-            let ct = call
+            let mut ct = call
                 .content_type
                 .clone()
                 .unwrap_or_else(|| "no content type".into());
+            // mcpprobe decodes no content coding (a gzip bomb is never inflated): say so rather
+            // than leave compressed bytes to pass for a body that is not JSON-RPC.
+            if let Some(c) = call
+                .header("content-encoding")
+                .filter(|c| !c.trim().eq_ignore_ascii_case("identity"))
+            {
+                let c: String = c.chars().take(40).collect();
+                ct = format!("{ct}; Content-Encoding {c}, not decoded");
+            }
             let body: String = String::from_utf8_lossy(&call.body)
                 .chars()
                 .take(80)
