@@ -37,6 +37,11 @@ pub const SILENCE_BUDGET: Duration = Duration::from_secs(20);
 /// How long a server gets to exit after its stdin is closed, before its group is killed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 
+/// A wait as a report shows it: seconds to a tenth ("5", "4.5"), not `4.9980596760000005`.
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
 /// Splits a byte stream into newline-terminated lines, linearly: every byte is looked at once
 /// (a chunk never makes the framer rescan what it has already searched), and a line longer
 /// than the cap is dropped up to its line break instead of growing the buffer.
@@ -247,6 +252,8 @@ pub fn collect_stderr(
 pub struct StdioProcess {
     child: Child,
     stdin: Option<ChildStdin>,
+    /// Why mcpprobe closed stdin before the end (a write that timed out).
+    closed: Option<String>,
     stdout: ChildStdout,
     framer: LineFramer,
     /// Bytes read from stdout so far.
@@ -282,6 +289,7 @@ impl StdioProcess {
         Ok(StdioProcess {
             child,
             stdin,
+            closed: None,
             stdout,
             framer: LineFramer::new(MAX_LINE),
             read: 0,
@@ -314,6 +322,11 @@ impl StdioProcess {
         // SPEC §13: a tools/call only inside an active check's permit (the gate's token).
         crate::active::permit::admit(msg)?;
         let limit = WRITE_TIMEOUT.min(self.silence_left);
+        if let (None, Some(why)) = (&self.stdin, &self.closed) {
+            return Err(format!(
+                "not written: stdin was closed after an earlier write: {why}"
+            ));
+        }
         let stdin = self.stdin.as_mut().ok_or("stdin is closed")?;
         let mut line = msg.to_string();
         line.push('\n');
@@ -331,7 +344,9 @@ impl StdioProcess {
                     // Part of the line may be in the pipe: nothing more can be framed after it.
                     self.stdin = None;
                     self.silence_left = self.silence_left.saturating_sub(started.elapsed());
-                    Err(format!("the server did not read its stdin within {} s", limit.as_secs_f64()))
+                    let why = format!("the server did not read its stdin within {} s", secs(limit));
+                    self.closed = Some(why.clone());
+                    Err(why)
                 }
             },
             () = cancel.cancelled() => Err("not written: the scan was interrupted".into()),
@@ -426,7 +441,7 @@ impl StdioProcess {
             let line = match next {
                 Err(_) => {
                     self.silence_left = self.silence_left.saturating_sub(started.elapsed());
-                    let e = format!("no reply within {} s", waited.as_secs_f64());
+                    let e = format!("no reply within {} s", secs(waited));
                     // Tell the server to stop working on it (MCP cancellation); its late reply,
                     // if any, is skipped by id like any other line.
                     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
