@@ -1,12 +1,14 @@
 //! Hostile stdio servers (issue 11): a stdout flood, an endless line, a server that never reads
 //! its stdin, one that never answers, an `npx`-style wrapper whose grandchild must not outlive
 //! the scan, and the child's environment allow-list. Every scan is bounded by a tokio timeout
-//! and must end on its own with a finding or an `incomplete` outcome.
+//! and must end on its own with a finding or an `incomplete` outcome; each also names the bound
+//! its server ran into (the rung verdicts of the ladder say why nothing answered).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcpprobe::engine::{ScanRequest, Scanner, ScannerConfig, Target};
+use mcpprobe::protocol::stdio::{MAX_LINE, MAX_STDOUT, SILENCE_BUDGET, WRITE_TIMEOUT};
 use mcpprobe::report::{Report, RunOutcome};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -63,12 +65,53 @@ fn assert_bounded_outcome(r: &Report) {
     assert!([0, 1, 3].contains(&r.exit_code), "exit {}", r.exit_code);
 }
 
+/// The verdicts of the ladder's rungs, by step.
+fn rungs(r: &Report) -> Vec<(String, String)> {
+    r.fingerprint
+        .iter()
+        .filter_map(|f| f.extra.get("rungs").and_then(Value::as_array))
+        .flatten()
+        .map(|g| {
+            let text = |k: &str| g[k].as_str().unwrap_or_default().to_string();
+            (text("step"), text("verdict"))
+        })
+        .collect()
+}
+
+/// No rung answered: the scan is incomplete because the process is not (usably) MCP.
+fn assert_no_answer(r: &Report) {
+    assert_eq!(r.outcome, RunOutcome::Incomplete, "{:?}", r.reason);
+    assert!(r.fingerprint.as_ref().is_some_and(|f| f.eras.is_empty()));
+    let reason = r.reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("answered neither server/discover nor initialize"),
+        "{reason}"
+    );
+}
+
 #[test]
 fn stdio_flood_of_junk_lines_is_bounded() {
     let dir = state_dir();
     let r = scan(dir.path(), python_target(&["flood"]));
     assert_bounded_outcome(&r);
-    assert!(r.fingerprint.as_ref().is_some_and(|f| f.eras.is_empty()));
+    assert_no_answer(&r);
+    // The junk notifications are never taken for a reply: every rung waited until its timeout
+    // (within the silence budget) or the stdout cap, whichever the machine's speed reached
+    // first.
+    let cap = format!(
+        "the server wrote more than {} MiB to stdout",
+        MAX_STDOUT / (1024 * 1024)
+    );
+    // Once spent, calls fail at once ("… for 20 s in all").
+    let silence = format!("for {} s in all", SILENCE_BUDGET.as_secs());
+    let rungs = rungs(&r);
+    assert!(!rungs.is_empty());
+    for (step, v) in &rungs {
+        assert!(
+            v.contains("no reply within") || v.contains(&cap) || v.contains(&silence),
+            "{step}: {v}"
+        );
+    }
 }
 
 #[test]
@@ -76,8 +119,16 @@ fn stdio_endless_line_is_bounded() {
     let dir = state_dir();
     let r = scan(dir.path(), python_target(&["flood-line"]));
     assert_bounded_outcome(&r);
-    let text = serde_json::to_string(&r).expect("json");
-    assert!(text.contains("longer than"), "the overlong line is named");
+    assert_no_answer(&r);
+    // The first rung meets the line cap (the line is dropped, never held whole).
+    let rungs = rungs(&r);
+    let first = rungs.first().map(|(_, v)| v.as_str()).unwrap_or_default();
+    assert!(
+        first.contains(&format!(
+            "the server wrote a line longer than {MAX_LINE} bytes"
+        )),
+        "{rungs:?}"
+    );
 }
 
 #[test]
@@ -85,6 +136,23 @@ fn stdio_server_that_never_reads_stdin_is_bounded() {
     let dir = state_dir();
     let r = scan(dir.path(), python_target(&["deaf"]));
     assert_bounded_outcome(&r);
+    assert_no_answer(&r);
+    // Its stdin pipe is full: a write times out (the first message may still have slipped in
+    // before the server filled its pipe: then it is the cancellation after that message's
+    // silence), stdin is closed, and every later rung names that write as the reason.
+    let rungs = rungs(&r);
+    let timeout = format!(
+        "the server did not read its stdin within {} s",
+        WRITE_TIMEOUT.as_secs()
+    );
+    let last = rungs.last().map(|(_, v)| v.as_str()).unwrap_or_default();
+    assert!(last.contains(&timeout), "{rungs:?}");
+    for (step, v) in &rungs {
+        assert!(
+            v.contains(&timeout) || v.contains("no reply within"),
+            "{step}: {v}"
+        );
+    }
 }
 
 #[test]
@@ -92,7 +160,13 @@ fn stdio_server_that_never_answers_is_bounded() {
     let dir = state_dir();
     let r = scan(dir.path(), python_target(&["silent"]));
     assert_bounded_outcome(&r);
-    assert!(r.fingerprint.as_ref().is_some_and(|f| f.eras.is_empty()));
+    assert_no_answer(&r);
+    // Each rung waited its own timeout (together within the silence budget), no more.
+    let rungs = rungs(&r);
+    assert!(!rungs.is_empty());
+    for (step, v) in &rungs {
+        assert!(v.contains("no reply within"), "{step}: {v}");
+    }
 }
 
 /// Whether `pid` is gone: no such process, or a zombie waiting for a reaper that is not ours.
