@@ -2,8 +2,11 @@
 //! on its own (the binary runs under a generous timeout that only catches hangs) with a finding
 //! or an `incomplete` outcome (exit 0, 1 or 3), never a crash, a raw control byte on the
 //! terminal, or a request off scope (the trace file names every request; the other origin
-//! counts its connections). Wall time and memory are measured by `scripts/hostile.sh`.
+//! counts its connections). Beyond that, each test asserts what its own scenario must produce:
+//! the cap, the note or the finding that names what the scanner refused to read. Wall time and
+//! memory are measured by `scripts/hostile.sh`.
 
+use mcpprobe::net::{Limits, MAX_REDIRECTS};
 use serde_json::Value;
 
 use crate::support::hostile::{Hostile, Scenario};
@@ -117,25 +120,88 @@ fn reason(s: &Scan) -> &str {
     s.report["reason"].as_str().unwrap_or_default()
 }
 
+/// The verdict of the ladder's rung whose step starts with `step`.
+fn rung<'a>(r: &'a Value, step: &str) -> &'a str {
+    r.pointer("/fingerprint/rungs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|g| g["step"].as_str().is_some_and(|s| s.starts_with(step)))
+        .and_then(|g| g["verdict"].as_str())
+        .unwrap_or_else(|| panic!("no rung {step}: {r}"))
+}
+
+/// Every exchange the findings show as evidence.
+fn exchanges(r: &Value) -> impl Iterator<Item = &Value> {
+    r["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.pointer("/evidence/exchanges").and_then(Value::as_array))
+        .flatten()
+}
+
+/// The notes of every exchange shown as evidence.
+fn notes(r: &Value) -> Vec<&str> {
+    exchanges(r).filter_map(|e| e["note"].as_str()).collect()
+}
+
+/// How many requests the server received whose "METHOD /path rpc" starts with `prefix`.
+fn hits(server: &Hostile, prefix: &str) -> usize {
+    server
+        .seen()
+        .iter()
+        .filter(|p| p.starts_with(prefix))
+        .count()
+}
+
+/// "body cut at the 8388608 byte cap", with the default cap.
+fn body_cap() -> String {
+    format!("body cut at the {} byte cap", Limits::default().max_body)
+}
+
 #[test]
 fn hostile_endless_sse_spends_the_slow_budget_once() {
-    let (_, s) = bounded(Scenario::EndlessSse);
+    let (server, s) = bounded(Scenario::EndlessSse);
     assert_eq!(s.report["outcome"], "incomplete");
     assert!(reason(&s).contains("too slow"), "{}", s.report);
+    // The stream was read until its time cap, never to its (absent) end, and the reason names
+    // the probe that spent the budget.
+    assert!(
+        rung(&s.report, "server/discover").contains("stopped reading at the time cap"),
+        "{}",
+        s.report
+    );
+    assert!(
+        reason(&s).contains("server/discover (POST /mcp)")
+            && reason(&s).contains("stopped at the time cap"),
+        "names the slow probe: {}",
+        reason(&s)
+    );
+    assert!(server.seen().len() <= 6, "{:?}", server.seen());
 }
 
 #[test]
 fn hostile_huge_json_is_cut_at_the_body_cap() {
     let (_, s) = bounded(Scenario::HugeJson);
     let n = n1(&s.report);
-    assert!(n.iter().any(|m| m.contains("tools/list page 1")), "{n:?}");
+    assert!(
+        n.iter()
+            .any(|m| m.contains("tools/list page 1 could not be read") && m.contains(&body_cap())),
+        "{n:?}"
+    );
 }
 
 #[test]
 fn hostile_deep_json_is_refused_without_a_stack_overflow() {
     let (_, s) = bounded(Scenario::DeepJson);
     let n = n1(&s.report);
-    assert!(n.iter().any(|m| m.contains("tools/list page 1")), "{n:?}");
+    assert!(
+        n.iter()
+            .any(|m| m.contains("tools/list page 1 could not be read")
+                && m.contains("not JSON: recursion limit exceeded")),
+        "{n:?}"
+    );
 }
 
 #[test]
@@ -154,8 +220,36 @@ fn hostile_drip_gets_one_slow_budget_not_a_timeout_per_request() {
 
 #[test]
 fn hostile_redirect_loop_is_not_followed() {
-    let (server, _) = bounded(Scenario::RedirectLoop);
-    assert!(server.seen().iter().any(|p| p.starts_with("POST /loop")));
+    let (server, s) = bounded(Scenario::RedirectLoop);
+    // Every POST to /mcp is redirected to /loop1, then /loop2, then back to /loop1: the
+    // client follows same-origin hops (at most MAX_REDIRECTS) but never a URL it has already
+    // visited, so each redirected request costs exactly one hit on each /loop URL.
+    let (posts, loop1, loop2) = (
+        hits(&server, "POST /mcp"),
+        hits(&server, "POST /loop1"),
+        hits(&server, "POST /loop2"),
+    );
+    assert!(posts > 0, "{:?}", server.seen());
+    assert_eq!(
+        loop1,
+        posts,
+        "one /loop1 hit per redirected request: {:?}",
+        server.seen()
+    );
+    assert_eq!(
+        loop2,
+        posts,
+        "one /loop2 hit per redirected request: {:?}",
+        server.seen()
+    );
+    assert!(loop1 + loop2 <= MAX_REDIRECTS * posts);
+    assert!(
+        notes(&s.report)
+            .iter()
+            .any(|n| n.starts_with("redirect loop not followed: ") && n.ends_with("/loop1")),
+        "{:?}",
+        notes(&s.report)
+    );
 }
 
 #[test]
@@ -163,13 +257,28 @@ fn hostile_redirect_to_another_origin_is_never_followed() {
     let (server, s) = bounded(Scenario::RedirectOtherOrigin);
     assert_eq!(server.other_hits(), 0);
     assert!(!s.urls.iter().any(|u| u.contains(&server.other.to_string())));
+    // SPEC §7: the redirect is recorded as evidence instead.
+    let expected = format!(
+        "redirect to another origin not followed: http://{}/mcp",
+        server.other
+    );
+    assert!(
+        notes(&s.report).contains(&expected.as_str()),
+        "{:?}",
+        notes(&s.report)
+    );
 }
 
 #[test]
 fn hostile_cyclic_cursor_stops_at_the_cycle() {
     let (_, s) = bounded(Scenario::CyclicCursor);
     let n = n1(&s.report);
-    assert!(n.iter().any(|m| m.contains("cycle")), "{n:?}");
+    // Pages: first (cursor none), a, b; b's nextCursor "a" was seen before.
+    assert!(
+        n.iter()
+            .any(|m| m.contains("cycle") && m.contains("stopped after page 3")),
+        "{n:?}"
+    );
 }
 
 #[test]
@@ -201,7 +310,12 @@ fn hostile_8_mib_pages_stop_at_the_inventory_byte_budget() {
 fn hostile_invalid_utf8_is_a_gap_not_a_crash() {
     let (_, s) = bounded(Scenario::InvalidUtf8);
     let n = n1(&s.report);
-    assert!(n.iter().any(|m| m.contains("tools/list page 1")), "{n:?}");
+    assert!(
+        n.iter()
+            .any(|m| m.contains("tools/list page 1 could not be read")
+                && m.contains("the body is not UTF-8")),
+        "{n:?}"
+    );
 }
 
 #[test]
@@ -214,28 +328,103 @@ fn hostile_control_characters_never_reach_the_terminal() {
         s.terminal
     );
     assert!(!s.terminal.contains('\u{1b}') && !s.terminal.contains('\u{9b}'));
+    // The scanner saw them: P5 on the description, the tool name and the instructions.
+    let p5 = s.report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["check"] == "META-02" && f["rule"] == "P5")
+        .count();
+    assert!(p5 >= 3, "{p5} P5 findings: {}", s.report);
 }
 
 #[test]
 fn hostile_gzip_bomb_is_never_inflated() {
-    bounded(Scenario::GzipBomb);
+    let (_, s) = bounded(Scenario::GzipBomb);
+    // mcpprobe decodes no content coding: the verdict says so, and the body it read is the
+    // compressed one (gzip's magic 1f 8b, shown lossily), about 1.3 MB, never 200 MB of zeros
+    // (which would have been cut at the body cap).
+    let verdict = rung(&s.report, "server/discover");
+    assert!(
+        verdict.contains("Content-Encoding gzip, not decoded"),
+        "{verdict}"
+    );
+    assert!(
+        reason(&s).contains("Content-Encoding gzip, not decoded"),
+        "{}",
+        reason(&s)
+    );
+    let discover = exchanges(&s.report)
+        .find(|e| {
+            e.pointer("/request/body")
+                .and_then(Value::as_str)
+                .is_some_and(|b| b.contains("server/discover"))
+        })
+        .expect("the server/discover exchange is evidence");
+    let body = discover
+        .pointer("/response/body")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(body.starts_with("\u{1f}\u{fffd}\u{8}"), "{body:?}");
+    assert!(
+        !notes(&s.report).iter().any(|n| n.contains("body cut at")),
+        "{:?}",
+        notes(&s.report)
+    );
 }
 
 #[test]
 fn hostile_1_mb_header_is_refused() {
-    bounded(Scenario::HugeHeader);
+    let (_, s) = bounded(Scenario::HugeHeader);
+    // The HTTP client refuses a head that large: no answer, so the target is unreachable.
+    assert_eq!(s.report["outcome"], "incomplete", "{}", s.report);
+    let unreachable = s
+        .report
+        .pointer("/fingerprint/unreachable")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        unreachable.contains("message head is too large"),
+        "{}",
+        s.report
+    );
+    assert!(
+        reason(&s).contains("could not be reached: message head is too large"),
+        "{}",
+        reason(&s)
+    );
 }
 
 #[test]
 fn hostile_reset_mid_body_is_a_gap() {
     let (_, s) = bounded(Scenario::ResetMidBody);
     let n = n1(&s.report);
-    assert!(n.iter().any(|m| m.contains("tools/list page 1")), "{n:?}");
+    assert!(
+        n.iter()
+            .any(|m| m.contains("tools/list page 1 could not be read")
+                && m.contains("body read failed")),
+        "{n:?}"
+    );
 }
 
 #[test]
 fn hostile_sse_without_line_breaks_is_cut() {
-    bounded(Scenario::SseNoLineBreaks);
+    let (_, s) = bounded(Scenario::SseNoLineBreaks);
+    // One endless SSE line: no event ever completes, so the read stops at the body cap, and
+    // no rung of the ladder takes it for an answer.
+    assert_eq!(s.report["outcome"], "incomplete", "{}", s.report);
+    for step in [
+        "server/discover",
+        "initialize 2025-11-25",
+        "initialize 2025-06-18",
+    ] {
+        let v = rung(&s.report, step);
+        assert!(
+            v.contains("no reply: the answer was cut at a cap") && v.contains(&body_cap()),
+            "{step}: {v}"
+        );
+    }
+    assert!(reason(&s).contains(&body_cap()), "{}", reason(&s));
 }
 
 mod authorization_server {
