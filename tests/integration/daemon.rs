@@ -46,7 +46,9 @@ impl Clock for TestClock {
 }
 
 struct Fixture {
-    _state: tempfile::TempDir,
+    state: tempfile::TempDir,
+    /// The configuration as a file in the state folder, for the binary.
+    file: std::path::PathBuf,
     store: Arc<dyn Store>,
     daemon: Daemon,
     clock: TestClock,
@@ -58,6 +60,8 @@ fn config(text: &str) -> Config {
 
 fn fixture(text: &str, env: &[(&str, &str)]) -> Fixture {
     let state = tempfile::tempdir().expect("state");
+    let file = state.path().join("mcpprobe.toml");
+    std::fs::write(&file, text).expect("the config file");
     let env: Vec<(String, String)> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -76,7 +80,8 @@ fn fixture(text: &str, env: &[(&str, &str)]) -> Fixture {
     sc.clock = Arc::new(clock.clone());
     let scanner = Scanner::new(sc).expect("scanner");
     Fixture {
-        _state: state,
+        file,
+        state,
         store: store.clone(),
         daemon: Daemon::new(dc, store, scanner),
         clock,
@@ -90,6 +95,16 @@ impl Fixture {
             .await
             .expect("the pass ends")
             .expect("the pass runs");
+    }
+    /// `mcpprobe daemon accept ARGS…` on this fixture's state folder and config file.
+    fn accept(&self, args: &[&str]) -> std::process::Output {
+        mcpprobe()
+            .env("MCPPROBE_STATE_DIR", self.state.path())
+            .args(["daemon", "accept", "--config"])
+            .arg(&self.file)
+            .args(args)
+            .output()
+            .expect("runs")
     }
     fn runs(&self, target: &str) -> Vec<mcpprobe::daemon::store::RunSummary> {
         self.store.runs(target, 100).expect("runs")
@@ -196,8 +211,40 @@ fn runs_on_schedule_catch_a_rug_pull_accept_it_and_stop_at_an_opt_out() {
     assert_eq!(f.runs("steady").len(), 2);
     assert_eq!(f.runs("steady")[0].exit_code, Some(0));
 
-    // Accept: the next run compares with the new state and has no BASE finding.
-    f.store.accept_latest("changing", 0).expect("accept");
+    // Accept through the binary (`mcpprobe daemon accept NAME --run ID`, the run reviewed): the
+    // next run compares with the new state and has no BASE finding. An unknown run or target
+    // is a usage error.
+    let reviewed = runs[0].id;
+    let before = f
+        .store
+        .accepted_baseline("changing")
+        .expect("b")
+        .expect("a baseline");
+    let out = f.accept(&["changing", "--run", "999"]);
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no run 999"),
+        "{out:?}"
+    );
+    let out = f.accept(&["changing", "--run", &reviewed.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let after = f
+        .store
+        .accepted_baseline("changing")
+        .expect("b")
+        .expect("a baseline");
+    assert!(after.id > before.id, "a new baseline");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "accepted the state of changing as its baseline (#{})",
+            after.id
+        )),
+        "{out:?}"
+    );
+    assert!(
+        after.json.contains("read ~/.ssh/id_rsa"),
+        "the state run {reviewed} observed"
+    );
     f.clock.advance(Duration::from_secs(3600));
     rt.block_on(f.once());
     let report = f.latest_report("changing");
@@ -232,6 +279,28 @@ fn runs_on_schedule_catch_a_rug_pull_accept_it_and_stop_at_an_opt_out() {
         1,
         "only the opt-out check: {:?}",
         opted.seen()
+    );
+    // The refusal counts in /metrics by its reason.
+    let port = serve(&rt, &f, "127.0.0.1:0");
+    let (status, _, metrics) = get(&format!("http://127.0.0.1:{port}/metrics"), None, None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        sample(
+            &metrics,
+            "mcpprobe_gate_refusals_total{reason=\"opted_out\"}"
+        ),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "mcpprobe_gate_refusals_total{reason=\"ownership\"}"
+        ),
+        0.0
+    );
+    assert_eq!(
+        sample(&metrics, "mcpprobe_scans_total{outcome=\"refused\"}"),
+        1.0
     );
     drop(steady);
 }
@@ -354,6 +423,15 @@ fn prometheus(text: &str) -> Vec<(String, f64)> {
         ));
     }
     samples
+}
+
+/// The value of one series in Prometheus text (the text checked by [`prometheus`] first).
+fn sample(text: &str, series: &str) -> f64 {
+    prometheus(text)
+        .into_iter()
+        .find(|(s, _)| s == series)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
 }
 
 #[test]
@@ -751,4 +829,218 @@ fn the_web_page_in_chromium_shows_targets_and_a_rug_pull_as_inert_text() {
     crate::support::browser::screenshot(&page_url, &shot);
     assert!(std::fs::read(&shot).is_ok_and(|png| png.starts_with(b"\x89PNG")));
     drop((changing, steady));
+}
+
+#[test]
+fn a_run_logs_one_json_line_with_target_outcome_duration_requests_and_trace_id() {
+    let rt = runtime();
+    let srv = rt
+        .block_on(server::start(twin(server::safe_tools()), 0))
+        .expect("server");
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("mcpprobe.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "rate = 10\n[[targets]]\nname = \"logged\"\nurl = \"{}\"\nevery = \"1h\"\ntoken_env = \"T\"\n",
+            srv.url()
+        ),
+    )
+    .expect("write");
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", dir.path())
+        .env("T", "daemon-twin-token")
+        .args(["daemon", "--once", "--log-format", "json", "--config"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(out.stdout.is_empty(), "the daemon logs, it does not print");
+    // Every line is one JSON object; exactly one says how a run ended.
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let ended: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["fields"]["outcome"].is_string())
+        .collect();
+    assert_eq!(ended.len(), 1, "{stderr}");
+    let (line, fields) = (ended[0], &ended[0]["fields"]);
+    assert_eq!(line["target"], "mcpprobe::daemon", "{line}");
+    assert_eq!(line["level"], "INFO", "{line}");
+    assert_eq!(fields["target_name"], "logged", "{line}");
+    assert_eq!(fields["outcome"], "complete", "{line}");
+    assert_eq!(fields["exit_code"], 0, "{line}");
+    assert!(fields["duration_ms"].is_u64(), "{line}");
+    // Requests and trace id are the run's own, as its stored report has them.
+    let store = SqliteStore::open(&SqliteStore::path_in(dir.path())).expect("store");
+    let report: Value = serde_json::from_str(
+        &store
+            .latest_report("logged")
+            .expect("store")
+            .expect("a report"),
+    )
+    .expect("json");
+    assert!(report["requests_sent"].as_u64() > Some(0), "{report}");
+    assert_eq!(fields["requests"], report["requests_sent"], "{line}");
+    let trace = fields["trace_id"].as_str().expect("a trace id");
+    assert_eq!(Some(trace), report["trace_id"].as_str(), "{line}");
+    assert!(
+        trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit()),
+        "a W3C trace id: {trace}"
+    );
+    assert!(
+        !stderr.contains("daemon-twin-token"),
+        "no token in a log: {stderr}"
+    );
+    drop(srv);
+}
+
+/// A loopback origin that has opted out, and holds each opt-out GET until the test releases it.
+/// Each daemon run of a target there sends exactly that one request, so the requests held at
+/// once are a lower bound of the scans in flight; it records the most it held at once, and for
+/// each arrival how many requests had been released before it.
+struct HeldOptOut {
+    addr: std::net::SocketAddr,
+    held: tokio::sync::mpsc::UnboundedReceiver<tokio::sync::oneshot::Sender<()>>,
+    state: Arc<Mutex<HeldState>>,
+}
+
+/// Where a held request sends its release handle, and what the origin recorded.
+type Holder = (
+    tokio::sync::mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>,
+    Arc<Mutex<HeldState>>,
+);
+
+#[derive(Default)]
+struct HeldState {
+    in_flight: usize,
+    most: usize,
+    released: usize,
+    /// Per arrival: requests released before it.
+    arrivals: Vec<usize>,
+}
+
+impl HeldOptOut {
+    fn start(rt: &tokio::runtime::Runtime) -> HeldOptOut {
+        let (tx, held) = tokio::sync::mpsc::unbounded_channel();
+        let state: Arc<Mutex<HeldState>> = Arc::default();
+        let shared = (tx, state.clone());
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/mcpprobe-opt-out",
+                axum::routing::get(
+                    |axum::extract::State((tx, state)): axum::extract::State<Holder>| async move {
+                        if let Ok(mut s) = state.lock() {
+                            s.in_flight += 1;
+                            s.most = s.most.max(s.in_flight);
+                            let released = s.released;
+                            s.arrivals.push(released);
+                        }
+                        let (release, wait) = tokio::sync::oneshot::channel();
+                        let _ = tx.send(release);
+                        let _ = wait.await;
+                        // Counted out before the answer leaves: the next scan can only start
+                        // after this one has its answer.
+                        if let Ok(mut s) = state.lock() {
+                            s.in_flight -= 1;
+                        }
+                        "mcpprobe-opt-out=all"
+                    },
+                ),
+            )
+            .with_state(shared);
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        rt.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        HeldOptOut { addr, held, state }
+    }
+
+    /// Answers `total` requests, one at a time, each only once `cap` requests (or all that are
+    /// left) are held at once; at each of those moments, `running()` is how many runs the
+    /// daemon has claimed and not finished. Returns the most of those.
+    async fn release(&mut self, total: usize, cap: usize, running: impl Fn() -> usize) -> usize {
+        let mut waiting = std::collections::VecDeque::new();
+        let mut most = 0;
+        for done in 0..total {
+            while waiting.len() < cap.min(total - done) {
+                waiting.push_back(self.held.recv().await.expect("a request"));
+            }
+            most = most.max(running());
+            if let Ok(mut s) = self.state.lock() {
+                s.released += 1;
+            }
+            let _ = waiting.pop_front().expect("held").send(());
+        }
+        most
+    }
+}
+
+#[test]
+fn max_concurrent_scans_caps_the_scans_in_flight() {
+    let rt = runtime();
+    let mut origin = HeldOptOut::start(&rt);
+    let (n, cap) = (5, 2);
+    let mut text = format!("rate = 10\nmax_concurrent_scans = {cap}\n");
+    for i in 0..n {
+        text.push_str(&format!(
+            "[[targets]]\nname = \"t{i}\"\nurl = \"http://{}/mcp{i}\"\nevery = \"1h\"\n",
+            origin.addr
+        ));
+    }
+    let f = rt.block_on(async { fixture(&text, &[]) });
+    // Runs claimed and not finished, from the database.
+    let running = || {
+        f.store
+            .latest_runs()
+            .expect("latest")
+            .iter()
+            .filter(|r| r.status == RunStatus::Running)
+            .count()
+    };
+    let claimed = rt.block_on(async {
+        let (ran, claimed) = tokio::join!(
+            tokio::time::timeout(BOUND, f.daemon.run(CancellationToken::new(), true)),
+            async {
+                tokio::time::timeout(BOUND, origin.release(n, cap, running))
+                    .await
+                    .expect("every run sent its opt-out GET in time")
+            }
+        );
+        ran.expect("the pass ends").expect("the pass runs");
+        claimed
+    });
+    // The runs' requests are spaced by the host's rate, so by the time `cap` are held an
+    // uncapped scheduler would have claimed every target.
+    assert_eq!(claimed, cap, "{cap} runs in flight, never more");
+    let state = origin.state.lock().expect("state");
+    assert_eq!(state.arrivals.len(), n, "one request per run");
+    assert_eq!(
+        state.most, cap,
+        "{cap} scans at the server at once, never more"
+    );
+    // A run beyond the first `cap` started only after an earlier one was answered.
+    for (i, released) in state.arrivals.iter().enumerate() {
+        assert!(
+            *released + cap > i,
+            "run {i} started with {released} answered: {:?}",
+            state.arrivals
+        );
+    }
+    assert!(
+        origin.held.try_recv().is_err(),
+        "no request beyond one per run"
+    );
+    for i in 0..n {
+        let runs = f.runs(&format!("t{i}"));
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0].status, RunStatus::Refused, "{runs:?}");
+        assert_eq!(runs[0].requests, 1, "{runs:?}");
+    }
 }
