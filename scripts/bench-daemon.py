@@ -6,6 +6,7 @@ are scanned against the bundled reference server on loopback while /targets is t
 
 Usage: scripts/bench-daemon.py BINARY [TARGETS=10000] [DUE=10]
 """
+import glob
 import hashlib
 import json
 import os
@@ -53,9 +54,10 @@ with open(os.path.join(work, "mcpprobe.toml"), "w") as f:
         f.write(f'[[targets]]\nname = "{name}"\nurl = "{url}"\nevery = "24h"\n')
 
 db = sqlite3.connect(os.path.join(work, "daemon.sqlite3"))
-db.executescript(open(os.path.join(root, "src/daemon/migrations/001_init.sql")).read())
-db.executescript(open(os.path.join(root, "src/daemon/migrations/002_latest_run.sql")).read())
-db.execute("PRAGMA user_version = 2")
+migrations = sorted(glob.glob(os.path.join(root, "src/daemon/migrations/[0-9]*.sql")))
+for m in migrations:
+    db.executescript(open(m).read())
+db.execute(f"PRAGMA user_version = {len(migrations)}")
 now = int(time.time() * 1000)
 db.executemany(
     "INSERT INTO targets (name, url, every_ms, active, added_ms) VALUES (?, ?, ?, 1, ?)",

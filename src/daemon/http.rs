@@ -106,6 +106,36 @@ fn run_json(r: &RunSummary) -> RunJson<'_> {
     }
 }
 
+/// The ownership proof a run relied on (never a token).
+#[derive(serde::Serialize)]
+struct ProofJson<'a> {
+    method: &'a str,
+    host: &'a str,
+    verified_at: Option<String>,
+    expires_at: Option<String>,
+}
+
+/// A run with the proof it relied on, as the per-target answers show it (`/targets` lists
+/// thousands of runs and leaves it out).
+#[derive(serde::Serialize)]
+struct RunDetailJson<'a> {
+    #[serde(flatten)]
+    run: RunJson<'a>,
+    proof: Option<ProofJson<'a>>,
+}
+
+fn run_detail_json(r: &RunSummary) -> RunDetailJson<'_> {
+    RunDetailJson {
+        run: run_json(r),
+        proof: r.proof.as_ref().map(|p| ProofJson {
+            method: &p.method,
+            host: &p.host,
+            verified_at: p.verified_ms.and_then(rfc3339),
+            expires_at: p.expires_ms.and_then(rfc3339),
+        }),
+    }
+}
+
 #[derive(serde::Serialize)]
 struct TargetJson<'a> {
     name: &'a str,
@@ -229,7 +259,7 @@ async fn target(
         "name": t.name,
         "url": t.url,
         "every_seconds": t.every_ms / 1000,
-        "latest": runs.first().map(run_json),
+        "latest": runs.first().map(run_detail_json),
         "badge": crate::report::badge::endpoint_json(&badge),
     }))
     .into_response()
@@ -305,7 +335,7 @@ async fn runs(State(s): State<AppState>, Path(name): Path<String>) -> Response {
         return error(StatusCode::NOT_FOUND, "no such target");
     }
     match db(&s.store, move |st| st.runs(&name, RUNS_LIMIT)).await {
-        Ok(r) => axum::Json(json!({ "runs": r.iter().map(run_json).collect::<Vec<_>>() }))
+        Ok(r) => axum::Json(json!({ "runs": r.iter().map(run_detail_json).collect::<Vec<_>>() }))
             .into_response(),
         Err(e) => internal(e),
     }
@@ -358,7 +388,7 @@ async fn run(
             let report = docs
                 .and_then(|d| serde_json::from_str::<Value>(&d.report_json).ok())
                 .unwrap_or(Value::Null);
-            axum::Json(json!({ "run": run_json(&r), "report": report })).into_response()
+            axum::Json(json!({ "run": run_detail_json(&r), "report": report })).into_response()
         }
         Ok((None, _)) => error(StatusCode::NOT_FOUND, "no such run"),
         Err(e) => internal(e),

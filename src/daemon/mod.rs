@@ -405,6 +405,7 @@ impl Runner {
                     compared_with: Some(id),
                     refusal: None,
                     duration_ms: 0,
+                    proof: None,
                 };
                 let (c, now) = (claim.clone(), now_ms(&self.scanner));
                 db(&self.store, move |s| s.finish(&c, &finished, now)).await?;
@@ -477,14 +478,15 @@ impl Runner {
             tracing::info!(target: "mcpprobe::daemon", target_name = %t.name, outcome = "interrupted", duration_ms = duration.as_millis() as u64, "run {} interrupted", claim.run_id);
             return Ok(());
         }
-        let (mut report, observed) = match scanned {
-            Ok(s) => (s.report, s.observed),
+        let (mut report, observed, proof) = match scanned {
+            Ok(s) => (s.report, s.observed, s.proof),
             Err(e) => (
                 unstarted(
                     t,
                     format!("the scan could not start: {e}"),
                     "the scan could not start",
                 ),
+                None,
                 None,
             ),
         };
@@ -508,6 +510,7 @@ impl Runner {
             compared_with: accepted.as_ref().map(|b| b.id),
             refusal: report.refusal.map(crate::report::Refusal::as_str),
             duration_ms: i64::try_from(duration.as_millis()).unwrap_or(i64::MAX),
+            proof: proof.as_ref().map(store::ProofRecord::of),
         };
         let (c, name) = (claim.clone(), t.name.clone());
         let first_pin = accepted.is_none() && status == RunStatus::Complete;

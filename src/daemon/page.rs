@@ -276,6 +276,7 @@ pub fn run_page(
             dt { "Exit code" } dd { (exit_code(run.exit_code)) }
             dt { "Requests" } dd { (run.requests) }
             dt { "Tool list" } dd { (hash(run.tool_list_sha256.as_deref())) }
+            dt { "Ownership proof" } dd.proof { (proof(run.proof.as_ref())) }
         }
         @if let Some(reason) = &run.reason {
             p.warning { (escape(reason)) }
@@ -395,6 +396,20 @@ fn hash(h: Option<&str>) -> Markup {
         @match h {
             Some(h) => code title=(escape(h)) { (escape_trimmed(h, 13)) },
             None => span.muted { "–" },
+        }
+    }
+}
+
+/// The ownership proof a run relied on: `dns-txt for example.com, verified …, valid until …`.
+fn proof(p: Option<&super::store::ProofRecord>) -> Markup {
+    html! {
+        @match p {
+            Some(p) => {
+                (escape(&p.method)) " for " (escape(&p.host))
+                @if let Some(v) = p.verified_ms { ", verified " (when(v)) }
+                @if let Some(e) = p.expires_ms { ", valid until " (when(e)) }
+            }
+            None => span.muted { "none (the gate stopped the run, or it did not reach the gate)" },
         }
     }
 }
@@ -737,6 +752,7 @@ mod tests {
             tool_list_sha256: Some("ab".repeat(32)),
             requests: 12,
             reason: Some(format!("reason {HOSTILE}")),
+            proof: None,
         }
     }
 
@@ -842,6 +858,31 @@ mod tests {
         .into_string();
         assert_inert(&page);
         assert!(page.contains("reason Adds.&lt;script&gt;"));
+    }
+
+    #[test]
+    fn the_run_page_names_the_proof_the_run_relied_on() {
+        let mut r = run(4);
+        r.proof = Some(crate::daemon::store::ProofRecord {
+            method: "dns-txt".into(),
+            host: format!("mcp.example.com{HOSTILE}"),
+            verified_ms: Some(1_764_504_000_000),
+            expires_ms: Some(1_772_280_000_000),
+        });
+        let html = run_page(&target("prod"), &r, None, &[]).into_string();
+        assert_inert(&html);
+        assert!(
+            html.contains("dns-txt for mcp.example.comAdds.&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                ", verified 2025-11-30 12:00:00 UTC, valid until 2026-02-28 12:00:00 UTC"
+            ),
+            "{html}"
+        );
+        let html = run_page(&target("prod"), &run(5), None, &[]).into_string();
+        assert!(html.contains("none (the gate stopped the run"), "{html}");
     }
 
     #[test]

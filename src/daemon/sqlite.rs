@@ -9,14 +9,15 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::store::{
-    Claim, Claimed, Counts, Finished, RunDocuments, RunStatus, RunSummary, Store, StoreError,
-    StoredBaseline, TargetRow, Totals,
+    Claim, Claimed, Counts, Finished, ProofRecord, RunDocuments, RunStatus, RunSummary, Store,
+    StoreError, StoredBaseline, TargetRow, Totals,
 };
 
 /// The migrations, in order; the schema version is their count.
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/001_init.sql"),
     include_str!("migrations/002_latest_run.sql"),
+    include_str!("migrations/003_run_proofs.sql"),
 ];
 
 pub struct SqliteStore {
@@ -24,8 +25,13 @@ pub struct SqliteStore {
     path: String,
 }
 
-const RUN_COLUMNS: &str = "id, target, slot, started_ms, finished_ms, status, exit_code, \
-     critical, high, medium, low, info, tool_list_sha256, requests, reason";
+/// A run's summary columns, from [`RUNS`].
+const RUN_COLUMNS: &str = "runs.id, runs.target, runs.slot, runs.started_ms, runs.finished_ms, \
+     runs.status, runs.exit_code, runs.critical, runs.high, runs.medium, runs.low, runs.info, \
+     runs.tool_list_sha256, runs.requests, runs.reason, \
+     proofs.method, proofs.host, proofs.verified_ms, proofs.expires_ms";
+/// The runs with the proof each relied on.
+const RUNS: &str = "runs LEFT JOIN proofs ON proofs.id = runs.proof";
 
 fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
     let status: String = r.get(5)?;
@@ -47,6 +53,15 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
         tool_list_sha256: r.get(12)?,
         requests: r.get::<_, i64>(13)?.max(0).unsigned_abs(),
         reason: r.get(14)?,
+        proof: match r.get::<_, Option<String>>(15)? {
+            Some(method) => Some(ProofRecord {
+                method,
+                host: r.get(16)?,
+                verified_ms: r.get(17)?,
+                expires_ms: r.get(18)?,
+            }),
+            None => None,
+        },
     })
 }
 
@@ -214,11 +229,30 @@ impl Store for SqliteStore {
 
     fn finish(&self, claim: &Claim, run: &Finished, now_ms: i64) -> Result<bool, StoreError> {
         self.with(|c| {
-            c.execute(
+            let tx = c.transaction()?;
+            // The proof the run relied on: one row per proof, shared by its runs.
+            let proof: Option<i64> = match &run.proof {
+                Some(p) => {
+                    tx.execute(
+                        "INSERT INTO proofs (method, host, verified_ms, expires_ms)
+                         VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                        params![p.method, p.host, p.verified_ms, p.expires_ms],
+                    )?;
+                    Some(tx.query_row(
+                        "SELECT id FROM proofs WHERE method = ?1 AND host = ?2
+                             AND verified_ms IS ?3 AND expires_ms IS ?4",
+                        params![p.method, p.host, p.verified_ms, p.expires_ms],
+                        |r| r.get(0),
+                    )?)
+                }
+                None => None,
+            };
+            let held = tx.execute(
                 "UPDATE runs SET status = ?2, finished_ms = ?3, lease_until = NULL, exit_code = ?4,
                      critical = ?5, high = ?6, medium = ?7, low = ?8, info = ?9,
                      tool_list_sha256 = ?10, requests = ?11, reason = ?12, report_json = ?13,
-                     observed_json = ?14, compared_with = ?15, refusal = ?16, duration_ms = ?17
+                     observed_json = ?14, compared_with = ?15, refusal = ?16, duration_ms = ?17,
+                     proof = ?18
                  WHERE id = ?1 AND status = 'running'",
                 params![
                     claim.run_id,
@@ -238,9 +272,14 @@ impl Store for SqliteStore {
                     run.compared_with,
                     run.refusal,
                     run.duration_ms,
+                    proof,
                 ],
-            )
-            .map(|n| n == 1)
+            )? == 1;
+            // A run that lost its claim records nothing (its proof row neither).
+            if held {
+                tx.commit()?;
+            }
+            Ok(held)
         })
     }
 
@@ -258,7 +297,7 @@ impl Store for SqliteStore {
     fn runs(&self, target: &str, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
         self.with(|c| {
             let mut st = c.prepare(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE target = ?1 ORDER BY id DESC LIMIT ?2"
+                "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE runs.target = ?1 ORDER BY runs.id DESC LIMIT ?2"
             ))?;
             st.query_map(
                 params![target, i64::try_from(limit).unwrap_or(i64::MAX)],
@@ -271,7 +310,9 @@ impl Store for SqliteStore {
     fn run(&self, target: &str, id: i64) -> Result<Option<RunSummary>, StoreError> {
         self.with(|c| {
             c.query_row(
-                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE target = ?1 AND id = ?2"),
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE runs.target = ?1 AND runs.id = ?2"
+                ),
                 params![target, id],
                 run_row,
             )
@@ -291,7 +332,7 @@ impl Store for SqliteStore {
     fn latest_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         self.with(|c| {
             let mut st = c.prepare(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE id IN (
+                "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE runs.id IN (
                      SELECT latest_run FROM targets WHERE active = 1 AND latest_run IS NOT NULL)"
             ))?;
             st.query_map([], run_row)?.collect()
@@ -460,12 +501,12 @@ impl Store for SqliteStore {
             // The newest finished run of each active target: its latest run, or the one
             // before it while the latest is still running.
             let mut st = c.prepare(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE id IN (
+                "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE runs.id IN (
                      SELECT CASE WHEN r.status != 'running' THEN r.id ELSE
                          (SELECT max(p.id) FROM runs p WHERE p.target = t.name AND p.status != 'running')
                      END
                      FROM targets t JOIN runs r ON r.id = t.latest_run WHERE t.active = 1)
-                 ORDER BY target"
+                 ORDER BY runs.target"
             ))?;
             t.latest = st
                 .query_map([], run_row)?
@@ -514,6 +555,7 @@ mod tests {
             compared_with: None,
             refusal: None,
             duration_ms: 5,
+            proof: None,
         }
     }
 
@@ -586,6 +628,75 @@ mod tests {
         // The old claim's renewal fails: its lease is gone.
         let mut old = again;
         assert!(!s.renew(&mut old, 2001, 1000).expect("renew"));
+    }
+
+    #[test]
+    fn a_run_keeps_the_proof_it_relied_on_stored_once() {
+        let (_d, s) = store();
+        let proof = ProofRecord {
+            method: "dns-txt".into(),
+            host: "mcp.example.com".into(),
+            verified_ms: Some(1),
+            expires_ms: Some(2),
+        };
+        let with = |p: Option<ProofRecord>| Finished {
+            proof: p,
+            ..done(RunStatus::Complete)
+        };
+        for slot in [0, 60_000] {
+            let Claimed::Run(c) = s.claim("a", slot, slot + 1, 1000).expect("claim") else {
+                panic!("claimed")
+            };
+            assert!(
+                s.finish(&c, &with(Some(proof.clone())), slot + 2)
+                    .expect("finish")
+            );
+            // A finish without the claim records nothing, its proof neither.
+            let other = ProofRecord {
+                host: "other.example".into(),
+                ..proof.clone()
+            };
+            assert!(!s.finish(&c, &with(Some(other)), slot + 3).expect("late"));
+        }
+        let Claimed::Run(c) = s.claim("a", 120_000, 120_001, 1000).expect("claim") else {
+            panic!("claimed")
+        };
+        assert!(s.finish(&c, &with(None), 120_002).expect("finish"));
+        let runs = s.runs("a", 10).expect("runs");
+        assert_eq!(runs[0].proof, None);
+        assert_eq!(runs[1].proof.as_ref(), Some(&proof));
+        assert_eq!(runs[2].proof.as_ref(), Some(&proof));
+        assert_eq!(
+            s.run("a", runs[1].id).expect("run").and_then(|r| r.proof),
+            Some(proof)
+        );
+        let rows: i64 = s
+            .with(|c| c.query_row("SELECT count(*) FROM proofs", [], |r| r.get(0)))
+            .expect("count");
+        assert_eq!(rows, 1, "one row per proof");
+    }
+
+    #[test]
+    fn a_version_2_database_is_migrated_with_its_runs() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.sqlite3");
+        let c = Connection::open(&path).expect("raw");
+        c.execute_batch(MIGRATIONS[0]).expect("1");
+        c.execute_batch(MIGRATIONS[1]).expect("2");
+        c.execute_batch(
+            "PRAGMA user_version = 2;
+             INSERT INTO targets (name, url, every_ms, added_ms) VALUES ('a', 'http://x/mcp', 60000, 0);
+             INSERT INTO runs (target, slot, status, started_ms) VALUES ('a', 0, 'complete', 5);",
+        )
+        .expect("a version 2 database");
+        drop(c);
+        let s = SqliteStore::open(&path).expect("migrated");
+        let runs = s.runs("a", 10).expect("runs");
+        assert_eq!((runs.len(), runs[0].proof.as_ref()), (1, None));
+        let version: i64 = s
+            .with(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
+            .expect("version");
+        assert_eq!(version, MIGRATIONS.len() as i64);
     }
 
     #[test]

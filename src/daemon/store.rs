@@ -1,5 +1,7 @@
 //! The daemon's state behind one interface (SPEC §8.1): targets, runs claimed with a lease and
-//! unique per (target, slot), their reports, the accepted baselines. SQLite is the embedded
+//! unique per (target, slot), their reports, the accepted baselines, and the ownership proof
+//! each run relied on (the proof files `mcpprobe verify` writes in the state folder stay what
+//! the gate reads on every run; the store records which one a run used). SQLite is the embedded
 //! default ([`super::sqlite::SqliteStore`]); the interface is synchronous and shaped so that a
 //! PostgreSQL store (claims with `FOR UPDATE SKIP LOCKED`, several daemons sharing targets) can
 //! be added without touching the scheduler. Times are unix milliseconds, passed in by the caller.
@@ -130,6 +132,30 @@ pub struct RunSummary {
     pub requests: u64,
     /// Why it was refused, incomplete or interrupted.
     pub reason: Option<String>,
+    /// The ownership proof the gate accepted for it (none when the gate stopped it, or it
+    /// never reached the gate).
+    pub proof: Option<ProofRecord>,
+}
+
+/// An ownership proof a run relied on: its method (`local`, `dns-txt`), host and, for a stored
+/// proof, when it was verified and when it expires. Never the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProofRecord {
+    pub method: String,
+    pub host: String,
+    pub verified_ms: Option<i64>,
+    pub expires_ms: Option<i64>,
+}
+
+impl ProofRecord {
+    pub fn of(p: &crate::gate::ProofUsed) -> ProofRecord {
+        ProofRecord {
+            method: p.method.clone(),
+            host: p.host.clone(),
+            verified_ms: p.verified_at.map(|t| t.timestamp_millis()),
+            expires_ms: p.expires_at.map(|t| t.timestamp_millis()),
+        }
+    }
 }
 
 /// What a claim got.
@@ -171,6 +197,8 @@ pub struct Finished {
     /// For a refused run: its [`crate::report::Refusal`] (`opted_out`, `ownership`, …).
     pub refusal: Option<&'static str>,
     pub duration_ms: i64,
+    /// The ownership proof the gate accepted.
+    pub proof: Option<ProofRecord>,
 }
 
 /// What `/metrics` reads from the store.

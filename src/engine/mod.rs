@@ -163,6 +163,9 @@ struct Pinned {
 pub struct Scanned {
     pub report: Report,
     pub observed: Option<crate::baseline::Baseline>,
+    /// The ownership proof the gate accepted for an HTTP target (`None` when the gate stopped
+    /// the run, and for a stdio server), for a host that records which proof a run relied on.
+    pub proof: Option<gate::ProofUsed>,
 }
 
 /// What the live stages hand the checks.
@@ -246,9 +249,16 @@ impl Scanner {
             }),
             (None, None) => None,
         };
-        let report = self.scan_pinned(req, cancel, pinned.as_ref()).await?;
+        let proof = std::sync::Mutex::new(None);
+        let report = self
+            .scan_pinned(req, cancel, pinned.as_ref(), &proof)
+            .await?;
         let observed = pinned.and_then(|p| p.observed.into_inner().ok()).flatten();
-        Ok(Scanned { report, observed })
+        Ok(Scanned {
+            report,
+            observed,
+            proof: proof.into_inner().ok().flatten(),
+        })
     }
 
     async fn scan_pinned(
@@ -256,6 +266,7 @@ impl Scanner {
         req: &ScanRequest,
         cancel: CancellationToken,
         pinned: Option<&Pinned>,
+        proof: &std::sync::Mutex<Option<gate::ProofUsed>>,
     ) -> Result<Report, ConfigError> {
         req.limits.validate()?;
         if let Some(j) = &req.judge {
@@ -306,7 +317,7 @@ impl Scanner {
             let work = async {
                 match &http_target {
                     Some(t) => {
-                        self.run_http(req, t.clone(), &net, pinned, &mut report)
+                        self.run_http(req, t.clone(), &net, pinned, proof, &mut report)
                             .await
                     }
                     None => self.run_stdio(req, &net, pinned, &mut report).await,
@@ -371,6 +382,7 @@ impl Scanner {
         target: HttpTarget,
         net: &Network,
         pinned: Option<&Pinned>,
+        proof: &std::sync::Mutex<Option<gate::ProofUsed>>,
         report: &mut Report,
     ) -> Result<(), ConfigError> {
         let dns = &self.dns;
@@ -407,6 +419,9 @@ impl Scanner {
             }
         };
         report.gate = Some(owned.record().clone());
+        if let Ok(mut p) = proof.lock() {
+            *p = Some(owned.proof_used());
+        }
         let client = match owned.client(net) {
             Ok(c) => c,
             Err(e) => {

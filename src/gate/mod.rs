@@ -118,6 +118,17 @@ pub enum Proof {
     DnsTxt(StoredProof),
 }
 
+/// Which ownership proof a run relied on, as a host may record it: the method, the host and,
+/// for a stored proof, when it was verified and until when it holds. Never the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProofUsed {
+    /// `local` or the stored proof's method (`dns-txt`).
+    pub method: String,
+    pub host: String,
+    pub verified_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
 /// A target that did not opt out and that the user has proven to own.
 #[derive(Debug)]
 pub struct Owned {
@@ -213,6 +224,23 @@ impl Owned {
     }
     pub fn proof(&self) -> &Proof {
         &self.proof
+    }
+    /// The proof this run relied on, without its token.
+    pub fn proof_used(&self) -> ProofUsed {
+        match &self.proof {
+            Proof::Local(_) => ProofUsed {
+                method: "local".into(),
+                host: self.cleared.target.host.clone(),
+                verified_at: None,
+                expires_at: None,
+            },
+            Proof::DnsTxt(p) => ProofUsed {
+                method: p.method.clone(),
+                host: p.host.clone(),
+                verified_at: Some(p.verified_at),
+                expires_at: Some(p.expires_at),
+            },
+        }
     }
     pub fn addresses(&self) -> &[IpAddr] {
         &self.cleared.addrs

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone as _, Utc};
 use mcpprobe::config::Config;
 use mcpprobe::daemon::sqlite::SqliteStore;
-use mcpprobe::daemon::store::{RunStatus, Store};
+use mcpprobe::daemon::store::{ProofRecord, RunStatus, Store};
 use mcpprobe::daemon::{Daemon, DaemonConfig, http};
 use mcpprobe::demo::server::{self, Behaviour, Running};
 use mcpprobe::engine::{Clock, Scanner, ScannerConfig};
@@ -59,6 +59,15 @@ fn config(text: &str) -> Config {
 }
 
 fn fixture(text: &str, env: &[(&str, &str)]) -> Fixture {
+    fixture_resolving(text, env, None)
+}
+
+/// [`fixture`] whose scanner asks `resolver` (a test DNS server) for names.
+fn fixture_resolving(
+    text: &str,
+    env: &[(&str, &str)],
+    resolver: Option<std::net::SocketAddr>,
+) -> Fixture {
     let state = tempfile::tempdir().expect("state");
     let file = state.path().join("mcpprobe.toml");
     std::fs::write(&file, text).expect("the config file");
@@ -78,6 +87,7 @@ fn fixture(text: &str, env: &[(&str, &str)]) -> Fixture {
     let mut sc = ScannerConfig::new(state.path());
     sc.host_rate = dc.rate;
     sc.clock = Arc::new(clock.clone());
+    sc.resolver = resolver;
     let scanner = Scanner::new(sc).expect("scanner");
     Fixture {
         file,
@@ -274,6 +284,18 @@ fn runs_on_schedule_catch_a_rug_pull_accept_it_and_stop_at_an_opt_out() {
     let runs = f.runs("changing");
     assert_eq!(runs[0].status, RunStatus::Refused, "{runs:?}");
     assert_eq!(runs[0].exit_code, Some(2));
+    // The runs that passed the gate relied on a local proof (loopback); the refused one on none.
+    assert_eq!(runs[0].proof, None, "{runs:?}");
+    assert!(
+        runs[1..].iter().all(|r| r.proof
+            == Some(ProofRecord {
+                method: "local".into(),
+                host: "127.0.0.1".into(),
+                verified_ms: None,
+                expires_ms: None,
+            })),
+        "{runs:?}"
+    );
     assert_eq!(
         opted.count(),
         1,
@@ -481,6 +503,11 @@ fn the_status_api_answers_as_specified() {
     assert_eq!(run["exit_code"], 1);
     assert!(run["counts"]["high"].as_u64() > Some(0), "{run}");
     assert_eq!(run["tool_list_sha256"], report["tool_list_sha256"]);
+    assert_eq!(
+        run["proof"],
+        json!({"method": "local", "host": "127.0.0.1", "verified_at": null, "expires_at": null}),
+        "the proof the run relied on: {run}"
+    );
     let id = run["id"].as_i64().expect("id");
     let (status, _, one) = get(&url(&format!("/targets/demo/runs/{id}")), None, None);
     assert_eq!(status, 200);
@@ -1042,5 +1069,108 @@ fn max_concurrent_scans_caps_the_scans_in_flight() {
         assert_eq!(runs.len(), 1, "{runs:?}");
         assert_eq!(runs[0].status, RunStatus::Refused, "{runs:?}");
         assert_eq!(runs[0].requests, 1, "{runs:?}");
+    }
+}
+
+#[test]
+fn a_run_records_the_dns_txt_proof_it_relied_on_never_its_token() {
+    use crate::support::dns::TestDns;
+    use crate::support::netns::{NS_IP, NetnsHost};
+    const TOKEN: &str = "feedc0de0123456789abcdef01234567";
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let dns = TestDns::start(
+        &rt,
+        &[
+            &format!("mcp 60 IN A {NS_IP}"),
+            &format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\""),
+        ],
+    );
+    let text = "rate = 10\n[[targets]]\nname = \"remote\"\nurl = \"http://mcp.test:8080/mcp\"\nevery = \"1h\"\n";
+    let f = rt.block_on(async { fixture_resolving(text, &[], Some(dns.addr)) });
+    // The proof `mcpprobe verify check` would have stored (the test clock is 2027-01-15).
+    let proofs = f.state.path().join("proofs");
+    std::fs::create_dir_all(&proofs).expect("proofs");
+    std::fs::write(
+        proofs.join("mcp.test.json"),
+        json!({"host": "mcp.test", "method": "dns-txt", "token": TOKEN,
+               "verified_at": "2027-01-01T00:00:00Z", "expires_at": "2027-04-01T00:00:00Z"})
+        .to_string(),
+    )
+    .expect("write the proof");
+    // Two runs, one proof.
+    rt.block_on(f.once());
+    f.clock.advance(Duration::from_secs(3600));
+    rt.block_on(f.once());
+    let seen = host.finish();
+    let runs = f.runs("remote");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let expected = ProofRecord {
+        method: "dns-txt".into(),
+        host: "mcp.test".into(),
+        verified_ms: Some(1_798_761_600_000),
+        expires_ms: Some(1_806_537_600_000),
+    };
+    for r in &runs {
+        assert_ne!(r.status, RunStatus::Refused, "{r:?}");
+        assert_eq!(r.proof.as_ref(), Some(&expected), "{r:?}");
+    }
+    assert!(seen.len() > 2, "both runs went past the gate: {seen:?}");
+
+    // The API and the run page name it.
+    let port = serve(&rt, &f, "127.0.0.1:0");
+    let url = |p: &str| format!("http://127.0.0.1:{port}{p}");
+    let (_, _, body) = get(&url("/targets/remote/runs"), None, None);
+    let listed: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(
+        listed["runs"][0]["proof"],
+        json!({"method": "dns-txt", "host": "mcp.test",
+               "verified_at": "2027-01-01T00:00:00.000Z", "expires_at": "2027-04-01T00:00:00.000Z"}),
+        "{body}"
+    );
+    assert_eq!(listed["runs"][0]["outcome"], json!(runs[0].status.as_str()));
+    let (_, _, body) = get(&url("/targets"), None, None);
+    let all: Value = serde_json::from_str(&body).expect("json");
+    assert!(
+        all["targets"][0]["latest"].get("proof").is_none(),
+        "/targets stays lean: {body}"
+    );
+    let (_, _, page) = get(
+        &url(&format!("/targets/remote/runs/{}", runs[0].id)),
+        None,
+        Some("text/html"),
+    );
+    assert!(
+        page.contains(
+            "dns-txt for mcp.test, verified 2027-01-01 00:00:00 UTC, valid until 2027-04-01 00:00:00 UTC"
+        ),
+        "{page}"
+    );
+
+    // The database answers which proof each run relied on: one proof row, both runs on it; the
+    // token is nowhere in its files.
+    let db = rusqlite::Connection::open(SqliteStore::path_in(f.state.path())).expect("db");
+    let (proof_rows, runs_on_it): (i64, i64) = db
+        .query_row(
+            "SELECT (SELECT count(*) FROM proofs),
+                    (SELECT count(*) FROM runs JOIN proofs ON proofs.id = runs.proof
+                     WHERE proofs.method = 'dns-txt' AND proofs.host = 'mcp.test')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("query");
+    assert_eq!((proof_rows, runs_on_it), (1, 2));
+    drop(db);
+    for entry in std::fs::read_dir(f.state.path()).expect("state") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("daemon.sqlite3") {
+            let bytes = std::fs::read(&path).expect("read");
+            assert!(
+                !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+                "the token in {}",
+                path.display()
+            );
+        }
     }
 }
