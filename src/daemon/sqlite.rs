@@ -31,7 +31,8 @@ const RUN_COLUMNS: &str = "runs.id, runs.target, runs.slot, runs.started_ms, run
      runs.tool_list_sha256, runs.requests, runs.reason, \
      proofs.method, proofs.host, proofs.verified_ms, proofs.expires_ms";
 /// The runs with the proof each relied on.
-const RUNS: &str = "runs LEFT JOIN proofs ON proofs.id = runs.proof";
+const RUNS: &str = "runs LEFT JOIN run_proofs ON run_proofs.run = runs.id \
+     LEFT JOIN proofs ON proofs.id = run_proofs.proof";
 
 fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
     let status: String = r.get(5)?;
@@ -251,8 +252,7 @@ impl Store for SqliteStore {
                 "UPDATE runs SET status = ?2, finished_ms = ?3, lease_until = NULL, exit_code = ?4,
                      critical = ?5, high = ?6, medium = ?7, low = ?8, info = ?9,
                      tool_list_sha256 = ?10, requests = ?11, reason = ?12, report_json = ?13,
-                     observed_json = ?14, compared_with = ?15, refusal = ?16, duration_ms = ?17,
-                     proof = ?18
+                     observed_json = ?14, compared_with = ?15, refusal = ?16, duration_ms = ?17
                  WHERE id = ?1 AND status = 'running'",
                 params![
                     claim.run_id,
@@ -272,11 +272,16 @@ impl Store for SqliteStore {
                     run.compared_with,
                     run.refusal,
                     run.duration_ms,
-                    proof,
                 ],
             )? == 1;
             // A run that lost its claim records nothing (its proof row neither).
             if held {
+                if let Some(p) = proof {
+                    tx.execute(
+                        "INSERT INTO run_proofs (run, proof) VALUES (?1, ?2)",
+                        params![claim.run_id, p],
+                    )?;
+                }
                 tx.commit()?;
             }
             Ok(held)

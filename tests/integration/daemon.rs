@@ -1153,7 +1153,7 @@ fn a_run_records_the_dns_txt_proof_it_relied_on_never_its_token() {
     let (proof_rows, runs_on_it): (i64, i64) = db
         .query_row(
             "SELECT (SELECT count(*) FROM proofs),
-                    (SELECT count(*) FROM runs JOIN proofs ON proofs.id = runs.proof
+                    (SELECT count(*) FROM run_proofs JOIN proofs ON proofs.id = run_proofs.proof
                      WHERE proofs.method = 'dns-txt' AND proofs.host = 'mcp.test')",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
