@@ -198,6 +198,10 @@ pub struct TargetConfig {
     pub min_confidence: Option<Confidence>,
     /// The environment variable the bearer token comes from (never the token itself).
     pub token_env: Option<String>,
+    /// `--allow-private-addresses` for this target: its name may resolve to addresses that
+    /// are not public (SPEC §7). Off by default: such a run is refused (`private_address`).
+    #[serde(default)]
+    pub allow_private_addresses: bool,
     #[serde(default, deserialize_with = "check_ids")]
     pub checks: Option<Vec<String>>,
     #[serde(default, deserialize_with = "check_ids")]

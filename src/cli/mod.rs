@@ -287,6 +287,14 @@ pub struct ScanArgs {
     /// Do not send the one GET to the advertised authorization server (AUTH-03).
     #[arg(long, help_heading = "Network")]
     pub no_follow_as: bool,
+    /// Scan a host name even when it resolves to an address that is not public: private
+    /// (RFC 1918), loopback beside other addresses, link-local (169.254/16, fe80::/10: cloud
+    /// metadata), CGNAT, unique-local, NAT64, 6to4 or IPv4-mapped forms of those, benchmark,
+    /// documentation, multicast or reserved. Without it such a name is refused (exit 2) before
+    /// anything is sent, even with a DNS-TXT proof: a name's owner can point it at the network
+    /// mcpprobe runs in. A name that resolves only to loopback needs no flag (local proof).
+    #[arg(long, help_heading = "Network")]
+    pub allow_private_addresses: bool,
     /// Write every request and response (redacted) as JSON lines.
     #[arg(long, value_name = "FILE", help_heading = "Network")]
     pub trace_file: Option<PathBuf>,

@@ -104,7 +104,12 @@ impl Metrics {
             out,
             "# HELP mcpprobe_gate_refusals_total Scans the gate stopped, by reason.\n# TYPE mcpprobe_gate_refusals_total counter"
         );
-        for class in ["opted_out", "ownership", "active_not_authorised"] {
+        for class in [
+            "opted_out",
+            "ownership",
+            "private_address",
+            "active_not_authorised",
+        ] {
             let n = totals
                 .refusals
                 .iter()

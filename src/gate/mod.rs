@@ -7,6 +7,13 @@
 //! `Cleared` and `Owned` have private fields and no public constructor, and the network hands
 //! out a target client only for an `Owned`; before that, the only request the target can get
 //! is the opt-out GET.
+//!
+//! The addresses a host name resolves to are judged before any HTTP request (SPEC §1.2, §7,
+//! "A proof names its addresses"): unless they are all loopback (the local proof), each must
+//! be public ([`crate::net::scope::classify`], the rule AUTH-03's request obeys too), or the
+//! scan is refused ([`Stop::PrivateAddress`]) before the opt-out GET, so a name proven by DNS
+//! TXT cannot point the scan, `--active` included, into the scanner host's own network. The
+//! addresses judged are the ones every later request is pinned to (no second lookup).
 
 pub mod state;
 
@@ -16,6 +23,7 @@ use chrono::{DateTime, Utc};
 use url::Url;
 
 use crate::net::dns::{Dns, DnsFailure, is_loopback};
+use crate::net::scope;
 use crate::net::{Client, NetError, Network};
 use crate::report::GateRecord;
 use state::{StateDir, StoredProof, normalise_host, record_name, record_text};
@@ -89,6 +97,22 @@ pub enum Stop {
     Refused(String),
     /// The target cannot be reached at all (its name does not resolve): exit 3.
     Unreachable(String),
+    /// The host name resolves to an address that is not public (loopback beside other
+    /// addresses, private, link-local, CGNAT, unique-local, NAT64, benchmark, documentation,
+    /// reserved …) and `--allow-private-addresses` was not given: exit 2, nothing sent.
+    PrivateAddress(String),
+}
+
+/// Which addresses a host name may resolve to for the scan to go on (SPEC §7, "A proof names
+/// its addresses"). Names that resolve only to loopback have the local proof either way; IP
+/// literals are not judged (only a loopback one can be proven).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AddressRule {
+    /// Every address public ([`scope::Range::Public`]); the default.
+    #[default]
+    PublicOnly,
+    /// `--allow-private-addresses`, `allow_private_addresses = true`: any address.
+    AllowPrivate,
 }
 
 /// Where and why the pipeline stopped, with what the gate recorded until then.
@@ -255,12 +279,27 @@ impl Owned {
 }
 
 /// SPEC §1.1. DNS first (no HTTP request when it says opted out), then
-/// `GET <origin>/.well-known/mcpprobe-opt-out` (200 = opted out).
+/// `GET <origin>/.well-known/mcpprobe-opt-out` (200 = opted out). The addresses are judged by
+/// [`AddressRule::PublicOnly`] (see [`clear_opt_out_with`]).
 pub async fn clear_opt_out(
     target: HttpTarget,
     dns: &Dns,
     net: &Network,
     record: GateRecord,
+) -> Result<Cleared, Box<Halted>> {
+    clear_opt_out_with(target, dns, net, record, AddressRule::PublicOnly).await
+}
+
+/// [`clear_opt_out`] with the address rule of the scan: between the name's lookup and the
+/// opt-out GET, a name that does not resolve only to loopback is refused
+/// ([`Stop::PrivateAddress`]) when one of its addresses is not public and `rule` is
+/// [`AddressRule::PublicOnly`]; nothing is sent to it then.
+pub async fn clear_opt_out_with(
+    target: HttpTarget,
+    dns: &Dns,
+    net: &Network,
+    record: GateRecord,
+    rule: AddressRule,
 ) -> Result<Cleared, Box<Halted>> {
     let mut record = record;
     if target.ip.is_none() {
@@ -311,6 +350,11 @@ pub async fn clear_opt_out(
     };
     let shown: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
     record.addresses = shown.clone();
+    if target.ip.is_none() && !addrs.iter().all(is_loopback) {
+        if let Err(why) = judge_addresses(&target.host, &addrs, rule, &mut record) {
+            return Err(halt(Stop::PrivateAddress(why), record));
+        }
+    }
 
     match net.opt_out_get(&target.url, &addrs).await {
         Ok(resp) => {
@@ -342,6 +386,49 @@ pub async fn clear_opt_out(
         addrs,
         record,
     })
+}
+
+/// The address rule for a host name that does not resolve only to loopback: `Err` is the
+/// refusal's words (the address, its range, the public addresses beside it); the record says
+/// what was judged either way.
+fn judge_addresses(
+    host: &str,
+    addrs: &[IpAddr],
+    rule: AddressRule,
+    record: &mut GateRecord,
+) -> Result<(), String> {
+    let Some((addr, class)) = scope::first_not_public(addrs) else {
+        record.address_check = Some(format!(
+            "every address of {host} is public ({})",
+            record.addresses.join(", ")
+        ));
+        return Ok(());
+    };
+    if rule == AddressRule::AllowPrivate {
+        record.address_check = Some(format!(
+            "{addr} is in {class}: scanned because --allow-private-addresses was given"
+        ));
+        return Ok(());
+    }
+    let public: Vec<String> = addrs
+        .iter()
+        .filter(|a| scope::classify(**a).is_public())
+        .map(IpAddr::to_string)
+        .collect();
+    let beside = if public.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (beside the public address{} {}: a mix is refused the same way)",
+            if public.len() == 1 { "" } else { "es" },
+            public.join(", ")
+        )
+    };
+    let why = format!(
+        "{host} resolves to {addr}, in {class}{beside}; mcpprobe does not send a DNS-named scan into the network of the host it runs on, and nothing was sent to {host} (scan it anyway with --allow-private-addresses, or allow_private_addresses = true for a daemon target)"
+    );
+    record.address_check = Some(format!("refused: {why}"));
+    Err(why)
 }
 
 /// SPEC §1.2: a local proof when every address is loopback; otherwise a stored DNS-TXT proof

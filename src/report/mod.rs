@@ -72,6 +72,9 @@ pub enum Refusal {
     OptedOut,
     Ownership,
     ActiveNotAuthorised,
+    /// A host name resolving to an address that is not public, without
+    /// `--allow-private-addresses` (SPEC §7).
+    PrivateAddress,
 }
 
 impl Refusal {
@@ -80,6 +83,7 @@ impl Refusal {
             Refusal::OptedOut => "opted_out",
             Refusal::Ownership => "ownership",
             Refusal::ActiveNotAuthorised => "active_not_authorised",
+            Refusal::PrivateAddress => "private_address",
         }
     }
 }
@@ -99,6 +103,10 @@ pub struct Fingerprint {
 pub struct GateRecord {
     pub opt_out: Vec<String>,
     pub addresses: Vec<String>,
+    /// How the addresses of a host name were judged (SPEC §7, "A proof names its addresses"):
+    /// all public, a private one allowed by `--allow-private-addresses`, or the refusal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_check: Option<String>,
     pub ownership: Option<String>,
     pub exchanges: Vec<crate::finding::Exchange>,
 }
