@@ -470,6 +470,7 @@ def _scan_kwargs(
     min_confidence: str,
     judge_timeout: float,
     judge_budget: float,
+    allow_private_addresses: bool = False,
 ) -> Dict[str, Any]:
     return dict(
         token=token,
@@ -489,6 +490,7 @@ def _scan_kwargs(
         min_confidence=min_confidence,
         judge_timeout=judge_timeout,
         judge_budget=judge_budget,
+        allow_private_addresses=allow_private_addresses,
     )
 
 
@@ -505,6 +507,7 @@ def scan(
     update_baseline: bool = False,
     exclude_tools: Optional[Sequence[str]] = None,
     follow_authorization_server: bool = True,
+    allow_private_addresses: bool = False,
     trace_file: Optional[Union[str, "os.PathLike[str]"]] = None,
     state_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     resolver: Optional[str] = None,
@@ -518,12 +521,15 @@ def scan(
     server's command as a list, which gets only PATH, HOME, LANG and the variables ``env``
     names). The gate applies exactly as in the CLI: a target whose host is not loopback needs
     an ownership proof (``mcpprobe verify``) in the state folder (``state_dir``, else
-    ``$MCPPROBE_STATE_DIR``, else ``~/.local/state/mcpprobe``). Blocks, with the GIL released;
+    ``$MCPPROBE_STATE_DIR``, else ``~/.local/state/mcpprobe``), and a host name that resolves
+    to an address that is not public (private, link-local, loopback beside other addresses, …)
+    is refused unless ``allow_private_addresses=True`` (``--allow-private-addresses``). Blocks,
+    with the GIL released;
     Ctrl-C cancels the scan (its sessions are still closed) and raises KeyboardInterrupt."""
     kwargs = _scan_kwargs(
         token, headers, env, rate, checks, skip_checks, baseline, update_baseline,
         exclude_tools, follow_authorization_server, trace_file, state_dir, resolver,
-        fail_on, min_confidence, judge_timeout, judge_budget,
+        fail_on, min_confidence, judge_timeout, judge_budget, allow_private_addresses,
     )
     judge_args = _judge(judge, judge_timeout, loop_bound=False)
     return _finish(_call(_native.scan, _target(target), kwargs, judge=judge_args))
@@ -542,6 +548,7 @@ async def scan_async(
     update_baseline: bool = False,
     exclude_tools: Optional[Sequence[str]] = None,
     follow_authorization_server: bool = True,
+    allow_private_addresses: bool = False,
     trace_file: Optional[Union[str, "os.PathLike[str]"]] = None,
     state_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     resolver: Optional[str] = None,
@@ -556,7 +563,7 @@ async def scan_async(
     kwargs = _scan_kwargs(
         token, headers, env, rate, checks, skip_checks, baseline, update_baseline,
         exclude_tools, follow_authorization_server, trace_file, state_dir, resolver,
-        fail_on, min_confidence, judge_timeout, judge_budget,
+        fail_on, min_confidence, judge_timeout, judge_budget, allow_private_addresses,
     )
     judge_args = _judge(judge, judge_timeout, loop_bound=True)
     text = await _call(_native.scan_async, _target(target), kwargs, judge=judge_args)

@@ -26,7 +26,8 @@ def check(
 ) -> str: ...
 # `options` holds every key of mcpprobe._scan_kwargs (token, headers, env, rate, checks,
 # skip_checks, baseline, update_baseline, exclude_tools, follow_authorization_server, trace_file,
-# state_dir, resolver, fail_on, min_confidence, judge_timeout, judge_budget).
+# state_dir, resolver, fail_on, min_confidence, judge_timeout, judge_budget,
+# allow_private_addresses).
 def scan(target: Union[str, List[str]], options: Dict[str, Any], *, judge: Optional[_JudgeArgs] = ...) -> str: ...
 def scan_async(
     target: Union[str, List[str]], options: Dict[str, Any], *, judge: Optional[_JudgeArgs] = ...

@@ -297,6 +297,7 @@ struct ScanOptions {
     update_baseline: bool,
     exclude_tools: Option<Vec<String>>,
     follow_authorization_server: bool,
+    allow_private_addresses: bool,
     trace_file: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     resolver: Option<String>,
@@ -352,6 +353,7 @@ fn prepare(
         ..ScanLimits::default()
     };
     req.follow_authorization_server = o.follow_authorization_server;
+    req.allow_private_addresses = o.allow_private_addresses;
     req.exclude_tools = o.exclude_tools.unwrap_or_default();
     req.trace_file = o.trace_file;
     req.baseline = o.baseline.map(|path| BaselineRequest {
