@@ -397,16 +397,22 @@ fn judge_addresses(
     rule: AddressRule,
     record: &mut GateRecord,
 ) -> Result<(), String> {
-    let Some((addr, class)) = scope::first_not_public(addrs) else {
+    let refused = scope::not_public(addrs);
+    if refused.is_empty() {
         record.address_check = Some(format!(
             "every address of {host} is public ({})",
             record.addresses.join(", ")
         ));
         return Ok(());
-    };
+    }
+    let named: Vec<String> = refused
+        .iter()
+        .map(|(addr, class)| format!("{addr}, in {class}"))
+        .collect();
+    let named = named.join("; ");
     if rule == AddressRule::AllowPrivate {
         record.address_check = Some(format!(
-            "{addr} is in {class}: scanned because --allow-private-addresses was given"
+            "{named}: scanned because --allow-private-addresses was given"
         ));
         return Ok(());
     }
@@ -425,7 +431,7 @@ fn judge_addresses(
         )
     };
     let why = format!(
-        "{host} resolves to {addr}, in {class}{beside}; mcpprobe does not send a DNS-named scan into the network of the host it runs on, and nothing was sent to {host} (scan it anyway with --allow-private-addresses, or allow_private_addresses = true for a daemon target)"
+        "{host} resolves to {named}{beside}; mcpprobe does not send a DNS-named scan into the network of the host it runs on, and nothing was sent to {host} (scan it anyway with --allow-private-addresses, or allow_private_addresses = true for a daemon target)"
     );
     record.address_check = Some(format!("refused: {why}"));
     Err(why)
@@ -649,4 +655,82 @@ pub fn verify_status(state: &StateDir, now: DateTime<Utc>) -> (String, bool) {
         out.push_str(&format!("error: {e}\n"));
     }
     (out, errors.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ips(list: &[&str]) -> Vec<IpAddr> {
+        list.iter()
+            .map(|s| s.parse().expect("an address"))
+            .collect()
+    }
+
+    fn judged(list: &[&str], rule: AddressRule) -> (Result<(), String>, GateRecord) {
+        let addrs = ips(list);
+        let mut record = GateRecord {
+            addresses: list.iter().map(|s| s.to_string()).collect(),
+            ..GateRecord::default()
+        };
+        let r = judge_addresses("mcp.example", &addrs, rule, &mut record);
+        (r, record)
+    }
+
+    #[test]
+    fn public_addresses_pass_and_say_so() {
+        let (r, record) = judged(&["93.184.216.34", "2606:4700::1"], AddressRule::PublicOnly);
+        assert_eq!(r, Ok(()));
+        let check = record.address_check.expect("recorded");
+        assert!(
+            check.starts_with("every address of mcp.example is public"),
+            "{check}"
+        );
+    }
+
+    #[test]
+    fn a_mix_of_public_and_loopback_is_refused_naming_both() {
+        let (r, record) = judged(&["93.184.216.34", "127.0.0.1"], AddressRule::PublicOnly);
+        let why = r.expect_err("refused");
+        assert!(
+            why.contains("127.0.0.1, in the loopback range 127.0.0.0/8"),
+            "{why}"
+        );
+        assert!(
+            why.contains("beside the public address 93.184.216.34"),
+            "{why}"
+        );
+        assert!(why.contains("--allow-private-addresses"), "{why}");
+        assert_eq!(record.address_check, Some(format!("refused: {why}")));
+    }
+
+    #[test]
+    fn every_address_that_is_not_public_is_named_with_its_range() {
+        let (r, _) = judged(
+            &["10.1.2.3", "169.254.169.254", "::ffff:100.64.0.1"],
+            AddressRule::PublicOnly,
+        );
+        let why = r.expect_err("refused");
+        for part in [
+            "10.1.2.3, in the private (RFC 1918) range 10.0.0.0/8",
+            "169.254.169.254, in the link-local",
+            "169.254.0.0/16",
+            "::ffff:100.64.0.1, in the carrier-grade NAT (RFC 6598) range 100.64.0.0/10 (100.64.0.1 inside an IPv4-mapped address",
+        ] {
+            assert!(why.contains(part), "{part:?} not in {why}");
+        }
+        assert!(!why.contains("beside"), "{why}");
+    }
+
+    #[test]
+    fn allowed_private_addresses_pass_and_are_recorded() {
+        let (r, record) = judged(&["10.200.0.2", "8.8.8.8"], AddressRule::AllowPrivate);
+        assert_eq!(r, Ok(()));
+        let check = record.address_check.expect("recorded");
+        assert!(
+            check.contains("10.200.0.2") && check.contains("--allow-private-addresses"),
+            "{check}"
+        );
+        assert_eq!(AddressRule::default(), AddressRule::PublicOnly);
+    }
 }

@@ -266,6 +266,15 @@ pub fn range(ip: IpAddr) -> Range {
     classify(ip).range
 }
 
+/// Every one of `addrs` that is not public, with its class, in order.
+pub fn not_public(addrs: &[IpAddr]) -> Vec<(IpAddr, Class)> {
+    addrs
+        .iter()
+        .map(|a| (*a, classify(*a)))
+        .filter(|(_, c)| !c.is_public())
+        .collect()
+}
+
 /// The first of `addrs` that is not public, with its class: what refuses a DNS-proven name
 /// without `--allow-private-addresses` (a mix of public and such addresses included).
 pub fn first_not_public(addrs: &[IpAddr]) -> Option<(IpAddr, Class)> {
@@ -593,6 +602,15 @@ mod tests {
         assert_eq!(class.range, Range::Loopback);
         let (addr, _) = first_not_public(&[ip("192.0.2.7"), ip("8.8.8.8")]).expect("doc");
         assert_eq!(addr, ip("192.0.2.7"));
+        let all = not_public(&[ip("127.0.0.1"), ip("8.8.8.8"), ip("2001:db8::1")]);
+        let found: Vec<(IpAddr, Range)> = all.iter().map(|(a, c)| (*a, c.range)).collect();
+        assert_eq!(
+            found,
+            vec![
+                (ip("127.0.0.1"), Range::Loopback),
+                (ip("2001:db8::1"), Range::Documentation)
+            ]
+        );
     }
 
     #[test]

@@ -36,6 +36,22 @@ fn write_proof(state: &tempfile::TempDir, host: &str, token: &str, verified: &st
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
+/// The namespace host is in 10.0.0.0/8: a name resolving to it is scanned only with this flag
+/// (SPEC §7); the tests of what a remote host receives give it, so the rest of the gate runs.
+const PRIVATE_OK: &str = "--allow-private-addresses";
+
+/// A DNS-TXT proof of `host` made now, valid for 90 days.
+fn fresh_proof(state: &tempfile::TempDir, host: &str) {
+    let now = chrono::Utc::now();
+    write_proof(
+        state,
+        host,
+        TOKEN,
+        &now.to_rfc3339(),
+        &(now + chrono::Duration::days(90)).to_rfc3339(),
+    );
+}
+
 #[test]
 fn dns_opt_out_means_no_http_request_at_all() {
     let rt = runtime();
@@ -106,7 +122,7 @@ fn unproven_remote_gets_nothing_beyond_the_opt_out_get() {
     let rt = runtime();
     let host = NetnsHost::start(json!({}));
     let dns = TestDns::start(&rt, &[&a_record()]);
-    let (code, report) = scan(&dns, &state_dir(), TARGET, &[]);
+    let (code, report) = scan(&dns, &state_dir(), TARGET, &[PRIVATE_OK]);
     assert_eq!(code, 2, "{report}");
     assert!(
         report["reason"]
@@ -132,7 +148,7 @@ fn expired_proof_is_refused() {
         "2025-01-01T00:00:00Z",
         "2025-04-01T00:00:00Z",
     );
-    let (code, report) = scan(&dns, &state, TARGET, &[]);
+    let (code, report) = scan(&dns, &state, TARGET, &[PRIVATE_OK]);
     assert_eq!(code, 2);
     assert_eq!(report["refusal"], "ownership", "an expired proof");
     assert!(
@@ -157,7 +173,7 @@ fn corrupt_state_file_is_an_error_naming_it() {
         "{\"host\": \"mcp.te",
     )
     .expect("write");
-    let (code, report) = scan(&dns, &state, TARGET, &[]);
+    let (code, report) = scan(&dns, &state, TARGET, &[PRIVATE_OK]);
     assert_eq!(code, 2);
     let reason = report["reason"].as_str().unwrap_or_default();
     assert!(
@@ -237,8 +253,8 @@ fn verify_then_scan_then_record_removed() {
         .expect("runs");
     assert!(String::from_utf8_lossy(&status.stdout).contains("mcp.test  dns-txt"));
 
-    // With the record published, the gate passes.
-    let (code, report) = scan(&published, &state, TARGET, &[]);
+    // With the record published, the gate passes (the host is private: allowed by the flag).
+    let (code, report) = scan(&published, &state, TARGET, &[PRIVATE_OK]);
     assert_ne!(code, 2, "{report}");
     assert!(
         report["gate"]["ownership"]
@@ -252,7 +268,7 @@ fn verify_then_scan_then_record_removed() {
     // The record is removed: the next scan is refused, and the host gets only the opt-out GET.
     let before = host.finish();
     let host = NetnsHost::start(json!({}));
-    let (code, report) = scan(&bare, &state, TARGET, &[]);
+    let (code, report) = scan(&bare, &state, TARGET, &[PRIVATE_OK]);
     assert_eq!(code, 2, "{report}");
     assert!(
         report["reason"]
@@ -447,7 +463,7 @@ fn trans_02_plain_http_on_a_host_that_is_not_loopback() {
         &now.to_rfc3339(),
         &(now + chrono::Duration::days(90)).to_rfc3339(),
     );
-    let (code, report) = scan(&dns, &state, TARGET, &[]);
+    let (code, report) = scan(&dns, &state, TARGET, &[PRIVATE_OK]);
     assert_eq!(
         code, 3,
         "the host is not MCP: incomplete, but the checks that need no MCP still ran"
@@ -478,4 +494,223 @@ fn trans_02_plain_http_on_a_host_that_is_not_loopback() {
             .flatten()
             .all(|f| f["check"] != "TRANS-02")
     );
+}
+
+/// The JSON report's reason, or "".
+fn reason(report: &Value) -> &str {
+    report["reason"].as_str().unwrap_or_default()
+}
+
+/// Asserts a refusal for the address rule: exit 2, `private_address`, the address and the
+/// range named, nothing sent (no request counted by mcpprobe, none in the trace).
+fn assert_address_refusal(
+    code: i32,
+    report: &Value,
+    trace: &std::path::Path,
+    addr: &str,
+    range: &str,
+) {
+    assert_eq!(code, 2, "{report}");
+    assert_eq!(report["outcome"], "refused", "{report}");
+    assert_eq!(report["refusal"], "private_address", "{report}");
+    let why = reason(report);
+    assert!(why.contains(addr) && why.contains(range), "{why}");
+    assert!(why.contains("--allow-private-addresses"), "{why}");
+    assert_eq!(report["requests_sent"], 0, "{report}");
+    let check = report["gate"]["address_check"].as_str().unwrap_or_default();
+    assert!(
+        check.starts_with("refused") && check.contains(addr),
+        "{report}"
+    );
+    assert_eq!(report["gate"]["exchanges"], json!([]), "{report}");
+    assert!(report["gate"]["ownership"].is_null(), "{report}");
+    let traced = std::fs::read_to_string(trace).unwrap_or_default();
+    assert!(traced.trim().is_empty(), "requests traced: {traced}");
+}
+
+#[test]
+fn a_proven_name_resolving_to_a_link_local_address_is_refused_and_sent_nothing() {
+    let rt = runtime();
+    // The metadata address itself, and the IPv6 forms that carry it.
+    let names = [
+        ("meta", "A 169.254.169.254", "169.254.169.254", "link-local"),
+        (
+            "mapped",
+            "AAAA ::ffff:169.254.169.254",
+            "::ffff:169.254.169.254",
+            "IPv4-mapped",
+        ),
+        (
+            "sixtofour",
+            "AAAA 2002:a9fe:a9fe::1",
+            "2002:a9fe:a9fe::1",
+            "6to4",
+        ),
+        (
+            "nat64",
+            "AAAA 64:ff9b::a9fe:a9fe",
+            "64:ff9b::a9fe:a9fe",
+            "NAT64",
+        ),
+        ("v6ll", "AAAA fe80::1", "fe80::1", "link-local"),
+    ];
+    let mut records = Vec::new();
+    for (name, rr, _, _) in names {
+        records.push(format!("{name} 60 IN {rr}"));
+        records.push(format!(
+            "_mcpprobe.{name} 60 IN TXT \"mcpprobe-verify={TOKEN}\""
+        ));
+    }
+    let refs: Vec<&str> = records.iter().map(String::as_str).collect();
+    let dns = TestDns::start(&rt, &refs);
+    for (name, _, addr, range) in names {
+        let state = state_dir();
+        let host = format!("{name}.test");
+        fresh_proof(&state, &host);
+        let trace = state.path().join("trace.jsonl");
+        let trace_arg = trace.to_string_lossy().to_string();
+        let url = format!("http://{host}/mcp");
+        let (code, report) = scan(&dns, &state, &url, &["--trace-file", &trace_arg]);
+        assert_address_refusal(code, &report, &trace, addr, range);
+        assert!(reason(&report).contains("link-local"), "{report}");
+        // Refused before the ownership check too: the active gate gets no further.
+        let (code, report) = scan(
+            &dns,
+            &state,
+            &url,
+            &[
+                "--active",
+                "--authorised-by",
+                "me",
+                "--scope",
+                "*",
+                "--verify",
+            ],
+        );
+        assert_eq!(
+            (code, report["refusal"].as_str()),
+            (2, Some("private_address")),
+            "{report}"
+        );
+    }
+}
+
+#[test]
+fn a_proven_name_resolving_to_a_private_address_is_refused_unless_allowed() {
+    let rt = runtime();
+    let record = format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\"");
+    let dns = TestDns::start(&rt, &[&a_record(), &record]);
+    let state = state_dir();
+    fresh_proof(&state, "mcp.test");
+    let trace = state.path().join("trace.jsonl");
+    let trace_arg = trace.to_string_lossy().to_string();
+
+    // Refused: the host in the namespace, counting, gets nothing (not even the opt-out GET).
+    let host = NetnsHost::start(json!({}));
+    let (code, report) = scan(&dns, &state, TARGET, &["--trace-file", &trace_arg]);
+    assert_address_refusal(code, &report, &trace, NS_IP, "10.0.0.0/8");
+    assert!(reason(&report).contains("private (RFC 1918)"), "{report}");
+    assert_eq!(report["gate"]["addresses"], json!([NS_IP]));
+    assert_eq!(
+        host.finish(),
+        Vec::<String>::new(),
+        "the private host was reached"
+    );
+
+    // With --allow-private-addresses the scan runs, and reaches the host.
+    let host = NetnsHost::start(json!({}));
+    let (code, report) = scan(&dns, &state, TARGET, &[PRIVATE_OK]);
+    assert_ne!(code, 2, "{report}");
+    assert!(report["refusal"].is_null(), "{report}");
+    let check = report["gate"]["address_check"].as_str().unwrap_or_default();
+    assert!(
+        check.contains(NS_IP) && check.contains("--allow-private-addresses"),
+        "{report}"
+    );
+    assert!(
+        report["gate"]["ownership"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("dns-txt"),
+        "{report}"
+    );
+    let seen = host.finish();
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some(OPT_OUT_GET),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|s| s == "POST /mcp"),
+        "the scan went past the gate: {seen:?}"
+    );
+}
+
+#[test]
+fn a_mix_of_addresses_with_loopback_in_it_is_refused_and_loopback_gets_nothing() {
+    let rt = runtime();
+    let server = TestHttp::start(&rt, vec![]);
+    let port = server.addr.port();
+    // A documentation address (IPv4, IPv6) beside 127.0.0.1: not every address is loopback, so
+    // there is no local proof; the DNS-TXT proof holds, and the mix is refused. (A public
+    // address beside loopback is refused the same way: the gate's unit tests, which send
+    // nothing anywhere.)
+    let dns = TestDns::start(
+        &rt,
+        &[
+            "mixed 60 IN A 203.0.113.7",
+            "mixed 60 IN A 127.0.0.1",
+            &format!("_mcpprobe.mixed 60 IN TXT \"mcpprobe-verify={TOKEN}\""),
+            "mixedv6 60 IN AAAA 2001:db8::7",
+            "mixedv6 60 IN A 127.0.0.1",
+            &format!("_mcpprobe.mixedv6 60 IN TXT \"mcpprobe-verify={TOKEN}\""),
+        ],
+    );
+    for (name, other, range) in [
+        ("mixed", "203.0.113.7", "203.0.113.0/24"),
+        ("mixedv6", "2001:db8::7", "2001:db8::/32"),
+    ] {
+        let state = state_dir();
+        let host = format!("{name}.test");
+        fresh_proof(&state, &host);
+        let trace = state.path().join("trace.jsonl");
+        let trace_arg = trace.to_string_lossy().to_string();
+        let url = format!("http://{host}:{port}/mcp");
+        let (code, report) = scan(&dns, &state, &url, &["--trace-file", &trace_arg]);
+        let addresses = report["gate"]["addresses"].to_string();
+        assert!(
+            addresses.contains("127.0.0.1") && addresses.contains(other),
+            "{report}"
+        );
+        // Every address that is not public is named, with its range.
+        let why = reason(&report);
+        assert!(why.contains(other) && why.contains(range), "{why}");
+        assert!(why.contains("documentation"), "{why}");
+        assert_address_refusal(code, &report, &trace, "127.0.0.1", "127.0.0.0/8");
+        assert!(why.contains("loopback"), "{why}");
+    }
+    assert_eq!(
+        server.count(),
+        0,
+        "the loopback server was reached: {:?}",
+        server.seen()
+    );
+
+    // The same server by a name that resolves only to loopback: the local proof, no flag.
+    let local = TestDns::start(&rt, &["lo 60 IN A 127.0.0.1"]);
+    let (code, report) = scan(
+        &local,
+        &state_dir(),
+        &format!("http://lo.test:{port}/mcp"),
+        &[],
+    );
+    assert_ne!(code, 2, "{report}");
+    assert!(
+        report["gate"]["ownership"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("local"),
+        "{report}"
+    );
+    assert!(server.count() > 0);
 }
