@@ -113,6 +113,7 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
         ..ScanLimits::default()
     };
     req.follow_authorization_server = !args.no_follow_as;
+    req.allow_private_addresses = args.allow_private_addresses;
     req.active = args.active.then(|| ActiveRequest {
         authorised_by: args.authorised_by.clone(),
         scope: args.scope.clone(),
@@ -282,7 +283,8 @@ pub fn verify(action: &VerifyAction, resolver_addr: Option<&str>) -> i32 {
                 Err(
                     crate::gate::Stop::Refused(e)
                     | crate::gate::Stop::OptedOut(e)
-                    | crate::gate::Stop::Unreachable(e),
+                    | crate::gate::Stop::Unreachable(e)
+                    | crate::gate::Stop::PrivateAddress(e),
                 ) => {
                     eprintln!("mcpprobe: not verified: {e}");
                     crate::exit::ExitCode::Gate.code()

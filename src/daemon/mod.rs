@@ -46,6 +46,8 @@ pub struct TargetSpec {
     pub token: Option<Secret>,
     pub checks: Selection,
     pub review: Review,
+    /// `allow_private_addresses = true`: the name may resolve to addresses that are not public.
+    pub allow_private_addresses: bool,
 }
 
 /// The daemon's settings, checked: every error names the file, line and key.
@@ -167,6 +169,7 @@ impl DaemonConfig {
                     suppressions,
                     previous: None,
                 },
+                allow_private_addresses: t.allow_private_addresses,
             });
         }
         Ok(DaemonConfig {
@@ -422,6 +425,7 @@ impl Runner {
             headers: Vec::new(),
         };
         req.checks = t.checks.clone();
+        req.allow_private_addresses = t.allow_private_addresses;
         req.limits = ScanLimits {
             rate: self.rate,
             ..ScanLimits::default()

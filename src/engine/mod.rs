@@ -387,7 +387,14 @@ impl Scanner {
     ) -> Result<(), ConfigError> {
         let dns = &self.dns;
         let gated = async {
-            let cleared = gate::clear_opt_out(target, dns, net, GateRecord::default()).await?;
+            let cleared = gate::clear_opt_out_with(
+                target,
+                dns,
+                net,
+                GateRecord::default(),
+                req.address_rule(),
+            )
+            .await?;
             gate::prove_ownership(cleared, dns, &self.state, self.clock.now()).await
         };
         let owned = match gated.await {
@@ -403,6 +410,10 @@ impl Scanner {
                     }
                     Stop::Refused(why) => {
                         report.refusal = Some(Refusal::Ownership);
+                        (RunOutcome::Refused, why, "stopped by the gate")
+                    }
+                    Stop::PrivateAddress(why) => {
+                        report.refusal = Some(Refusal::PrivateAddress);
                         (RunOutcome::Refused, why, "stopped by the gate")
                     }
                     Stop::Unreachable(why) => (

@@ -330,6 +330,9 @@ pub struct ScanRequest {
     pub limits: ScanLimits,
     /// Whether AUTH-03 may send its one GET to the advertised authorization server.
     pub follow_authorization_server: bool,
+    /// `--allow-private-addresses`: a host name may resolve to loopback beside other
+    /// addresses, private, link-local, … addresses (SPEC §7); refused (exit 2) otherwise.
+    pub allow_private_addresses: bool,
     pub active: Option<ActiveRequest>,
     /// Tools never called (`--exclude-tool`).
     pub exclude_tools: Vec<String>,
@@ -344,6 +347,15 @@ pub struct ScanRequest {
 }
 
 impl ScanRequest {
+    /// The gate's rule for the addresses of a host name ([`ScanRequest::allow_private_addresses`]).
+    pub fn address_rule(&self) -> crate::gate::AddressRule {
+        if self.allow_private_addresses {
+            crate::gate::AddressRule::AllowPrivate
+        } else {
+            crate::gate::AddressRule::PublicOnly
+        }
+    }
+
     /// A passive scan of `target` with the defaults: every check, 5 requests per second.
     pub fn new(target: Target) -> ScanRequest {
         ScanRequest {
@@ -352,6 +364,7 @@ impl ScanRequest {
             checks: Selection::all(),
             limits: ScanLimits::default(),
             follow_authorization_server: true,
+            allow_private_addresses: false,
             active: None,
             exclude_tools: Vec::new(),
             baseline: None,
