@@ -431,12 +431,14 @@ mod authorization_server {
     //! An authorization server advertised at 169.254.169.254 (cloud metadata, through a DNS
     //! name) and at 127.0.0.1, by a target that is neither: in a network namespace (10.x only
     //! there), proven by DNS TXT. Nothing is sent to either address; AUTH-03 names the URL.
+    //! The target is private (10.x, scanned with `--allow-private-addresses`): its
+    //! authorization server may be that same host, and no other host of its network.
 
     use serde_json::{Value, json};
 
     use crate::support::dns::TestDns;
     use crate::support::http::TestHttp;
-    use crate::support::netns::{NS_IP, NetnsHost};
+    use crate::support::netns::{HOST_IP, NS_IP, NetnsHost};
     use crate::support::{mcpprobe, runtime, state_dir};
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
@@ -464,6 +466,8 @@ mod authorization_server {
                 &format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\""),
                 "metadata 60 IN A 169.254.169.254",
                 "lo 60 IN A 127.0.0.1",
+                // The host side of the namespace's link: another host of the target's network.
+                &format!("neighbour 60 IN A {HOST_IP}"),
             ],
         );
         let state = state_dir();
@@ -485,6 +489,7 @@ mod authorization_server {
                 "json",
                 "--rate",
                 "10",
+                "--allow-private-addresses",
             ])
             .args(["--checks", "AUTH-02,AUTH-03", "--trace-file"])
             .arg(&trace)
@@ -578,6 +583,43 @@ mod authorization_server {
             local.count(),
             0,
             "the loopback authorization server was reached"
+        );
+    }
+
+    #[test]
+    fn a_private_targets_authorization_server_may_be_that_same_host_only() {
+        let rt = runtime();
+        // Another host of the target's 10.x network: refused, naming it and its range.
+        let (r, urls, seen) = scan_advertising(&rt, "https://neighbour.test/");
+        let f = auth_03(&r);
+        assert!(
+            f.iter().any(|m| m.contains("was not fetched")
+                && m.contains(HOST_IP)
+                && m.contains("private (RFC 1918)")
+                && m.contains("not the target's own host")),
+            "{r}"
+        );
+        only_the_target(&urls, &seen);
+        // The target's own host (another port, where nothing listens): the one GET is sent
+        // there, and fails to connect.
+        let (r, urls, _) = scan_advertising(&rt, "https://mcp.test:8443/");
+        let f = auth_03(&r);
+        assert!(f.iter().all(|m| !m.contains("was not fetched")), "{r}");
+        assert!(
+            f.iter().any(|m| m.contains("the one GET to")
+                && m.contains("https://mcp.test:8443/.well-known/oauth-authorization-server")),
+            "{r}"
+        );
+        let other: Vec<&String> = urls
+            .iter()
+            .filter(|u| !u.starts_with("http://mcp.test:8080/"))
+            .collect();
+        assert!(
+            other
+                .iter()
+                .all(|u| u
+                    .starts_with("https://mcp.test:8443/.well-known/oauth-authorization-server")),
+            "{other:?}"
         );
     }
 }
