@@ -12,6 +12,7 @@ pub mod canary;
 pub mod listener;
 pub mod permit;
 pub mod policy;
+pub mod words;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -23,7 +24,7 @@ use crate::finding::Exchange;
 use crate::gate::Authorised;
 use crate::protocol::rpc::Reply;
 use crate::protocol::session::Session;
-pub use policy::{CallPolicy, NotCalled};
+pub use policy::{CallPolicy, CallableSet, NotCalled};
 
 /// The longest one call may take; a slower one is abandoned (its stream closed, or on stdio
 /// `notifications/cancelled` sent) and proves nothing.
@@ -199,9 +200,11 @@ pub struct StageRun {
     pub not_called: Vec<(String, String)>,
 }
 
-/// Benign arguments for a tool, from its input schema: required properties only, each a value of
-/// its type (the first enum value, `"mcpprobe"`, `1`, `false`, `[]`, `{}`), optionally with
-/// `overrides` (a property name and the value to send in it).
+/// Neutral arguments for a tool: its required properties only, each filled with one of
+/// mcpprobe's own constants for its type ([`neutral_value`]), then `overrides` (a property
+/// name and the value to send in it: a check's canary). Never a value the server chose: no
+/// `enum`, `const`, `default` or `examples` value is ever sent (a tool whose required
+/// parameter only such values can fill is never called: [`policy::NotCalled::ServerChosenOnly`]).
 pub fn benign_arguments(tool: &Value, overrides: &[(&str, Value)]) -> Value {
     let schema = tool.get("inputSchema");
     let props = schema
@@ -215,7 +218,7 @@ pub fn benign_arguments(tool: &Value, overrides: &[(&str, Value)]) -> Value {
     let mut args = serde_json::Map::new();
     for name in required {
         let prop = props.and_then(|p| p.get(name));
-        args.insert(name.to_string(), benign_value(prop));
+        args.insert(name.to_string(), neutral_value(name, prop));
     }
     for (name, value) in overrides {
         args.insert((*name).to_string(), value.clone());
@@ -223,30 +226,35 @@ pub fn benign_arguments(tool: &Value, overrides: &[(&str, Value)]) -> Value {
     Value::Object(args)
 }
 
-fn benign_value(schema: Option<&Value>) -> Value {
+/// mcpprobe's own filler for a string parameter.
+pub const NEUTRAL_TEXT: &str = "mcpprobe";
+
+/// Whether a parameter's name says its false value widens what the call does (`dry_run`,
+/// `preview`, `simulate`, `validate_only`): such a parameter is sent `true` as a filler and
+/// never touched by a probe.
+pub fn widens_when_false(name: &str) -> bool {
+    let words = crate::rules::text::words(name);
+    let has = |w: &str| words.iter().any(|x| x == w);
+    has("dry")
+        || has("dryrun")
+        || has("preview")
+        || has("simulate")
+        || has("simulation")
+        || has("noop")
+        || has("whatif")
+        || (has("what") && has("if"))
+        || ((has("validate") || has("check") || has("plan")) && has("only"))
+        || has("test") && has("mode")
+}
+
+/// mcpprobe's own value of a parameter's type: `"mcpprobe"` (or a constant of the declared
+/// `format`: an `.invalid` URL, a fixed date, the nil UUID), `1` within the bounds, `false`
+/// (`true` for a dry-run switch), `[]`, `{}`. The schema's `enum`, `const`, `default` and
+/// `examples` are never read.
+pub fn neutral_value(name: &str, schema: Option<&Value>) -> Value {
     let Some(s) = schema else {
-        return json!("mcpprobe-test-value");
+        return json!(NEUTRAL_TEXT);
     };
-    if let Some(first) = s
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
-        return first.clone();
-    }
-    if let Some(c) = s.get("const") {
-        return c.clone();
-    }
-    if let Some(d) = s.get("default") {
-        return d.clone();
-    }
-    if let Some(e) = s
-        .get("examples")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
-        return e.clone();
-    }
     let ty = match s.get("type") {
         Some(Value::String(t)) => t.as_str(),
         Some(Value::Array(ts)) => ts
@@ -257,16 +265,30 @@ fn benign_value(schema: Option<&Value>) -> Value {
         _ => "string",
     };
     match ty {
-        "integer" | "number" => json!(
-            s.get("minimum")
-                .and_then(Value::as_f64)
-                .map_or(1.0, |m| m.max(1.0)) as i64
-        ),
-        "boolean" => json!(false),
+        "integer" | "number" => {
+            let lo = s.get("minimum").and_then(Value::as_f64).unwrap_or(1.0);
+            let hi = s.get("maximum").and_then(Value::as_f64).unwrap_or(f64::MAX);
+            let v = 1f64.max(lo).min(hi).ceil();
+            json!(v as i64)
+        }
+        "boolean" => json!(widens_when_false(name)),
         "array" => json!([]),
         "object" => json!({}),
         "null" => Value::Null,
-        _ => json!("mcpprobe-test-value"),
+        _ => match s.get("format").and_then(Value::as_str) {
+            Some("uri" | "url" | "iri" | "uri-reference" | "iri-reference") => {
+                json!("https://mcpprobe.invalid/")
+            }
+            Some("email" | "idn-email") => json!("mcpprobe@mcpprobe.invalid"),
+            Some("hostname" | "idn-hostname") => json!("mcpprobe.invalid"),
+            Some("date") => json!("2000-01-01"),
+            Some("date-time") => json!("2000-01-01T00:00:00Z"),
+            Some("time") => json!("00:00:00Z"),
+            Some("uuid") => json!("00000000-0000-0000-0000-000000000000"),
+            Some("ipv4") => json!("192.0.2.1"),
+            Some("ipv6") => json!("2001:db8::1"),
+            _ => json!(NEUTRAL_TEXT),
+        },
     }
 }
 
@@ -292,6 +314,76 @@ pub fn params_named(tool: &Callable<'_>, words: &[&str]) -> Vec<(String, String)
         .collect()
 }
 
+/// The string parameters of `tool` that a check chooses by meaning: those whose `format` is
+/// one of `formats`, then those whose name has one of `words`, then those whose description
+/// does (any `format`, but never one with an `enum` or `const`: those take the server's
+/// values only), each once, with its pointer. Free text is not required: a URL parameter
+/// declared `format: uri` is what a URL check is for.
+pub fn params_meaning(
+    tool: &Callable<'_>,
+    formats: &[&str],
+    words: &[&str],
+) -> Vec<(String, String)> {
+    let Some(props) = tool
+        .tool
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    let strings: Vec<(&String, &Value)> = props
+        .iter()
+        .filter(|(n, s)| {
+            let ty_string = match s.get("type") {
+                Some(Value::String(t)) => t == "string",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t.as_str() == Some("string")),
+                None => true,
+                _ => false,
+            };
+            ty_string
+                && s.get("enum").is_none()
+                && s.get("const").is_none()
+                && !widens_when_false(n)
+        })
+        .collect();
+    let has_word = |text: &str| {
+        crate::rules::text::words(text)
+            .iter()
+            .any(|w| words.contains(&w.as_str()))
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |n: &String| {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    };
+    for (n, s) in &strings {
+        if s.get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| formats.contains(&f))
+        {
+            push(n);
+        }
+    }
+    for (n, _) in &strings {
+        if has_word(n) {
+            push(n);
+        }
+    }
+    for (n, s) in &strings {
+        let d = s.get("description").and_then(Value::as_str).unwrap_or("");
+        if d.len() <= 4096 && has_word(d) {
+            push(n);
+        }
+    }
+    out.into_iter()
+        .map(|p| {
+            let pointer = tool.param_pointer(&p);
+            (p, pointer)
+        })
+        .collect()
+}
+
 /// Free-text parameters of a tool: strings without an enum, a const, a format or a pattern.
 pub fn free_text_params(tool: &Value) -> Vec<String> {
     let Some(props) = tool
@@ -302,11 +394,12 @@ pub fn free_text_params(tool: &Value) -> Vec<String> {
     };
     props
         .iter()
-        .filter(|(_, s)| {
+        .filter(|(n, s)| {
             s.get("type").and_then(Value::as_str) == Some("string")
                 && ["enum", "const", "format", "pattern"]
                     .iter()
                     .all(|k| s.get(k).is_none())
+                && !widens_when_false(n)
         })
         .map(|(n, _)| n.clone())
         .collect()
@@ -328,6 +421,7 @@ pub async fn run(
     let mut stage = StageRun::default();
     let (callable, not_called) = callable(policy, tools);
     stage.not_called = not_called;
+    let allowed = CallableSet::of(callable.iter().map(|c| c.name.to_string()).collect());
     for (id, budget, check) in checks {
         let planned = check.plan(&callable, *budget as usize, env);
         if dry_run {
@@ -376,7 +470,7 @@ pub async fn run(
         let reads = planned
             .iter()
             .any(|p| matches!(p.kind, CallKind::Resource(_)));
-        let permit = permit::Permit::new(authorised, id, names, *budget, reads);
+        let permit = permit::Permit::new(authorised, &allowed, id, names, *budget, reads);
         let mut made = Vec::new();
         execute(
             planned,

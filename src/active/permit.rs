@@ -10,16 +10,19 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
+use super::CallableSet;
 use crate::gate::Authorised;
 
 tokio::task_local! {
     static PERMIT: Arc<Permit>;
 }
 
-/// What one active check may call: these tools, at most `budget` times in all.
+/// What one active check may call: these tools, at most `budget` times in all, and never a
+/// tool outside the call rule's set for the run ([`CallableSet`]), whatever the check planned.
 #[derive(Debug)]
 pub struct Permit {
     check: &'static str,
+    allowed: CallableSet,
     tools: BTreeSet<String>,
     /// `resources/read` is allowed too (ACT-08's template reads).
     reads: bool,
@@ -31,6 +34,7 @@ impl Permit {
     /// A permit for `check`'s calls of `tools`; the gate's token is the only way to one.
     pub fn new(
         _authorised: &Authorised,
+        allowed: &CallableSet,
         check: &'static str,
         tools: BTreeSet<String>,
         budget: u32,
@@ -38,6 +42,7 @@ impl Permit {
     ) -> Arc<Permit> {
         Arc::new(Permit {
             check,
+            allowed: allowed.clone(),
             tools,
             reads,
             budget,
@@ -65,6 +70,12 @@ impl Permit {
     }
 
     fn take(&self, tool: &str) -> Result<(), String> {
+        if !self.allowed.contains(tool) {
+            return Err(format!(
+                "tools/call of `{}` refused: the call rule does not allow it in this run",
+                crate::report::escape::escape(tool)
+            ));
+        }
         if !self.tools.contains(tool) {
             return Err(format!(
                 "tools/call of `{}` refused: not a tool {} may call (scope, exclusions, annotations, effects)",
@@ -170,7 +181,15 @@ mod tests {
             ..Default::default()
         })
         .expect("authorised");
-        let permit = Permit::new(&auth, "ACT-01", ["get_x".to_string()].into(), 2, false);
+        let allowed = CallableSet::of(["get_x".to_string(), "get_y".to_string()].into());
+        let permit = Permit::new(
+            &auth,
+            &allowed,
+            "ACT-01",
+            ["get_x".to_string(), "delete_y".to_string()].into(),
+            2,
+            false,
+        );
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("a runtime");
@@ -184,10 +203,11 @@ mod tests {
             ]
         }));
         assert!(results[0].is_ok());
+        // Planned by the check, but outside the call rule's set: refused all the same.
         assert!(
             results[1]
                 .as_ref()
-                .is_err_and(|e| e.contains("not a tool ACT-01 may call"))
+                .is_err_and(|e| e.contains("the call rule does not allow it"))
         );
         assert!(results[2].as_ref().is_err_and(|e| e.contains("not a read")));
         assert!(results[3].is_ok());

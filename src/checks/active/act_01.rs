@@ -23,8 +23,6 @@ impl Check for Act01 {
         "ACT-01"
     }
 
-
-
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
     }
@@ -93,7 +91,14 @@ impl ActiveCheck for Act01 {
                 // Fresh factors for every call: a product names the one call that made it.
                 let product = Product::random();
                 let (payload, what) = shell_payloads(&product).swap_remove(form);
-                out.push(probe(t, param, payload, &product, what, format!("echo {form} {param}")));
+                out.push(probe(
+                    t,
+                    param,
+                    payload,
+                    &product,
+                    what,
+                    format!("echo {form} {param}"),
+                ));
             }
         }
         out
@@ -125,7 +130,9 @@ impl ActiveCheck for Act01 {
             }
             // `echo FORM PARAM`, the parameter's name itself may hold spaces.
             let mut tag = c.planned.tag.splitn(3, ' ').skip(1);
-            let (Some(form), Some(param)) = (tag.next().and_then(|f| f.parse::<usize>().ok()), tag.next()) else {
+            let (Some(form), Some(param)) =
+                (tag.next().and_then(|f| f.parse::<usize>().ok()), tag.next())
+            else {
                 continue;
             };
             confirmed.push(pointer);
@@ -178,7 +185,9 @@ impl ActiveCheck for Act01 {
         for c in calls {
             if !c.planned.tag.starts_with("echo ")
                 || !proves(c)
-                || evaluators.iter().any(|e| e.planned.pointer == c.planned.pointer)
+                || evaluators
+                    .iter()
+                    .any(|e| e.planned.pointer == c.planned.pointer)
             {
                 continue;
             }
@@ -210,7 +219,9 @@ impl ActiveCheck for Act01 {
         for f in &mut findings {
             let timed: Vec<(u64, f64)> = calls
                 .iter()
-                .filter(|c| c.planned.pointer == f.location.pointer && c.planned.tag.starts_with("sleep "))
+                .filter(|c| {
+                    c.planned.pointer == f.location.pointer && c.planned.tag.starts_with("sleep ")
+                })
                 // A call that got no answer says nothing about how long a sleep took.
                 .filter(|c| !matches!(c.answer, crate::active::Answer::Failed(_)))
                 .filter_map(|c| {
@@ -256,6 +267,6 @@ fn proves(c: &MadeCall) -> bool {
     let Some(marker) = &c.planned.canary else {
         return false;
     };
-    !c.planned.arguments.to_string().contains(marker.as_str()) && c.result_text().contains(marker.as_str())
+    !c.planned.arguments.to_string().contains(marker.as_str())
+        && c.result_text().contains(marker.as_str())
 }
-

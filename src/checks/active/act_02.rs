@@ -9,9 +9,7 @@
 
 use serde_json::Value;
 
-use crate::active::{
-    ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments,
-};
+use crate::active::{ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments};
 use crate::checks::{Check, Outcome, finding};
 
 pub struct Act02;
@@ -32,15 +30,33 @@ pub fn holds_proc_version(text: &str) -> bool {
 
 /// Parameter-name words that say it takes a path.
 const PATH_WORDS: [&str; 10] = [
-    "path", "file", "filename", "filepath", "dir", "directory", "folder", "name", "document", "note",
+    "path",
+    "file",
+    "filename",
+    "filepath",
+    "dir",
+    "directory",
+    "folder",
+    "name",
+    "document",
+    "note",
 ];
 
 /// The traversal forms, deep enough for any root: (payload, what it tests).
 fn payloads() -> Vec<(String, &'static str)> {
     vec![
-        (format!("{}proc/version", "../".repeat(12)), "relative traversal ../"),
-        (format!("{}proc%2Fversion", "..%2F".repeat(12)), "URL-encoded traversal ..%2F"),
-        (format!("{}proc/version", "....//".repeat(12)), "doubled traversal ....// (a filter that strips ../ once)"),
+        (
+            format!("{}proc/version", "../".repeat(12)),
+            "relative traversal ../",
+        ),
+        (
+            format!("{}proc%2Fversion", "..%2F".repeat(12)),
+            "URL-encoded traversal ..%2F",
+        ),
+        (
+            format!("{}proc/version", "....//".repeat(12)),
+            "doubled traversal ....// (a filter that strips ../ once)",
+        ),
         ("/proc/version".to_string(), "an absolute path"),
     ]
 }
@@ -49,8 +65,6 @@ impl Check for Act02 {
     fn id(&self) -> &'static str {
         "ACT-02"
     }
-
-
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
@@ -66,7 +80,7 @@ impl ActiveCheck for Act02 {
     ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
         for t in tools {
-            for (param, pointer) in crate::active::params_named(t, &PATH_WORDS) {
+            for (param, pointer) in crate::active::params_meaning(t, &[], &PATH_WORDS) {
                 let per_param = payloads().len() + 1;
                 if out.len() + per_param > budget {
                     return out;

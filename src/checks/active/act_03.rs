@@ -9,25 +9,33 @@
 
 use serde_json::Value;
 
-use crate::active::{
-    ActiveCheck, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments,
-};
+use crate::active::{ActiveCheck, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments};
 use crate::checks::{Check, Outcome, finding};
 
 pub struct Act03;
 
 pub static CHECK: Act03 = Act03;
 
+/// The `format`s of a URL parameter (pydantic's `AnyUrl` and zod's `.url()` say `uri`): a
+/// parameter declared so is ACT-03's first target.
+const URL_FORMATS: [&str; 6] = [
+    "uri",
+    "url",
+    "iri",
+    "uri-reference",
+    "iri-reference",
+    "uri-template",
+];
+
 const URL_WORDS: [&str; 11] = [
-    "url", "uri", "link", "href", "endpoint", "webhook", "address", "source", "feed", "site", "page",
+    "url", "uri", "link", "href", "endpoint", "webhook", "address", "source", "feed", "site",
+    "page",
 ];
 
 impl Check for Act03 {
     fn id(&self) -> &'static str {
         "ACT-03"
     }
-
-
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
@@ -41,17 +49,19 @@ impl ActiveCheck for Act03 {
         };
         let mut out = Vec::new();
         for t in tools {
-            for (param, pointer) in crate::active::params_named(t, &URL_WORDS) {
+            for (param, pointer) in crate::active::params_meaning(t, &URL_FORMATS, &URL_WORDS) {
                 if out.len() >= budget {
                     continue;
                 }
-                let token = crate::gate::state::new_token().unwrap_or_else(|_| {
-                    crate::active::canary::Product::random().marker()
-                });
+                let token = crate::gate::state::new_token()
+                    .unwrap_or_else(|_| crate::active::canary::Product::random().marker());
                 out.push(PlannedCall {
                     kind: crate::active::CallKind::Tool,
                     tool: t.name.to_string(),
-                    arguments: benign_arguments(t.tool, &[(&param, Value::String(listener.url(&token)))]),
+                    arguments: benign_arguments(
+                        t.tool,
+                        &[(&param, Value::String(listener.url(&token)))],
+                    ),
                     canary: Some(token),
                     purpose: format!("`{param}`: a URL on mcpprobe's loopback listener"),
                     pointer: Some(pointer),

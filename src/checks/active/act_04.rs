@@ -14,16 +14,19 @@
 //!   control, then 2, 1, 2, 1 s). PostgreSQL (`pg_sleep` in a sub-select) and MySQL/MariaDB
 //!   (`SLEEP`) have one usable in an expression; SQLite has none and SQL Server's `WAITFOR` needs
 //!   a stacked query, so those get the pairs only. The dialect comes from the lone quote's error;
-//!   when no error names one, both forms are tried, budget permitting. A sleep only runs when the
-//!   baseline value matches a row (the condition is evaluated for matching rows): the schema's
-//!   example is the baseline.
+//!   when no error names one, both forms are tried (one form per call), budget permitting. The
+//!   sleep sits in a scalar subquery that names no column (`(SELECT SLEEP(n))`, `(SELECT 1 FROM
+//!   pg_sleep(n))`), evaluated once, never per row; a scan asks for at most
+//!   [`MAX_SLEEP_SECONDS`] of sleep in all.
+//! - **A quote that breaks the query.** The lone quote's answer carries a database's syntax
+//!   error and the balanced forms answer without one: the value reaches SQL (medium confidence).
+//!
+//! The baseline value is mcpprobe's own constant, never the schema's `examples` or `default`.
 
 use serde_json::Value;
 
 use crate::active::canary::{Product, TIMING, timing_verdict};
-use crate::active::{
-    ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments, pointer_token,
-};
+use crate::active::{ActiveCheck, Answer, Callable, MadeCall, PlannedCall, benign_arguments};
 use crate::checks::{Check, Outcome, finding};
 
 pub struct Act04;
@@ -32,7 +35,8 @@ pub static CHECK: Act04 = Act04;
 
 /// Parameter-name words that say it goes into a query.
 const QUERY_WORDS: [&str; 12] = [
-    "sql", "query", "q", "search", "filter", "where", "name", "id", "key", "term", "customer", "user",
+    "sql", "query", "q", "search", "filter", "where", "name", "id", "key", "term", "customer",
+    "user",
 ];
 
 /// The first round's calls per parameter: baseline, lone quote, true, false, true, false.
@@ -139,36 +143,33 @@ impl Sleep {
         }
     }
 
-    /// `v' AND <sleep n> AND 'k'='k`: true when the sleep returns, so the row still matches.
+    /// `v' AND <sleep n> AND 'k'='k`, the sleep in a scalar subquery that names no column of
+    /// the query, so the database evaluates it once, not once per row.
     fn payload(self, value: &str, seconds: u64, k: u32) -> String {
         match self {
             Sleep::Postgres => {
                 format!("{value}' AND 1=(SELECT 1 FROM pg_sleep({seconds})) AND '{k}'='{k}")
             }
-            Sleep::Mysql => format!("{value}' AND SLEEP({seconds})=0 AND '{k}'='{k}"),
+            Sleep::Mysql => format!("{value}' AND (SELECT SLEEP({seconds}))=0 AND '{k}'='{k}"),
         }
     }
 }
 
-/// The baseline value of a parameter: its schema's first example, default or enum value, else
-/// `a`.
-fn baseline_value(tool: &Value, param: &str) -> String {
-    let s = tool.pointer(&format!("/inputSchema/properties/{}", pointer_token(param)));
-    s.and_then(|s| {
-        s.get("examples")
-            .and_then(Value::as_array)
-            .and_then(|e| e.first())
-            .or_else(|| s.get("default"))
-            .and_then(Value::as_str)
-            .map(String::from)
-    })
-    .unwrap_or_else(|| "a".into())
-}
+/// The baseline value of every parameter: mcpprobe's own constant, never a value the server
+/// chose (its `examples` or `default`).
+const BASELINE: &str = crate::active::NEUTRAL_TEXT;
+
+/// The most seconds of sleep one scan may ask a database for, over every parameter and
+/// dialect.
+pub const MAX_SLEEP_SECONDS: u64 = 30;
 
 /// A call's tag: its role, then the parameter's name (which may hold spaces), e.g.
 /// `true name`, `sleep mysql 2 name`.
 fn role(c: &MadeCall) -> (&str, &str) {
-    c.planned.tag.split_once(' ').unwrap_or((&c.planned.tag, ""))
+    c.planned
+        .tag
+        .split_once(' ')
+        .unwrap_or((&c.planned.tag, ""))
 }
 
 /// The parameter a call tested: the last part of its tag.
@@ -239,6 +240,34 @@ impl<'c> Group<'c> {
         Pairs::NoEffect
     }
 
+    /// The lone quote broke the query and nothing else did: its answer carries a database's
+    /// syntax error, while the baseline and the four conditions (the same value with its quotes
+    /// balanced) all answered without one. Reflection cannot fake it: the error is the
+    /// database's, and it comes only where the quotes do not balance.
+    fn quote_broke_it(&self) -> Option<Dialect> {
+        let quote = self.by_role("quote");
+        let q = quote.first()?;
+        let q_text = any_text(q);
+        let dialect = Dialect::of(std::slice::from_ref(&q_text));
+        if dialect == Dialect::Unknown && !q_text.to_ascii_lowercase().contains("syntax error") {
+            return None;
+        }
+        let balanced: Vec<&MadeCall> = ["base", "true", "false"]
+            .iter()
+            .flat_map(|r| self.by_role(r))
+            .collect();
+        if balanced.len() < 5 {
+            return None;
+        }
+        let clean = balanced.iter().all(|c| {
+            let text = any_text(c);
+            !matches!(c.answer, Answer::Failed(_))
+                && Dialect::of(std::slice::from_ref(&text)) == Dialect::Unknown
+                && !text.to_ascii_lowercase().contains("syntax error")
+        });
+        clean.then_some(dialect)
+    }
+
     fn dialect(&self) -> Dialect {
         let texts: Vec<String> = self
             .calls
@@ -297,7 +326,7 @@ impl ActiveCheck for Act04 {
                 if out.len() + FIRST_ROUND > first.min(budget) {
                     return out;
                 }
-                let v = baseline_value(t.tool, &param);
+                let v = BASELINE.to_string();
                 let mut push = |value: String, role: &str, what: String| {
                     out.push(PlannedCall {
                         kind: crate::active::CallKind::Tool,
@@ -342,10 +371,13 @@ impl ActiveCheck for Act04 {
         _env: &crate::active::StageEnv,
     ) -> Vec<PlannedCall> {
         let mut out = Vec::new();
+        let mut asked: u64 = 0;
+        let per_sequence: u64 = TIMING.iter().sum();
         for g in groups(made) {
             // Only where the pairs could not differ: a true and a false condition that answer
-            // alike but unlike the baseline already say the value is taken as a literal.
-            if g.pairs() != Pairs::Alike {
+            // alike but unlike the baseline already say the value is taken as a literal; a
+            // quote that broke the query already proved the injection.
+            if g.pairs() != Pairs::Alike || g.quote_broke_it().is_some() {
                 continue;
             }
             let Some(base) = g.by_role("base").first().copied() else {
@@ -359,9 +391,10 @@ impl ActiveCheck for Act04 {
                 .unwrap_or("a")
                 .to_string();
             for sleep in g.dialect().sleeps() {
-                if out.len() + TIMING.len() > budget {
+                if out.len() + TIMING.len() > budget || asked + per_sequence > MAX_SLEEP_SECONDS {
                     return out;
                 }
+                asked += per_sequence;
                 let k = Product::random().a;
                 for seconds in TIMING {
                     let mut arguments = base.planned.arguments.clone();
@@ -403,6 +436,26 @@ impl ActiveCheck for Act04 {
                 f
             };
             let pairs = g.pairs();
+            if pairs != Pairs::Proven
+                && let Some(dialect) = g.quote_broke_it()
+            {
+                let mut f = located(finding(&CHECK, None))
+                    .subcode("quote")
+                    .confidence(crate::finding::Confidence::Medium)
+                    .message(format!(
+                        "`{}`: a lone quote after the baseline value got {} syntax error, and the same value with its quotes balanced (the baseline, and a true and a false AND condition twice) answered without one: the value is spliced into SQL",
+                        g.param,
+                        match dialect {
+                            Dialect::Unknown => "a database's".to_string(),
+                            d => format!("a {}", d.name()),
+                        }
+                    ));
+                for c in g.calls.iter().filter(|c| role(c).0 != "sleep") {
+                    f = f.exchange(c.exchange.clone());
+                }
+                out.push(f.build());
+                continue;
+            }
             if pairs == Pairs::Proven {
                 let mut f = located(finding(&CHECK, None)).message(format!(
                     "`{}`: a true AND condition appended to the baseline value answered exactly as the baseline, a false one differently, twice: the value is spliced into SQL",
@@ -466,10 +519,7 @@ impl ActiveCheck for Act04 {
             if tried.is_empty() {
                 let dialect = g.dialect();
                 let why = if dialect.sleeps().is_empty() {
-                    format!(
-                        "{} has no sleep usable in an AND condition",
-                        dialect.name()
-                    )
+                    format!("{} has no sleep usable in an AND condition", dialect.name())
                 } else {
                     "no budget was left for sleep probes".into()
                 };
@@ -478,7 +528,7 @@ impl ActiveCheck for Act04 {
                     .severity(crate::finding::Severity::Info)
                     .confidence(crate::finding::Confidence::Low)
                     .message(format!(
-                        "indeterminate: `{}`: the baseline and both conditions answered alike (a value that matches nothing, say), so the pairs could not differ, and {why}; give the parameter an example in its schema",
+                        "indeterminate: `{}`: the baseline (mcpprobe's own value, never one the server chose) and both conditions answered alike, so the pairs could not differ, no error showed the quotes reaching SQL, and {why}",
                         g.param
                     ));
                 if let Some(b) = g.by_role("base").first() {
@@ -498,7 +548,10 @@ mod tests {
     #[test]
     fn the_dialect_comes_from_an_error_that_names_it() {
         let d = |t: &str| Dialect::of(&[String::new(), t.to_string()]);
-        assert_eq!(d("query failed: unrecognized token: \"'a''\""), Dialect::Sqlite);
+        assert_eq!(
+            d("query failed: unrecognized token: \"'a''\""),
+            Dialect::Sqlite
+        );
         assert_eq!(
             d("ERROR: unterminated quoted string at or near \"'a'\""),
             Dialect::Postgres

@@ -18,8 +18,6 @@ impl Check for Act05 {
         "ACT-05"
     }
 
-
-
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
     }
@@ -56,14 +54,21 @@ impl ActiveCheck for Act05 {
             }
             // The result, read as the description of a tool of its own name.
             let doc = json!({"tools": [{"name": c.planned.tool, "description": text}]});
-            let Ok(input) = crate::rules::Input::from_value(doc, Some(crate::rules::InputKind::Tools)) else {
+            let Ok(input) =
+                crate::rules::Input::from_value(doc, Some(crate::rules::InputKind::Tools))
+            else {
                 continue;
             };
             let document = input.document();
-            let Outcome::Ran(found) = crate::checks::passive_meta_02::CHECK.offline(&input, &document) else {
+            let Outcome::Ran(found) =
+                crate::checks::passive_meta_02::CHECK.offline(&input, &document)
+            else {
                 continue;
             };
-            for f in found.into_iter().filter(|f| f.rule.as_deref().is_some_and(|r| r.starts_with('P'))) {
+            for f in found
+                .into_iter()
+                .filter(|f| f.rule.as_deref().is_some_and(|r| r.starts_with('P')))
+            {
                 let mut b = finding(&CHECK, None)
                     .tool(c.planned.tool.clone())
                     .pointer(c.planned.pointer.clone().unwrap_or_default())

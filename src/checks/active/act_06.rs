@@ -7,7 +7,9 @@
 
 use serde_json::Value;
 
-use crate::active::{ActiveCheck, Answer, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments};
+use crate::active::{
+    ActiveCheck, Answer, Callable, MadeCall, PlannedCall, StageEnv, benign_arguments,
+};
 use crate::checks::{Check, Outcome, finding};
 
 pub struct Act06;
@@ -18,8 +20,6 @@ impl Check for Act06 {
     fn id(&self) -> &'static str {
         "ACT-06"
     }
-
-
 
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
@@ -48,7 +48,10 @@ impl ActiveCheck for Act06 {
 
     fn nothing_planned(&self, env: &StageEnv) -> Option<String> {
         if !env.oauth_advertised {
-            Some("the server advertises no OAuth (no protected-resource metadata): nothing to test".into())
+            Some(
+                "the server advertises no OAuth (no protected-resource metadata): nothing to test"
+                    .into(),
+            )
         } else if !env.anonymous_possible {
             Some("this transport cannot send a call without the session's credentials".into())
         } else {
@@ -66,10 +69,7 @@ impl ActiveCheck for Act06 {
             }
             let mut b = finding(&CHECK, None)
                 .tool(c.planned.tool.clone())
-                .message(format!(
-                    "{}: it got a result, not 401",
-                    c.planned.purpose
-                ))
+                .message(format!("{}: it got a result, not 401", c.planned.purpose))
                 .exchange(c.exchange.clone());
             if let Some(p) = &c.planned.pointer {
                 b = b.pointer(p.clone());

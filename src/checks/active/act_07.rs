@@ -24,23 +24,24 @@ impl Check for Act07 {
         "ACT-07"
     }
 
-
-
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
     }
 }
 
-/// A property with one JSON type, and a value of another.
+/// A property with one JSON type, and a value of another that no lax server reads as true:
+/// the integer `0` for a boolean (falsy in JavaScript and Python), `false` for a number, `0`
+/// for a string, an array or an object. Never a parameter whose false value widens the effect
+/// (`dry_run`, `preview`, `simulate`, `validate_only`).
 fn wrong_type(tool: &Value) -> Option<(String, Value)> {
     let props = tool.pointer("/inputSchema/properties")?.as_object()?;
     props.iter().find_map(|(name, s)| {
+        if crate::active::widens_when_false(name) {
+            return None;
+        }
         let wrong = match s.get("type")?.as_str()? {
-            "string" => json!(12345),
-            "integer" | "number" => json!("not a number"),
-            "boolean" => json!("not a boolean"),
-            "array" => json!("not an array"),
-            "object" => json!("not an object"),
+            "boolean" | "string" | "array" | "object" => json!(0),
+            "integer" | "number" => json!(false),
             _ => return None,
         };
         Some((name.clone(), wrong))
@@ -59,7 +60,7 @@ impl ActiveCheck for Act07 {
             if t.tool.pointer("/inputSchema/additionalProperties") == Some(&Value::Bool(false)) {
                 let mut args = benign_arguments(t.tool, &[]);
                 if let Some(o) = args.as_object_mut() {
-                    o.insert(EXTRA.into(), json!("mcpprobe"));
+                    o.insert(EXTRA.into(), json!(0));
                 }
                 out.push(PlannedCall {
                     kind: crate::active::CallKind::Tool,
@@ -109,11 +110,19 @@ impl ActiveCheck for Act07 {
             let extra = c.planned.purpose.starts_with("an unexpected property");
             let mut b = finding(&CHECK, None)
                 .tool(c.planned.tool.clone())
-                .subcode(if extra { "extra-property" } else { "wrong-type" })
+                .subcode(if extra {
+                    "extra-property"
+                } else {
+                    "wrong-type"
+                })
                 .message(format!(
                     "{} got a normal result, not -32602 or isError{}",
                     c.planned.purpose,
-                    if extra { " (the server may drop unknown arguments silently)" } else { "" }
+                    if extra {
+                        " (the server may drop unknown arguments silently)"
+                    } else {
+                        ""
+                    }
                 ))
                 .exchange(c.exchange.clone());
             if let Some(p) = &c.planned.pointer {

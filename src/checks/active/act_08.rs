@@ -19,8 +19,6 @@ impl Check for Act08 {
         "ACT-08"
     }
 
-
-
     fn active(&self) -> Option<&'static dyn ActiveCheck> {
         Some(&CHECK)
     }
@@ -30,7 +28,11 @@ impl Check for Act08 {
 fn instantiate(template: &str, value: &str) -> Option<String> {
     let start = template.find('{')?;
     let end = start + template[start..].find('}')?;
-    Some(format!("{}{value}{}", &template[..start], &template[end + 1..]))
+    Some(format!(
+        "{}{value}{}",
+        &template[..start],
+        &template[end + 1..]
+    ))
 }
 
 impl ActiveCheck for Act08 {
@@ -43,10 +45,17 @@ impl ActiveCheck for Act08 {
             if !template.starts_with("file://") || out.len() + 2 > budget {
                 continue;
             }
-            let name = t.get("name").and_then(Value::as_str).unwrap_or(template).to_string();
+            let name = t
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or(template)
+                .to_string();
             let control = "proc/version".to_string();
             let escape = format!("{}proc/version", "../".repeat(12));
-            let (Some(control_uri), Some(escape_uri)) = (instantiate(template, &control), instantiate(template, &escape)) else {
+            let (Some(control_uri), Some(escape_uri)) = (
+                instantiate(template, &control),
+                instantiate(template, &escape),
+            ) else {
                 continue;
             };
             let pointer = Some(format!("/resourceTemplates/{index}/uriTemplate"));

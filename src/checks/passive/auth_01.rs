@@ -115,7 +115,7 @@ impl Check for Auth01 {
             } else {
                 format!("these change, delete, send or run: {}", effects.join(", "))
             };
-            let how = if cx.credentialed { "a client without the given credentials" } else { "mcpprobe, which sent no credentials" };
+            let how = if cx.credentialed { "a client without the given credentials" } else { "mcpprobe, which sent no credentials," };
             Outcome::Ran(vec![
                 finding(self, None)
                     .severity(severity)
