@@ -3,9 +3,14 @@
 //! `POST /targets/{name}/accept`, `/badge/{name}.svg|.json`, `/metrics`, and the web page
 //! (`/`, `/targets/{name}`, and the run pages when a browser asks for HTML). Every answer has a
 //! strict Content-Security-Policy; with `api_token_env`, every request but `/healthz` and the
-//! badges must show the bearer token.
+//! badges must show the bearer token (`Authorization: Bearer …`, the scheme in any case, the
+//! token compared in constant time). Accepting a baseline over HTTP needs that token even on
+//! loopback; without one it is refused, and `mcpprobe daemon accept NAME` accepts on this
+//! machine. Served by hyper directly ([`serve`]) so that a client that opens a connection and
+//! dribbles its headers is dropped after [`HEADER_READ_TIMEOUT`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -34,6 +39,13 @@ pub use super::page::CSP;
 
 /// Most runs a list returns.
 const RUNS_LIMIT: usize = 200;
+
+/// How long a client has to send a request's whole head (request line and headers), from the
+/// moment the connection waits for one (also between keep-alive requests); then it is closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long connections still open at shutdown get to finish their answers.
+const DRAIN: Duration = Duration::from_secs(5);
 
 fn error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(json!({ "error": message }))).into_response()
@@ -430,6 +442,16 @@ async fn accept_state(s: AppState, name: String, id: Option<i64>, headers: Heade
     if !known(&s, &name) {
         return error(StatusCode::NOT_FOUND, "no such target");
     }
+    // A state change needs the API token whatever the address (the guard checked it when one
+    // is configured); without one, any local process could accept, so it is refused here.
+    if s.config.api_token.is_none() {
+        return error(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "accepting a baseline over HTTP needs api_token_env; on this machine run `mcpprobe daemon accept {name}` instead"
+            ),
+        );
+    }
     // A state change: refused from other origins (a web page cannot make a browser accept).
     if headers.contains_key(header::ORIGIN) {
         return error(
@@ -492,9 +514,8 @@ async fn guard(State(s): State<AppState>, req: Request, next: Next) -> Response 
         let shown = req
             .headers()
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !shown.is_some_and(|t| constant_time_eq(t.as_bytes(), token.expose().as_bytes())) {
+            .and_then(|v| bearer(v.as_bytes()));
+        if !shown.is_some_and(|t| token_matches(t, token.expose().as_bytes())) {
             let mut r = error(StatusCode::UNAUTHORIZED, "a bearer token is required");
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -542,8 +563,25 @@ fn secure(mut r: Response) -> Response {
     r
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The credentials of an `Authorization: Bearer TOKEN` value: the scheme is matched in any
+/// case (RFC 9110 §11.1), one or more spaces after it.
+pub fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let scheme = value.get(..6)?;
+    let rest = value.get(6..)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer") || rest.first() != Some(&b' ') {
+        return None;
+    }
+    let token = rest.trim_ascii();
+    (!token.is_empty()).then_some(token)
+}
+
+/// Whether `shown` is the token, in constant time: both are hashed first, so neither the
+/// bytes nor the length of the token leak through timing.
+pub fn token_matches(shown: &[u8], token: &[u8]) -> bool {
+    use sha2::Digest as _;
+    use subtle::ConstantTimeEq as _;
+    let (a, b) = (sha2::Sha256::digest(shown), sha2::Sha256::digest(token));
+    a.as_slice().ct_eq(b.as_slice()).into()
 }
 
 /// The router.
@@ -565,13 +603,84 @@ pub fn router(state: AppState) -> axum::Router {
         .with_state(state)
 }
 
-/// Serves the router on `listener` until `shutdown` fires.
+/// Serves the router on `listener` until `shutdown` fires (HTTP/1.1, each connection's
+/// request heads bounded by [`HEADER_READ_TIMEOUT`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+    serve_app(listener, router(state), shutdown, HEADER_READ_TIMEOUT).await
+}
+
+/// Serves `app` on `listener` until `shutdown` fires; a connection whose request head has not
+/// arrived `header_timeout` after it began waiting for one is closed. At shutdown no new
+/// connection is taken and open ones get [`DRAIN`] to finish.
+pub async fn serve_app(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    shutdown: tokio_util::sync::CancellationToken,
+    header_timeout: Duration,
+) -> std::io::Result<()> {
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: the listener stays, the next
+                    // accept is tried a little later (as axum::serve does).
+                    tracing::warn!(target: "mcpprobe::daemon", "cannot accept a connection: {e}");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                        () = shutdown.cancelled() => break,
+                    }
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
+        while conns.try_join_next().is_some() {}
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let shutdown = shutdown.clone();
+        conns.spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                () = shutdown.cancelled() => conn.as_mut().graceful_shutdown(),
+            }
+            let _ = tokio::time::timeout(DRAIN, conn).await;
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(DRAIN, async { while conns.join_next().await.is_some() {} }).await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_matched_in_any_case() {
+        assert_eq!(bearer(b"Bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"BEARER   abc "), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"Bearerabc"), None);
+        assert_eq!(bearer(b"Basic abc"), None);
+        assert_eq!(bearer(b"Bearer "), None);
+        assert_eq!(bearer(b"Bear"), None);
+    }
+
+    #[test]
+    fn tokens_match_only_when_equal() {
+        assert!(token_matches(b"0123456789abcdef", b"0123456789abcdef"));
+        assert!(!token_matches(b"0123456789abcdeF", b"0123456789abcdef"));
+        assert!(!token_matches(b"0123456789abcde", b"0123456789abcdef"));
+        assert!(!token_matches(b"", b"0123456789abcdef"));
+    }
 }

@@ -32,6 +32,8 @@ use store::{Claim, Claimed, Counts, Finished, RunStatus, Store, StoreError, Targ
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 /// Scans in flight at most, by default.
 pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+/// The shortest token `api_token_env` may hold (a guessable token guards nothing).
+pub const MIN_API_TOKEN: usize = 16;
 /// A run's lease; renewed every third of it while the scan runs.
 pub const LEASE: Duration = Duration::from_secs(60);
 
@@ -81,6 +83,16 @@ impl DaemonConfig {
         })?;
         let api_token = match &config.api_token_env {
             Some(var) => match env(var).filter(|v| !v.is_empty()) {
+                Some(t) if t.chars().count() < MIN_API_TOKEN => {
+                    return Err(l.error(
+                        l.top("api_token_env"),
+                        "api_token_env",
+                        format!(
+                            "the environment variable {var} holds a token of {} characters: the status endpoint's token must have at least {MIN_API_TOKEN}",
+                            t.chars().count()
+                        ),
+                    ));
+                }
                 Some(t) => Some(Secret::new(t)),
                 None => {
                     return Err(l.error(

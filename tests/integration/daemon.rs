@@ -390,6 +390,34 @@ fn get(
     })
 }
 
+/// The id of a target's accepted baseline (the first run pins one).
+fn baseline_id(f: &Fixture, target: &str) -> Option<i64> {
+    f.store
+        .accepted_baseline(target)
+        .expect("store")
+        .map(|b| b.id)
+}
+
+/// A POST with extra headers: (status, body).
+fn post(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let mut r = reqwest::Client::new().post(url);
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        let resp = tokio::time::timeout(BOUND, r.send())
+            .await
+            .expect("in time")
+            .expect("answered");
+        let status = resp.status().as_u16();
+        (status, resp.text().await.unwrap_or_default())
+    })
+}
+
 /// Serves the daemon's endpoints on `bind` (port 0) with `f`'s state; returns the port.
 fn serve(rt: &tokio::runtime::Runtime, f: &Fixture, bind: &str) -> u16 {
     let listener = rt
@@ -535,31 +563,19 @@ fn the_status_api_answers_as_specified() {
     );
     assert_eq!(get(&url("/badge/nope.svg"), None, None).0, 404);
 
-    // Accept the run that was reviewed; refused with an Origin (a web page) or a foreign Host
-    // (DNS rebinding).
-    let post = |path: &str, extra: Option<(&str, &str)>| -> u16 {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("rt");
-        rt.block_on(async {
-            let mut r = reqwest::Client::new().post(url(path));
-            if let Some((k, v)) = extra {
-                r = r.header(k, v);
-            }
-            tokio::time::timeout(BOUND, r.send())
-                .await
-                .expect("in time")
-                .expect("answered")
-                .status()
-                .as_u16()
-        })
-    };
+    // Without api_token_env, accepting over HTTP is refused even from this machine (any local
+    // process could): the answer names the command that accepts here.
     let accept = format!("/targets/demo/runs/{id}/accept");
-    assert_eq!(post(&accept, Some(("origin", "https://evil.example"))), 403);
-    assert_eq!(post(&accept, Some(("host", "rebound.evil.example"))), 403);
-    assert_eq!(post("/targets/demo/runs/999/accept", None), 409);
-    assert_eq!(post(&accept, None), 200);
+    let pinned = baseline_id(&f, "demo");
+    let (status, body) = post(&url(&accept), &[]);
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("run `mcpprobe daemon accept demo` instead"),
+        "{body}"
+    );
+    assert_eq!(post(&url("/targets/demo/accept"), &[]).0, 403);
+    assert_eq!(post(&url("/targets/nope/accept"), &[]).0, 404);
+    assert_eq!(baseline_id(&f, "demo"), pinned, "nothing was accepted");
     assert_eq!(
         get(&url("/targets"), None, None).0,
         200,
@@ -638,6 +654,191 @@ fn a_non_loopback_listen_needs_a_token_and_every_request_shows_it() {
     assert!(
         err.contains("mcpprobe.toml:1:1: key `listen`: 0.0.0.0:9464 is not a loopback address"),
         "{err}"
+    );
+}
+
+#[test]
+fn accepting_over_http_needs_the_token_even_on_loopback_shown_in_any_case() {
+    let rt = runtime();
+    let srv = rt
+        .block_on(server::start(mcpprobe::demo::vulnerable(), 0))
+        .expect("server");
+    let token = "loopback-api-token-0123";
+    let text = format!(
+        "rate = 10\napi_token_env = \"API\"\n[[targets]]\nname = \"demo\"\nurl = \"{}\"\nevery = \"1h\"\n",
+        srv.url()
+    );
+    let f = rt.block_on(async { fixture(&text, &[("API", token)]) });
+    let port = serve(&rt, &f, "127.0.0.1:0");
+    let url = |p: &str| format!("http://127.0.0.1:{port}{p}");
+    rt.block_on(f.once());
+    let id = f.runs("demo")[0].id;
+    let accept = url(&format!("/targets/demo/runs/{id}/accept"));
+    let pinned = baseline_id(&f, "demo");
+    let bearer = format!("Bearer {token}");
+    let lower = format!("bearer {token}");
+    let upper = format!("BEARER {token}");
+    let wrong = "Bearer loopback-api-token-0124".to_string();
+    // Loopback does not stand in for the token: without it, or with another, 401.
+    assert_eq!(post(&accept, &[]).0, 401);
+    assert_eq!(post(&accept, &[("authorization", &wrong)]).0, 401);
+    assert_eq!(
+        post(&accept, &[("authorization", &format!("Basic {token}"))]).0,
+        401
+    );
+    assert_eq!(
+        post(&accept, &[("authorization", &format!("Bearer{token}"))]).0,
+        401
+    );
+    assert_eq!(
+        baseline_id(&f, "demo"),
+        pinned,
+        "nothing was accepted without the token"
+    );
+    // With it: refused from a web page (an Origin) or a foreign Host? The Host is not checked
+    // once a token guards the endpoint; an Origin always is.
+    let origin = [
+        ("authorization", bearer.as_str()),
+        ("origin", "https://evil.example"),
+    ];
+    assert_eq!(post(&accept, &origin).0, 403);
+    assert_eq!(
+        post(
+            &url("/targets/demo/runs/999/accept"),
+            &[("authorization", &bearer)]
+        )
+        .0,
+        409
+    );
+    let (status, body) = post(&accept, &[("authorization", &lower)]);
+    assert_eq!(status, 200, "the scheme in lower case: {body}");
+    assert_ne!(baseline_id(&f, "demo"), pinned, "accepted");
+    assert_eq!(
+        post(&url("/targets/demo/accept"), &[("authorization", &upper)]).0,
+        200,
+        "the scheme in upper case"
+    );
+    // Reads take the scheme in any case too.
+    assert_eq!(get(&url("/targets"), None, None).0, 401);
+    let rt2 = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let status = rt2.block_on(async {
+        reqwest::Client::new()
+            .get(url("/targets"))
+            .header("authorization", &lower)
+            .send()
+            .await
+            .expect("answered")
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_short_api_token_refuses_to_start_naming_its_variable() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("mcpprobe.toml");
+    std::fs::write(
+        &file,
+        "api_token_env = \"SHORT_API_TOKEN\"\n[[targets]]\nname = \"x\"\nurl = \"http://127.0.0.1:9/mcp\"\nevery = \"1h\"\n",
+    )
+    .expect("write");
+    let run = |token: &str| {
+        mcpprobe()
+            .env("MCPPROBE_STATE_DIR", dir.path())
+            .env("SHORT_API_TOKEN", token)
+            .args(["daemon", "--once", "--config"])
+            .arg(&file)
+            .timeout(BOUND)
+            .output()
+            .expect("runs")
+    };
+    let out = run("fifteen-chars-x");
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("key `api_token_env`: the environment variable SHORT_API_TOKEN holds a token of 15 characters: the status endpoint's token must have at least 16"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("fifteen-chars-x"),
+        "the token is never shown: {err}"
+    );
+    // Sixteen characters pass the check (the one run then finds nothing listening).
+    let out = run("sixteen-chars-xx");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("api_token_env"), "{err}");
+    // The library's check, directly.
+    let text = "api_token_env = \"API\"\n";
+    let short = DaemonConfig::new(
+        &config(text),
+        |_| Some("x".repeat(15)),
+        dir.path().to_path_buf(),
+    );
+    assert!(short.is_err_and(|e| e.to_string().contains("API holds a token of 15")));
+    assert!(
+        DaemonConfig::new(
+            &config(text),
+            |_| Some("x".repeat(16)),
+            dir.path().to_path_buf()
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn a_client_that_dribbles_its_headers_is_dropped() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let rt = runtime();
+    let text = "[[targets]]\nname = \"x\"\nurl = \"http://127.0.0.1:9/mcp\"\nevery = \"1h\"\n";
+    let f = rt.block_on(async { fixture(text, &[]) });
+    let port = serve(&rt, &f, "127.0.0.1:0");
+    // A whole request is answered (the server works); a head that never ends is dropped after
+    // the header-read timeout, however steadily its bytes come.
+    assert_eq!(
+        get(&format!("http://127.0.0.1:{port}/healthz"), None, None).0,
+        200
+    );
+    let limit = http::HEADER_READ_TIMEOUT + Duration::from_secs(5);
+    let (closed, waited) = rt.block_on(async {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connects");
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .expect("writes");
+        let (mut rd, mut wr) = s.into_split();
+        let started = std::time::Instant::now();
+        // One header byte every 200 ms, never the blank line that ends the head.
+        let dribble = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            loop {
+                tick.tick().await;
+                if wr.write_all(b"x").await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut buf = Vec::new();
+        let read = tokio::time::timeout(limit, rd.read_to_end(&mut buf)).await;
+        dribble.abort();
+        // Closed: the read ended (EOF or reset), with no answer.
+        let closed = match read {
+            Ok(_) => buf.is_empty() || !buf.starts_with(b"HTTP/1.1 200"),
+            Err(_) => false,
+        };
+        (closed, started.elapsed())
+    });
+    assert!(
+        closed,
+        "the dribbling client was still connected after {waited:?}"
+    );
+    assert!(
+        waited >= http::HEADER_READ_TIMEOUT - Duration::from_millis(500),
+        "dropped after {waited:?}, before the timeout"
     );
 }
 
