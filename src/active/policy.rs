@@ -42,6 +42,8 @@ pub enum Place {
     Parameter(String),
     /// A parameter's description.
     ParameterDescription(String),
+    /// A value the server offers for a parameter (`enum`, `const`, `default`, `examples`).
+    ParameterValue(String),
 }
 
 impl std::fmt::Display for Place {
@@ -51,6 +53,11 @@ impl std::fmt::Display for Place {
             Place::Title => f.write_str("its title"),
             Place::Description => f.write_str("its description"),
             Place::Parameter(p) => write!(f, "its parameter `{}`", escape_trimmed(p, 40)),
+            Place::ParameterValue(p) => write!(
+                f,
+                "a value its parameter `{}` offers (enum, const, default or examples)",
+                escape_trimmed(p, 40)
+            ),
             Place::ParameterDescription(p) => write!(
                 f,
                 "the description of its parameter `{}`",
@@ -353,6 +360,12 @@ fn judge_words(tool: &Value) -> Result<(), NotCalled> {
                     });
                 }
             }
+            // The values the server offers for it say what the tool can be made to do (an
+            // `action` whose enum holds "delete", a default of "purge", an example "DROP …"):
+            // mcpprobe never sends them, but the server may apply its default on its own.
+            for value in offered_values(schema) {
+                judge_text(v, value, Place::ParameterValue(param.clone()), MAX_TITLE)?;
+            }
             if let Some(d) = schema.get("description").and_then(Value::as_str) {
                 judge_text(
                     v,
@@ -604,6 +617,39 @@ fn judge_text(v: &Vocabulary, text: &str, place: Place, max: usize) -> Result<()
         }
     }
     Ok(())
+}
+
+/// The strings a parameter's schema offers as values: its `enum`, `const`, `default` and
+/// `examples` (also inside `items`, `oneOf` and `anyOf`, one level down), at most 64.
+fn offered_values(schema: &Value) -> Vec<&str> {
+    fn from<'s>(s: &'s Value, out: &mut Vec<&'s str>) {
+        for k in ["enum", "examples"] {
+            if let Some(items) = s.get(k).and_then(Value::as_array) {
+                out.extend(items.iter().filter_map(Value::as_str));
+            }
+        }
+        for k in ["const", "default"] {
+            match s.get(k) {
+                Some(Value::String(x)) => out.push(x.as_str()),
+                Some(Value::Array(xs)) => out.extend(xs.iter().filter_map(Value::as_str)),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    from(schema, &mut out);
+    if let Some(items) = schema.get("items") {
+        from(items, &mut out);
+    }
+    for k in ["oneOf", "anyOf"] {
+        if let Some(alts) = schema.get(k).and_then(Value::as_array) {
+            for a in alts.iter().take(64) {
+                from(a, &mut out);
+            }
+        }
+    }
+    out.truncate(64);
+    out
 }
 
 /// A required parameter that only server-chosen values can fill (an `enum` or a `const`,

@@ -313,9 +313,10 @@ pub struct ScanArgs {
     #[arg(long, value_name = "NAME", help_heading = "Active")]
     pub authorised_by: Option<String>,
     /// The tools that may be called: names or globs, comma-separated (`lookup_*,get_forecast`),
-    /// or `*`. Never a tool annotated destructiveHint: true, one named by --exclude-tool, one
-    /// whose name, title or leading description verbs say it changes, deletes, sends, runs or
-    /// pays, or (without --include-unannotated) one without annotations.
+    /// or `*`. The call rule is an allow-list: only a tool annotated readOnlyHint: true whose
+    /// name has a read verb (or none) and whose name, title, description and parameters say
+    /// nothing of changing, deleting, sending, running or paying; never one annotated
+    /// destructiveHint: true or named by --exclude-tool.
     #[arg(long, value_name = "WHAT", help_heading = "Active")]
     pub scope: Option<String>,
     /// Also call tools that have no annotations (the MCP default for them is destructive).
@@ -327,7 +328,7 @@ pub struct ScanArgs {
     /// Require an ownership proof made within this run.
     #[arg(long, help_heading = "Active")]
     pub verify: bool,
-    /// Never call this tool (repeatable).
+    /// Never call this tool: a name or a glob (`*`, `?`), as --scope takes; repeatable.
     #[arg(long, value_name = "TOOL", help_heading = "Active")]
     pub exclude_tool: Vec<String>,
 }

@@ -83,6 +83,9 @@ pub struct Settings {
     /// `--header NAME: VALUE`, sent by credentialed clients.
     pub headers: Vec<(String, String)>,
     pub trace_file: Option<std::path::PathBuf>,
+    /// Every other secret of the scan (SPEC §7): with `token` and `headers`, the one
+    /// redaction set of every exchange, trace line and report.
+    pub secrets: Vec<redact::Source>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -100,6 +103,7 @@ impl std::fmt::Debug for Settings {
                     .collect::<Vec<_>>(),
             )
             .field("trace_file", &self.trace_file)
+            .field("secrets", &self.secrets)
             .finish()
     }
 }
@@ -112,6 +116,7 @@ impl Default for Settings {
             token: None,
             headers: Vec::new(),
             trace_file: None,
+            secrets: Vec::new(),
         }
     }
 }
@@ -493,15 +498,23 @@ impl Network {
             })?)),
             None => None,
         };
-        let mut secret_values: Vec<String> =
-            settings.headers.iter().map(|(_, v)| v.clone()).collect();
-        if let Some(t) = &settings.token {
-            secret_values.push(t.clone());
-        }
-        let secrets = Secrets::new(
-            secret_values,
-            settings.headers.iter().map(|(n, _)| n.clone()),
+        let mut sources = settings.secrets.clone();
+        sources.extend(
+            settings
+                .token
+                .iter()
+                .map(|t| redact::Source::Token(t.clone())),
         );
+        sources.extend(
+            settings
+                .headers
+                .iter()
+                .map(|(name, value)| redact::Source::Header {
+                    name: name.clone(),
+                    value: value.clone(),
+                }),
+        );
+        let secrets = Secrets::from_sources(&sources);
         Ok(Network {
             shared: Arc::new(Shared {
                 limiter: RateLimiter::direct(quota),
@@ -548,11 +561,15 @@ impl Network {
     }
 
     /// Writes a line to the trace file (a stdio server's stderr, say).
+    /// The line is redacted first (stderr is the server's own text).
     pub fn trace_line(&self, line: &serde_json::Value) {
-        if let Some(file) = &self.shared.trace
-            && let Ok(mut f) = file.lock()
-        {
-            let _ = writeln!(f, "{line}");
+        if let Some(file) = &self.shared.trace {
+            let mut line = line.clone();
+            let secrets = &self.shared.secrets;
+            redact::redact_value(&mut line, &|s| secrets.redact(s));
+            if let Ok(mut f) = file.lock() {
+                let _ = writeln!(f, "{line}");
+            }
         }
     }
 
@@ -987,6 +1004,10 @@ impl Network {
                 "response": exchange.response,
                 "note": exchange.note,
             });
+            // The exchange is redacted already; the note and URL may quote the server too.
+            let mut line = line;
+            let secrets = &self.shared.secrets;
+            redact::redact_value(&mut line, &|s| secrets.redact(s));
             if let Ok(mut f) = file.lock() {
                 let _ = writeln!(f, "{line}");
             }
@@ -1182,10 +1203,13 @@ impl ToolGuard {
             set.insert(name.to_string());
         }
     }
+    /// Whether `name` may be called: no exclusion (a name or a `--exclude-tool` glob) names it.
     pub fn allows(&self, name: &str) -> bool {
         self.excluded
             .lock()
-            .map(|set| !set.contains(name))
+            .map(|set| {
+                !set.contains(name) && !set.iter().any(|p| crate::active::policy::glob(p, name))
+            })
             .unwrap_or(false)
     }
 }

@@ -800,3 +800,107 @@ kill $pid"#;
     called_only(state.path(), &["read_file"]);
     assert_eq!(snapshot(dir.path()), before, "the scratch folder changed");
 }
+
+/// The calls `tests/support/trust_stdio.py` logged in its scratch folder: (tool, group).
+fn trust_calls(scratch: &Path) -> Vec<(String, String)> {
+    let log = std::fs::read_to_string(scratch.join("calls.log")).unwrap_or_default();
+    log.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a JSON line");
+            (
+                v["tool"].as_str().unwrap_or_default().to_string(),
+                v["group"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `scan --stdio --active --scope '*'` of the call-rule fixture in the sandbox.
+fn scan_trust_fixture(scratch: &Path, extra: &[&str]) -> (Option<i32>, Value) {
+    let state = state_dir();
+    let o = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state.path())
+        .timeout(std::time::Duration::from_secs(170))
+        .args(["scan", "--stdio", "--format", "json", "--no-config"])
+        .args(GATE)
+        .args(extra)
+        .arg("--")
+        .arg(root().join("tests/support/sandbox.sh"))
+        .arg(scratch)
+        .arg("python3")
+        .arg(root().join("tests/support/trust_stdio.py"))
+        .output()
+        .expect("runs");
+    (o.status.code(), stdout_json(&o))
+}
+
+/// Issue 22: 70 tools that claim readOnlyHint: true but change, delete, send, run or pay (by
+/// name, Unix command, split, joined or camel-case name, inflection, title, a later clause of
+/// the description, a parameter, a non-ASCII or digit spelling) and 7 whose schemas offer
+/// destructive values get no call at all, counted at the server; the plain reads are called,
+/// so the rule is not "call nothing"; and no argument sent is a value the server offered.
+#[test]
+fn the_call_rule_calls_no_tool_that_changes_anything_and_still_calls_the_reads() {
+    let dir = scratch();
+    let (code, report) = scan_trust_fixture(dir.path(), &[]);
+    assert!(matches!(code, Some(0 | 1)), "{report}");
+    let calls = trust_calls(dir.path());
+    let forbidden: Vec<&(String, String)> = calls.iter().filter(|(_, g)| g != "read").collect();
+    assert!(forbidden.is_empty(), "called: {forbidden:?}");
+    let reads: std::collections::BTreeSet<&str> = calls
+        .iter()
+        .filter(|(_, g)| g == "read")
+        .map(|(t, _)| t.as_str())
+        .collect();
+    assert!(
+        reads.len() >= 6,
+        "only {reads:?} of the 12 reads were called"
+    );
+    // Every refused tool is listed with its reason.
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("never called 77 tools"), "{warnings}");
+    // The dry run plans the same: no call to any tool outside the reads.
+    let dry = scratch();
+    let (_, planned) = scan_trust_fixture(dry.path(), &["--dry-run"]);
+    assert!(trust_calls(dry.path()).is_empty());
+    let reasons: String = planned["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["kind"] == "active")
+        .map(|c| c["reason"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for refused in [
+        "erase_disk",
+        "cachepurge",
+        "get_items",
+        "get_entries",
+        "d3stroy_vm",
+    ] {
+        assert!(
+            !reasons.contains(&format!("`{refused}` {{")),
+            "{refused} planned: {reasons}"
+        );
+    }
+}
+
+/// No argument of any call is a value the server chose, and a boolean probe sends 0.
+#[test]
+fn arguments_are_mcpprobes_own() {
+    let tool = serde_json::json!({"name": "get_x", "inputSchema": {"type": "object",
+        "required": ["a", "b", "c", "d", "e", "f", "dry_run"],
+        "properties": {
+            "a": {"type": "string", "default": "delete"},
+            "b": {"type": "string", "examples": ["DROP TABLE t"]},
+            "c": {"type": "integer", "default": 99, "minimum": 0},
+            "d": {"type": "boolean", "default": true},
+            "e": {"type": "string", "format": "uri", "default": "https://evil.example/"},
+            "f": {"type": "array", "examples": [["x"]]},
+            "dry_run": {"type": "boolean", "default": false}}}});
+    let args = mcpprobe::active::benign_arguments(&tool, &[]);
+    assert_eq!(
+        args,
+        serde_json::json!({"a": "mcpprobe", "b": "mcpprobe", "c": 1, "d": false,
+            "e": "https://mcpprobe.invalid/", "f": [], "dry_run": true})
+    );
+}

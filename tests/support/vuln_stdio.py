@@ -9,7 +9,7 @@ its input through `sh -c` (in the current folder, the sandbox's scratch folder).
   <IMPORTANT> instruction aimed at the model; `get_status` accepts any arguments; `read_note`
   joins (and URL-decodes) its name onto tests/support/notes/ without checking; `find_customer`
   splices its name into SQL over an in-memory SQLite; `check_customer` splices its `customer`
-  into SQL too but answers "ok" whatever the rows (blind), over an SQLite given a `SLEEP(n)`
+  into the INSERT that audits each check but answers "ok" whatever happens (blind), over an SQLite given a `SLEEP(n)`
   function as MySQL has one (only a sleep can show it); `fetch_page` fetches any URL; the
   `file:///notes/{name}` resource template resolves `..`.
 - safe: the same tools, done right: an argument vector, a plain notice, arguments validated.
@@ -172,13 +172,17 @@ def call(name, args):
         # MySQL's SLEEP(n), capped: the only way this blind tool's injection shows.
         db.create_function("SLEEP", 1, lambda n: time.sleep(min(max(float(n), 0.0), 5.0)) or 0)
         db.execute("CREATE TABLE customers (name TEXT)")
+        db.execute("CREATE TABLE lookups (name TEXT)")
         db.execute("INSERT INTO customers VALUES ('Ada')")
         who = args.get("customer", "")
         try:
+            # Each check is audited (into this in-memory database): the vulnerable twin splices
+            # the name into that INSERT, where a condition is evaluated once whatever the rows.
             if MODE == "vulnerable":
-                db.execute(f"SELECT 1 FROM customers WHERE name = '{who}'").fetchall()
+                db.execute(f"INSERT INTO lookups VALUES ('{who}')")
             else:
-                db.execute("SELECT 1 FROM customers WHERE name = ?", (who,)).fetchall()
+                db.execute("INSERT INTO lookups VALUES (?)", (who,))
+            db.execute("SELECT 1 FROM customers WHERE name = ?", (who,)).fetchall()
         except sqlite3.Error:
             pass  # blind: an error looks like any other answer
         return text("ok")
