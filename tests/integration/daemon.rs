@@ -1287,7 +1287,8 @@ fn a_run_records_the_dns_txt_proof_it_relied_on_never_its_token() {
             &format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\""),
         ],
     );
-    let text = "rate = 10\n[[targets]]\nname = \"remote\"\nurl = \"http://mcp.test:8080/mcp\"\nevery = \"1h\"\n";
+    // The namespace host is in 10.0.0.0/8: the target allows it (SPEC §7).
+    let text = "rate = 10\n[[targets]]\nname = \"remote\"\nurl = \"http://mcp.test:8080/mcp\"\nevery = \"1h\"\nallow_private_addresses = true\n";
     let f = rt.block_on(async { fixture_resolving(text, &[], Some(dns.addr)) });
     // The proof `mcpprobe verify check` would have stored (the test clock is 2027-01-15).
     let proofs = f.state.path().join("proofs");
@@ -1374,4 +1375,86 @@ fn a_run_records_the_dns_txt_proof_it_relied_on_never_its_token() {
             );
         }
     }
+}
+
+#[test]
+fn a_proven_target_resolving_to_a_private_address_is_refused_recorded_and_sent_nothing() {
+    use crate::support::dns::TestDns;
+    use crate::support::netns::{NS_IP, NetnsHost};
+    const TOKEN: &str = "feedc0de0123456789abcdef01234567";
+    let rt = runtime();
+    let host = NetnsHost::start(json!({}));
+    let dns = TestDns::start(
+        &rt,
+        &[
+            &format!("mcp 60 IN A {NS_IP}"),
+            &format!("_mcpprobe.mcp 60 IN TXT \"mcpprobe-verify={TOKEN}\""),
+        ],
+    );
+    // allow_private_addresses is off by default.
+    let text = "rate = 10\n[[targets]]\nname = \"private\"\nurl = \"http://mcp.test:8080/mcp\"\nevery = \"1h\"\n";
+    let f = rt.block_on(async { fixture_resolving(text, &[], Some(dns.addr)) });
+    assert!(!f.daemon.config.targets[0].allow_private_addresses);
+    let proofs = f.state.path().join("proofs");
+    std::fs::create_dir_all(&proofs).expect("proofs");
+    std::fs::write(
+        proofs.join("mcp.test.json"),
+        json!({"host": "mcp.test", "method": "dns-txt", "token": TOKEN,
+               "verified_at": "2027-01-01T00:00:00Z", "expires_at": "2027-04-01T00:00:00Z"})
+        .to_string(),
+    )
+    .expect("write the proof");
+    rt.block_on(f.once());
+    assert_eq!(
+        host.finish(),
+        Vec::<String>::new(),
+        "the private host was reached"
+    );
+    let runs = f.runs("private");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = &runs[0];
+    assert_eq!(run.status, RunStatus::Refused, "{run:?}");
+    assert_eq!(run.exit_code, Some(2), "{run:?}");
+    assert_eq!(run.requests, 0, "{run:?}");
+    assert_eq!(run.proof, None, "{run:?}");
+    let why = run.reason.clone().unwrap_or_default();
+    assert!(
+        why.contains(NS_IP)
+            && why.contains("10.0.0.0/8")
+            && why.contains("allow_private_addresses"),
+        "{why}"
+    );
+    let report = f.latest_report("private");
+    assert_eq!(report["refusal"], "private_address", "{report}");
+    assert_eq!(report["requests_sent"], 0, "{report}");
+    // Counted by its reason.
+    let port = serve(&rt, &f, "127.0.0.1:0");
+    let (status, _, metrics) = get(&format!("http://127.0.0.1:{port}/metrics"), None, None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        sample(
+            &metrics,
+            "mcpprobe_gate_refusals_total{reason=\"private_address\"}"
+        ),
+        1.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "mcpprobe_gate_refusals_total{reason=\"ownership\"}"
+        ),
+        0.0
+    );
+
+    // A key that is not a boolean names the file, line and key.
+    let bad = Config::parse(
+        "[[targets]]\nname = \"p\"\nurl = \"http://mcp.test/mcp\"\nevery = \"1h\"\nallow_private_addresses = \"yes\"\n",
+        Path::new("mcpprobe.toml"),
+    );
+    let message = bad.expect_err("not a boolean").to_string();
+    assert!(
+        message.contains("mcpprobe.toml") && message.contains("allow_private_addresses"),
+        "{message}"
+    );
 }
