@@ -143,6 +143,8 @@ finish() {
     2)
       if [ "$refusal" = opted_out ]; then
         annotate error "the target opted out of scanning, so mcpprobe sent nothing: $reason. Respect it, or, if you own the server, remove the opt-out."
+      elif [ "$refusal" = private_address ]; then
+        annotate error "stopped by the gate: $reason. If that address is meant (a server inside this runner's network), add --allow-private-addresses to the action's args."
       else
         annotate error "stopped by the gate: $reason. To prove you own the host: run \`mcpprobe verify init HOST\`, publish the DNS TXT record it prints at _mcpprobe.HOST, run \`mcpprobe verify check HOST\` with MCPPROBE_STATE_DIR set to a folder in the repository (say .mcpprobe), commit that folder, and set the same MCPPROBE_STATE_DIR in this step's env. Each scan re-checks that the record is still published."
       fi
