@@ -1413,8 +1413,9 @@ impl Client {
     /// The one GET this scan may send outside the target's origin: to the authorization server
     /// the target advertises (AUTH-03). Only a client that passed the gate has it. https only
     /// (http when the target itself is loopback); the addresses the name resolves to (and the
-    /// request is pinned to) may be loopback, private, link-local, CGNAT or unspecified only
-    /// when the target's own address is in that same range. A refused URL is
+    /// request is pinned to) must be public ([`scope::classify`], the gate's rule) or the
+    /// target's own host (a private target's authorization server may be that same host, no
+    /// other address of its network). A refused URL is
     /// [`NetError::AuthorizationServer`], and nothing is sent. Userinfo in the URL is never
     /// sent nor shown; no redirect is followed; the body is read up to [`AS_MAX_BODY`]. A
     /// second call is refused.
