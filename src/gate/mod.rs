@@ -350,10 +350,11 @@ pub async fn clear_opt_out_with(
     };
     let shown: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
     record.addresses = shown.clone();
-    if target.ip.is_none() && !addrs.iter().all(is_loopback) {
-        if let Err(why) = judge_addresses(&target.host, &addrs, rule, &mut record) {
-            return Err(halt(Stop::PrivateAddress(why), record));
-        }
+    if target.ip.is_none()
+        && !addrs.iter().all(is_loopback)
+        && let Err(why) = judge_addresses(&target.host, &addrs, rule, &mut record)
+    {
+        return Err(halt(Stop::PrivateAddress(why), record));
     }
 
     match net.opt_out_get(&target.url, &addrs).await {

@@ -714,3 +714,26 @@ fn a_mix_of_addresses_with_loopback_in_it_is_refused_and_loopback_gets_nothing()
     );
     assert!(server.count() > 0);
 }
+
+#[test]
+fn the_flag_is_explained_in_scan_help() {
+    let out = mcpprobe()
+        .args(["scan", "--help"])
+        .output()
+        .expect("mcpprobe runs");
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    let at = help
+        .find("--allow-private-addresses")
+        .expect("the flag is listed");
+    let text = &help[at..];
+    for word in [
+        "private",
+        "link-local",
+        "exit 2",
+        "DNS-TXT proof",
+        "loopback",
+    ] {
+        assert!(text.contains(word), "{word:?} not in {text}");
+    }
+}

@@ -2,7 +2,10 @@
 //! endpoints).
 //!
 //! Metadata: `checks/passive/AUTH-03.toml`. At most ONE GET, to the RFC 8414 metadata of the
-//! authorization server OAuth discovery found; none with `--no-follow-as`.
+//! authorization server OAuth discovery found; none with `--no-follow-as`. Where that GET may
+//! go is the gate's address rule ([`crate::net::scope::judge`], [`crate::net::scope::classify`]):
+//! public addresses, or the target's own host; anything else is a `refused` finding and nothing
+//! is sent.
 
 use serde_json::Value;
 use url::Url;
