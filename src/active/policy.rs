@@ -548,36 +548,17 @@ fn judge_text(v: &Vocabulary, text: &str, place: Place, max: usize) -> Result<()
         return Err(NotCalled::MixedScript { place, word });
     }
     let norm: String = norm.chars().filter(|c| *c != '\'' && *c != '’').collect();
-    for clause in norm.split(|c: char| {
-        matches!(
-            c,
-            '.' | ','
-                | ';'
-                | ':'
-                | '!'
-                | '?'
-                | '('
-                | ')'
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | '\n'
-                | '"'
-                | '|'
-                | '—'
-                | '–'
-                | '•'
-                | '*'
-                | '<'
-                | '>'
-        )
-    }) {
+    for clause in clauses(&norm) {
         let all = words::split_words(clause);
         let kept = v.without_idioms(&all);
         for (i, w) in kept.iter().enumerate() {
             let Some(w) = w else { continue };
-            if v.is_unix(w) && !(w.len() > 2 && v.is_read_verb(w)) {
+            let prev = i
+                .checked_sub(1)
+                .and_then(|j| all.get(j))
+                .map(String::as_str);
+            let verb_stands = prev.is_none_or(|p| VERB_BEFORE.contains(&p));
+            if v.is_unix(w) && !v.is_read_verb(w) && (v.is_unix_anywhere(w) || verb_stands) {
                 return Err(NotCalled::UnixCommand {
                     word: w.clone(),
                     place,
@@ -649,6 +630,44 @@ fn offered_values(schema: &Value) -> Vec<&str> {
         }
     }
     out.truncate(64);
+    out
+}
+
+/// A text's clauses: split at `,`, `;`, brackets, quotes, line breaks and dashes, and at `.`,
+/// `:`, `!` and `?` where a space or the end follows (so `~/.ssh`, `a.b.com` and `https://`
+/// stay inside their clause).
+fn clauses(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next_blank = chars.peek().is_none_or(|(_, n)| n.is_whitespace());
+        let always = matches!(
+            c,
+            ',' | ';'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '\n'
+                | '"'
+                | '|'
+                | '—'
+                | '–'
+                | '•'
+                | '*'
+                | '<'
+                | '>'
+        );
+        let at_end = matches!(c, '.' | ':' | '!' | '?') && next_blank;
+        if always || at_end {
+            out.push(&text[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    out.push(&text[start..]);
     out
 }
 
@@ -835,6 +854,11 @@ mod tests {
             (
                 json!({"name": "get_records", "annotations": {"readOnlyHint": true},
                 "inputSchema": {"type": "object", "required": ["action"], "properties": {"action": {"type": "string", "enum": ["list", "delete"]}}}}),
+                "says it deletes data: \"delete\"",
+            ),
+            (
+                json!({"name": "get_forecast", "annotations": {"readOnlyHint": true},
+                "inputSchema": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string", "enum": ["Lisbon", "Oslo"]}}}}),
                 "server chose",
             ),
             (

@@ -99,6 +99,7 @@ struct Data {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Commands {
+    anywhere: Vec<String>,
     commands: Vec<String>,
 }
 #[derive(Debug, Deserialize)]
@@ -130,6 +131,8 @@ pub struct Vocabulary {
     /// another word in a name (`deleteuser`, `userpurger`).
     joinable: HashSet<String>,
     unix: HashSet<String>,
+    /// Unix commands that refuse wherever they stand in a title or description.
+    unix_anywhere: HashSet<String>,
     compounds: HashMap<String, Vec<String>>,
     pairs: HashSet<(String, String)>,
     read: HashSet<String>,
@@ -162,6 +165,12 @@ impl Vocabulary {
             unix: data
                 .unix
                 .commands
+                .iter()
+                .map(|w| w.to_ascii_lowercase())
+                .collect(),
+            unix_anywhere: data
+                .unix
+                .anywhere
                 .iter()
                 .map(|w| w.to_ascii_lowercase())
                 .collect(),
@@ -295,6 +304,12 @@ impl Vocabulary {
 
     pub fn is_unix(&self, word: &str) -> bool {
         self.unix.contains(word)
+    }
+
+    /// A Unix command that refuses wherever it stands in a text (`rm`, `chmod`), not only
+    /// where a verb does (`ssh`, `curl`).
+    pub fn is_unix_anywhere(&self, word: &str) -> bool {
+        self.unix_anywhere.contains(word) || (self.unix.contains(word) && word.len() <= 2)
     }
 
     pub fn is_plain(&self, word: &str) -> bool {

@@ -179,7 +179,7 @@ pub fn vulnerable_tools() -> Vec<Value> {
                "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}, "note": {"type": "string"}}, "required": ["city"]}}),
         json!({"name": "fetch_url", "description": "Fetch a web page and return its text.",
                "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}}),
-        json!({"name": "query_customers", "description": "Run a SQL query against the customer database.",
+        json!({"name": "query_customers", "description": "Looks up customers in the customer database with a SQL query.",
                "inputSchema": {"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]},
                "annotations": {"readOnlyHint": true}}),
         json!({"name": "send_email", "description": "Send an email to anyone.",
@@ -322,7 +322,7 @@ pub fn safe_tools() -> Vec<Value> {
     vec![json!({"name": "get_forecast", "title": "Get Forecast",
                 "description": "Three-day forecast for one of the supported cities.",
                 "inputSchema": {"type": "object", "additionalProperties": false,
-                                "properties": {"city": {"type": "string", "enum": ["Lisbon", "Oslo", "Lima"], "description": "City name"}},
+                                "properties": {"city": {"type": "string", "description": "City name: Lisbon, Oslo or Lima"}},
                                 "required": ["city"]},
                 "annotations": {"readOnlyHint": true, "openWorldHint": false}})]
 }

@@ -212,8 +212,9 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
             .unwrap_or_default()
             .contains("Linux version")
     );
-    // ACT-04: find_customer's `name` answers a true AND like its baseline, a false one not
-    // (baseline, lone quote and two pairs); check_customer answers "ok" whatever the rows, so
+    // ACT-04: find_customer's `name` breaks the query with a lone quote (SQLite's syntax error)
+    // and answers the same value with its quotes balanced (the baseline and two pairs, with
+    // mcpprobe's own value, which matches no row) without one; check_customer answers "ok" whatever the rows, so
     // only its MySQL sleep shows it: each answer as slow as asked, the control fast. Its
     // PostgreSQL form (an error the blind tool swallows) proved nothing.
     let act04 = findings(&report, "ACT-04");
@@ -225,7 +226,8 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
             .unwrap_or_else(|| panic!("no ACT-04 finding at {tool}: {report}"))
     };
     let pairs = of("find_customer");
-    assert_eq!(pairs["subcode"], Value::Null);
+    assert_eq!(pairs["subcode"], "quote");
+    assert_eq!(pairs["confidence"], "medium");
     assert_eq!(
         pairs["evidence"]["exchanges"].as_array().map(Vec::len),
         Some(6)
@@ -282,11 +284,11 @@ fn each_check_proves_the_sandboxed_vulnerable_server_and_changes_nothing() {
     assert_eq!(snapshot(dir.path()), before, "the scratch folder changed");
     let warnings = report["warnings"].to_string();
     assert!(
-        warnings.contains("`delete_cache`: it deletes data"),
+        warnings.contains("`delete_cache`: its name says it deletes data"),
         "{warnings}"
     );
     assert!(
-        warnings.contains("`get_unannotated`: no annotations"),
+        warnings.contains("`get_unannotated`: it has no annotations"),
         "{warnings}"
     );
     // The authorisation record lists every call made, within each check's budget.
@@ -392,11 +394,11 @@ fn scope_and_exclusions_limit_what_is_called() {
     assert_eq!(tools, ["get_notice"].into_iter().collect(), "{report}");
     let warnings = report["warnings"].to_string();
     assert!(
-        warnings.contains("`lookup_host`: not in --scope"),
+        warnings.contains("`lookup_host`: it is not in --scope"),
         "{warnings}"
     );
     assert!(
-        warnings.contains("`get_status`: named by --exclude-tool"),
+        warnings.contains("`get_status`: --exclude-tool `get_status` names it"),
         "{warnings}"
     );
 }
@@ -460,7 +462,7 @@ fn the_demo_proves_its_injection_and_calls_only_what_the_policy_allows() {
     }
     let warnings = report["warnings"].to_string();
     assert!(
-        warnings.contains("`run_command`: it runs code or commands"),
+        warnings.contains("`run_command`: its name says it runs code, commands or processes"),
         "{warnings}"
     );
 }
@@ -653,8 +655,8 @@ fn a_real_vulnerable_server_from_pypi_is_proven_and_its_writer_and_runner_never_
     read_file_proven_and_refused(
         &report,
         &[
-            "`write_file`: it changes data",
-            "`execute_code`: it runs code or commands",
+            "`write_file`: its name says it changes data",
+            "`execute_code`: its name says it runs code, commands or processes",
         ],
     );
     called_only(state.path(), &["read_file", "list_directory"]);
@@ -741,7 +743,7 @@ fn a_name_refused_once_is_refused_for_every_tool_listed_under_it() {
             .as_array()
             .expect("calls")
             .iter()
-            .all(|c| c["tool"] != "notes"),
+            .all(|c| c["tool"] != "list_notes"),
         "{auth}"
     );
     let warnings = report["warnings"].to_string();
@@ -796,7 +798,10 @@ kill $pid"#;
         .output()
         .expect("runs");
     let report = stdout_json(&o);
-    read_file_proven_and_refused(&report, &["`exec_command`: it runs code or commands"]);
+    read_file_proven_and_refused(
+        &report,
+        &["`exec_command`: its name names the command `exec`"],
+    );
     called_only(state.path(), &["read_file"]);
     assert_eq!(snapshot(dir.path()), before, "the scratch folder changed");
 }

@@ -109,7 +109,7 @@ def call(name, args):
         time.sleep(1)
     if MODE != "vulnerable" and not valid(name, args):
         return None  # an invalid-params error
-    if name in ("delete_cache", "get_unannotated", "notes"):
+    if name in ("delete_cache", "get_unannotated", "list_notes"):
         with open("calls-forbidden.log", "a") as f:
             f.write(json.dumps({"tool": name, "arguments": args}) + "\n")
         return text("done")
@@ -203,14 +203,17 @@ for line in sys.stdin:
     elif method == "tools/list":
         if MODE == "dup":
             notes = {"inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}
-            result = {"tools": [dict(notes, name="notes", description="Reads notes.", annotations=RO),
-                                dict(notes, name="notes", title="Delete all notes",
+            result = {"tools": [dict(notes, name="list_notes", description="Lists notes.", annotations=RO),
+                                dict(notes, name="list_notes", title="Notes",
                                      annotations={"destructiveHint": True})]}
         else:
             result = {"tools": TOOLS}
     elif method == "tools/call":
         p = msg.get("params", {})
-        result = call(p.get("name"), p.get("arguments") or {})
+        try:
+            result = call(p.get("name"), p.get("arguments") or {})
+        except Exception as e:  # a wrong type (ACT-07) must not take the server down
+            result = text(f"failed: {type(e).__name__}", error=True)
         if result is None:
             print(json.dumps({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "invalid params"}}), flush=True)
             continue

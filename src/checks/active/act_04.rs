@@ -521,7 +521,9 @@ impl ActiveCheck for Act04 {
                 let why = if dialect.sleeps().is_empty() {
                     format!("{} has no sleep usable in an AND condition", dialect.name())
                 } else {
-                    "no budget was left for sleep probes".into()
+                    format!(
+                        "the check's calls or the scan's {MAX_SLEEP_SECONDS} s of sleep were spent on other parameters"
+                    )
                 };
                 let mut f = located(finding(&CHECK, None))
                     .subcode("pairs/indeterminate")
