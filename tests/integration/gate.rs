@@ -526,6 +526,7 @@ fn assert_address_refusal(
     assert!(report["gate"]["ownership"].is_null(), "{report}");
     let traced = std::fs::read_to_string(trace).unwrap_or_default();
     assert!(traced.trim().is_empty(), "requests traced: {traced}");
+    crate::support::assert_valid("schema/report-v1.schema.json", report);
 }
 
 #[test]
