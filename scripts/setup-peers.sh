@@ -6,7 +6,8 @@
 #         (GitHub code-scanning ingestion rules for our SARIF)
 #   PyPI: mcp 2.3.0 (venv py2), mcp 1.30.0 (venv py1),
 #         vuln-mcp-filesystem-workspace-actions 0.1.0 (venv vulnfs) and mcp-security-scanner 0.1.5
-#         (venv insecure): deliberately vulnerable, run only inside tests/support/sandbox.sh
+#         (venv insecure): deliberately vulnerable, run only inside tests/support/sandbox.sh;
+#         mcp-server-fetch 2026.10.24 (venv fetch), also run only in the sandbox
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .peers
@@ -42,6 +43,8 @@ venv vulnfs vuln-mcp-filesystem-workspace-actions==0.1.0
 # mcp-security-scanner's insecure-mcp-server (a shell=True tool, reads any file); it imports
 # fastapi and uvicorn without declaring them.
 venv insecure mcp-security-scanner==0.1.5 fastapi==0.165.0 uvicorn==0.54.0
+# The reference fetch server (its `url` is `format: uri`): ACT-03's SSRF test, in the sandbox.
+venv fetch mcp-server-fetch==2026.10.24
 # ES modules resolve packages from their own folder: the server scripts run from .peers/.
 cp tests/peers/*.mjs "$peers/"
 echo "setup-peers: ready in $peers"

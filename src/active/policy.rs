@@ -12,6 +12,7 @@
 //! - it is annotated `readOnlyHint: true` (or has no annotations and `--include-unannotated`);
 //! - every required parameter can be filled with a value of mcpprobe's own (not only an
 //!   `enum` or `const` the server chose).
+//!
 //! Annotations never make a tool safe to call: the words are judged first.
 
 use serde_json::Value;

@@ -354,8 +354,8 @@ impl Vocabulary {
     pub fn listed(&self, class: EffectClass) -> Vec<(String, Tier)> {
         let mut out: Vec<(String, Tier)> = self
             .forms
-            .iter()
-            .flat_map(|(_, hits)| hits.iter())
+            .values()
+            .flatten()
             .filter(|h| h.class == class)
             .map(|h| (h.verb.clone(), h.tier))
             .collect();

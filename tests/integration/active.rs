@@ -63,6 +63,21 @@ fn scan_fixture_in(
     extra: &[&str],
     shared_net: bool,
 ) -> (Option<i32>, Value, tempfile::TempDir) {
+    let fixture = root()
+        .join("tests/support/vuln_stdio.py")
+        .display()
+        .to_string();
+    scan_sandboxed(&["python3", &fixture, mode], scratch, extra, shared_net)
+}
+
+/// `mcpprobe scan --stdio --format json` of `server` (a program and its arguments) in the
+/// sandbox → (exit code, report, state); with `shared_net` as [`scan_fixture_in`].
+fn scan_sandboxed(
+    server: &[&str],
+    scratch: &Path,
+    extra: &[&str],
+    shared_net: bool,
+) -> (Option<i32>, Value, tempfile::TempDir) {
     let state = state_dir();
     let mut cmd = if shared_net {
         let mut c = assert_cmd::Command::new("unshare");
@@ -96,14 +111,7 @@ fn scan_fixture_in(
         .arg("--")
         .arg(root().join("tests/support/sandbox.sh"))
         .arg(scratch)
-        .args([
-            "python3",
-            &root()
-                .join("tests/support/vuln_stdio.py")
-                .display()
-                .to_string(),
-            mode,
-        ])
+        .args(server)
         .output()
         .expect("runs");
     (o.status.code(), stdout_json(&o), state)
@@ -822,21 +830,14 @@ fn trust_calls(scratch: &Path) -> Vec<(String, String)> {
 
 /// `scan --stdio --active --scope '*'` of the call-rule fixture in the sandbox.
 fn scan_trust_fixture(scratch: &Path, extra: &[&str]) -> (Option<i32>, Value) {
-    let state = state_dir();
-    let o = mcpprobe()
-        .env("MCPPROBE_STATE_DIR", state.path())
-        .timeout(std::time::Duration::from_secs(170))
-        .args(["scan", "--stdio", "--format", "json", "--no-config"])
-        .args(GATE)
-        .args(extra)
-        .arg("--")
-        .arg(root().join("tests/support/sandbox.sh"))
-        .arg(scratch)
-        .arg("python3")
-        .arg(root().join("tests/support/trust_stdio.py"))
-        .output()
-        .expect("runs");
-    (o.status.code(), stdout_json(&o))
+    let fixture = root()
+        .join("tests/support/trust_stdio.py")
+        .display()
+        .to_string();
+    let mut args = GATE.to_vec();
+    args.extend(extra);
+    let (code, report, _state) = scan_sandboxed(&["python3", &fixture], scratch, &args, false);
+    (code, report)
 }
 
 /// Issue 22: 70 tools that claim readOnlyHint: true but change, delete, send, run or pay (by
@@ -908,4 +909,36 @@ fn arguments_are_mcpprobes_own() {
         serde_json::json!({"a": "mcpprobe", "b": "mcpprobe", "c": 1, "d": false,
             "e": "https://mcpprobe.invalid/", "f": [], "dry_run": true})
     );
+}
+
+/// The real `mcp-server-fetch` from PyPI (installed by scripts/setup-peers.sh), in the sandbox:
+/// its `fetch` tool's `url` is declared `format: uri` (pydantic's AnyUrl), which is what ACT-03
+/// tests first. With `--allow-private-ips` it fetches mcpprobe's loopback listener (proven);
+/// without it, it refuses the address and ACT-03 says nothing.
+#[test]
+fn ssrf_is_tested_through_a_format_uri_parameter_of_the_real_fetch_server() {
+    let program = installed_peer(".peers/fetch/bin/mcp-server-fetch");
+    let program = program.display().to_string();
+    let mut args = GATE.to_vec();
+    args.extend(["--checks", "ACT-03"]);
+    for (flag, expect) in [(Some("--allow-private-ips"), 1), (None, 0)] {
+        let dir = scratch();
+        let mut server = vec![program.as_str(), "--ignore-robots-txt"];
+        server.extend(flag);
+        let (_, report, _state) = scan_sandboxed(&server, dir.path(), &args, true);
+        assert_eq!(
+            record(&report, "ACT-03")["status"],
+            "ran",
+            "{flag:?}: {report}"
+        );
+        let act03 = findings(&report, "ACT-03");
+        assert_eq!(act03.len(), expect, "{flag:?}: {report}");
+        if expect == 1 {
+            assert_eq!(act03[0]["location"]["tool"], "fetch");
+            assert_eq!(
+                act03[0]["location"]["pointer"],
+                "/tools/0/inputSchema/properties/url"
+            );
+        }
+    }
 }

@@ -43,7 +43,7 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "examples": ["Ada"]}},
                      "required": ["name"], "additionalProperties": False}, "annotations": RO},
     {"name": "fetch_page", "description": "Fetches a web page and returns its text.",
-     "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"],
+     "inputSchema": {"type": "object", "properties": {"url": {"type": "string", "format": "uri"}}, "required": ["url"],
                      "additionalProperties": False}, "annotations": RO},
     {"name": "check_customer", "description": "Checks that the directory answers for a customer; always says ok.",
      "inputSchema": {"type": "object", "properties": {"customer": {"type": "string", "examples": ["Ada"]}},
