@@ -130,6 +130,10 @@ pub struct Vocabulary {
     /// Verb-tier forms of 4 or more letters (and `run`, `rm`, `pay`): what may be glued to
     /// another word in a name (`deleteuser`, `userpurger`).
     joinable: HashSet<String>,
+    /// Every verb-tier form of five or more letters, found anywhere inside a name's token
+    /// (`getDELETEget`, `bulkinsertrows`), one automaton for all.
+    inside: Option<aho_corasick::AhoCorasick>,
+    inside_forms: Vec<String>,
     unix: HashSet<String>,
     /// Unix commands that refuse wherever they stand in a title or description.
     unix_anywhere: HashSet<String>,
@@ -162,6 +166,8 @@ impl Vocabulary {
         let mut v = Vocabulary {
             forms: HashMap::new(),
             joinable: HashSet::new(),
+            inside: None,
+            inside_forms: Vec::new(),
             unix: data
                 .unix
                 .commands
@@ -230,6 +236,18 @@ impl Vocabulary {
                 v.add(form.clone(), h.class, h.tier, &h.verb);
             }
         }
+        let mut inside: Vec<String> = v
+            .forms
+            .iter()
+            .filter(|(f, hits)| f.len() >= 5 && hits.iter().any(|h| h.tier == Tier::Verb))
+            .map(|(f, _)| f.clone())
+            .collect();
+        inside.sort();
+        v.inside = Some(
+            aho_corasick::AhoCorasick::new(&inside)
+                .map_err(|e| format!("src/active/words.toml: the verb automaton: {e}"))?,
+        );
+        v.inside_forms = inside;
         for phrase in data.idioms.phrases {
             let words = split_text(&phrase);
             if let Some(first) = words.first() {
@@ -296,6 +314,17 @@ impl Vocabulary {
             }
         }
         None
+    }
+
+    /// An effect verb of five or more letters anywhere inside `token` (a name's run of letters
+    /// and digits, in lower case), unless the token is a plain word.
+    pub fn inside(&self, token: &str) -> Option<(String, Hit)> {
+        if self.plain.contains(token) {
+            return None;
+        }
+        let m = self.inside.as_ref()?.find(token)?;
+        let form = self.inside_forms.get(m.pattern().as_usize())?;
+        self.lookup(form).map(|h| (form.clone(), h))
     }
 
     pub fn is_read_verb(&self, word: &str) -> bool {
