@@ -461,7 +461,13 @@ pub fn run(cli: Cli) -> i32 {
         Command::Check(args) => offline::check(&args),
         Command::Fingerprint { file } => offline::fingerprint(&file),
         Command::Diff { old, new, format } => offline::diff(&old, &new, format),
-        Command::Scan(args) => scan::scan(&args),
+        Command::Scan(args) => {
+            // A scan process owns every child it has (its stdio server, a judge command): it
+            // adopts what escapes a server's process group (a daemonised grandchild) so that
+            // the session's end kills and reaps it (protocol::stdio).
+            let _ = crate::protocol::stdio::become_subreaper();
+            scan::scan(&args)
+        }
         Command::Verify { action, resolver } => scan::verify(&action, resolver.as_deref()),
         Command::Badge {
             report,

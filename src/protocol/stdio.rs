@@ -4,8 +4,17 @@
 //!
 //! A server is untrusted code's neighbour, so it is held short:
 //! - its environment is exactly what the host passes (see `engine::request::stdio_env`);
-//! - it runs in its own process group, and the whole group is killed at the end (an `npx`
-//!   wrapper's grandchild does not survive the scan);
+//! - it runs in its own process group, and the whole group is stopped at the end (SIGTERM,
+//!   then SIGKILL after [`TERM_GRACE`]) *before* the server itself is reaped, so the group's id
+//!   cannot have been reused when it is signalled (an `npx` wrapper's grandchild does not
+//!   survive the scan);
+//! - on Linux, what escaped the group (a descendant that called `setsid` or `setpgid`) is found
+//!   in `/proc` when the session stops and signalled through a pidfd (no pid-reuse race); and a
+//!   host that calls [`become_subreaper`] (the CLI does, for `scan`) adopts the orphans of its
+//!   servers, so a daemonised grandchild whose parent exited during the scan is found, killed
+//!   and reaped too. The library never makes its host a subreaper by itself: that changes who
+//!   inherits *every* orphan of the process, which only the host may decide (a Python program
+//!   has orphans of its own);
 //! - every write to its stdin is bounded in time;
 //! - its stdout is framed linearly ([`LineFramer`]) with a per-line cap and a total cap;
 //! - the time spent waiting on a server that does not answer is budgeted across the whole
@@ -13,6 +22,7 @@
 //!   timeout on every request.
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,8 +44,42 @@ pub const MAX_STDOUT: u64 = 256 * 1024 * 1024;
 /// The longest the session waits, in all, for replies that do not come; once spent, a call
 /// fails at once.
 pub const SILENCE_BUDGET: Duration = Duration::from_secs(20);
-/// How long a server gets to exit after its stdin is closed, before its group is killed.
+/// How long a server gets to exit after its stdin is closed, before its group is signalled.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long what is still running at the end gets between SIGTERM and SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_millis(500);
+/// How long, at most, the end waits for SIGKILLed processes to be gone.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+/// The most processes one session's end looks after (a fork bomb is the group kill's).
+const MAX_TREE: usize = 4096;
+
+/// Whether the host made this process a child subreaper ([`become_subreaper`]).
+static SUBREAPER: AtomicBool = AtomicBool::new(false);
+
+/// Makes this process a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): an orphaned
+/// descendant is re-parented to it instead of to init, so the end of a stdio session finds a
+/// server's daemonised grandchildren (they called `setsid`, and their parent exited) among its
+/// own children, kills them and reaps them. A process-wide setting, for a host that owns every
+/// child it has (the CLI calls it for `scan`); every child the host does not start through this
+/// module is then taken for an adopted orphan when a session ends. Returns whether it took
+/// effect (`false` where there is no such thing).
+pub fn become_subreaper() -> std::io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+        SUBREAPER.store(true, Ordering::SeqCst);
+        Ok(true)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Ok(false)
+    }
+}
+
+/// Whether [`become_subreaper`] took effect in this process.
+pub fn is_subreaper() -> bool {
+    SUBREAPER.load(Ordering::SeqCst)
+}
 
 /// A wait as a report shows it: seconds to a tenth ("5", "4.5"), not `4.9980596760000005`.
 fn secs(d: Duration) -> f64 {
@@ -182,6 +226,10 @@ where
         .id()
         .and_then(|pid| i32::try_from(pid).ok())
         .and_then(rustix::process::Pid::from_raw);
+    #[cfg(target_os = "linux")]
+    if let Some(g) = group {
+        tree::spawned(g.as_raw_nonzero().get());
+    }
     let stdin = child.stdin.take();
     let stdout = child
         .stdout
@@ -262,6 +310,9 @@ pub struct StdioProcess {
     silence_left: Duration,
     /// The process group (the child's pid), killed at the end; `None` once killed.
     group: Option<rustix::process::Pid>,
+    /// The server itself as a pidfd: readable once it exited, without reaping it.
+    #[cfg(target_os = "linux")]
+    leader: Option<tree::Watched>,
     stderr: Arc<Mutex<Vec<u8>>>,
     /// Messages written (counted as requests sent).
     pub sent: u64,
@@ -286,7 +337,11 @@ impl StdioProcess {
             stderr,
         } = spawn_group(program, args, env.iter().copied(), MAX_STDERR, Keep::Head)
             .map_err(|e| format!("cannot start {program}: {e}"))?;
+        #[cfg(target_os = "linux")]
+        let leader = group.and_then(|g| tree::watch(g.as_raw_nonzero().get()));
         Ok(StdioProcess {
+            #[cfg(target_os = "linux")]
+            leader,
             child,
             stdin,
             closed: None,
@@ -481,8 +536,60 @@ impl StdioProcess {
         }
     }
 
+    /// Closes stdin (a stdio server exits on EOF) and gives the server [`EXIT_GRACE`] to exit;
+    /// then SIGTERM to its process group and to every descendant that left the group, SIGKILL
+    /// to what is left after [`TERM_GRACE`], and only then the server is reaped (until then its
+    /// pid, and so the group's id, cannot be reused). Bounded: at most
+    /// `EXIT_GRACE + TERM_GRACE + KILL_WAIT` and a reap.
+    #[cfg(target_os = "linux")]
+    pub async fn stop(mut self) {
+        use rustix::process::Signal;
+        // Orphans adopted from an earlier session that are gone by now.
+        tree::reap_adopted();
+        // The descendants, while the server still holds its tree together.
+        let mut others = self
+            .group
+            .map(|g| tree::descendants(g.as_raw_nonzero().get()))
+            .unwrap_or_default();
+        drop(self.stdin.take());
+        let mut leader = self.leader.take();
+        let deadline = tokio::time::Instant::now() + EXIT_GRACE;
+        let leader_gone = match &mut leader {
+            Some(l) => l.exited_by(deadline).await,
+            // No pidfd: wait for the server the old way (this reaps it).
+            None => tokio::time::timeout_at(deadline, self.child.wait())
+                .await
+                .is_ok(),
+        };
+        if let Some(g) = self.group {
+            let _ = rustix::process::kill_process_group(g, Signal::TERM);
+        }
+        others.retain_mut(|w| !w.signal(Signal::TERM));
+        let deadline = tokio::time::Instant::now() + TERM_GRACE;
+        if !leader_gone && let Some(l) = &mut leader {
+            l.exited_by(deadline).await;
+        }
+        tree::exited_by(&mut others, deadline).await;
+        self.kill_group();
+        others.retain_mut(|w| !w.signal(Signal::KILL));
+        let deadline = tokio::time::Instant::now() + KILL_WAIT;
+        if let Some(l) = &mut leader {
+            l.exited_by(deadline).await;
+        }
+        tree::exited_by(&mut others, deadline).await;
+        // Now the server is reaped; then the orphans it left to this process (a subreaper).
+        if tokio::time::timeout_at(deadline, self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+        tree::reap_adopted();
+    }
+
     /// Closes stdin (a stdio server exits on EOF), waits briefly, then kills its whole process
     /// group (what it started itself included) and the server.
+    #[cfg(not(target_os = "linux"))]
     pub async fn stop(mut self) {
         drop(self.stdin.take());
         let exited = tokio::time::timeout(EXIT_GRACE, self.child.wait())
@@ -503,9 +610,289 @@ impl StdioProcess {
 
 impl Drop for StdioProcess {
     /// A session dropped without [`StdioProcess::stop`] (an interrupted scan) still leaves no
-    /// process behind; the child itself is reaped by `kill_on_drop`.
+    /// process behind: SIGKILL to its group and to the descendants that left it (Linux); the
+    /// child itself is reaped by `kill_on_drop`, adopted orphans at the next session's end or
+    /// when the process exits.
     fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(g) = self.group {
+            for mut w in tree::descendants(g.as_raw_nonzero().get()) {
+                w.signal(rustix::process::Signal::KILL);
+            }
+        }
         self.kill_group();
+    }
+}
+
+/// A server's process tree in `/proc` (Linux): its descendants, whether or not they stayed in
+/// its process group, each held as a pidfd (a signal sent through one reaches that process or
+/// none, whatever pid reuse happened meanwhile); and, in a subreaper, the orphans adopted from
+/// the servers, told apart from the children this process spawned itself.
+#[cfg(target_os = "linux")]
+mod tree {
+    use std::collections::HashMap;
+    use std::os::fd::OwnedFd;
+    use std::sync::Mutex;
+
+    use rustix::process::{Pid, PidfdFlags, Signal};
+
+    /// The children spawned through [`super::spawn_group`]: (pid, start time). An entry whose
+    /// process is gone is dropped at the next sweep; one whose pid was reused no longer matches
+    /// (the start time differs).
+    static SPAWNED: Mutex<Vec<(i32, u64)>> = Mutex::new(Vec::new());
+
+    /// What `/proc/PID/stat` says of a process.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Stat {
+        pub ppid: i32,
+        pub zombie: bool,
+        /// Clock ticks after boot: with the pid, a process's identity.
+        pub start: u64,
+    }
+
+    /// Parses `/proc/PID/stat`: `pid (comm) state ppid pgrp … starttime …`, the command name
+    /// read past its last `)` (it may hold spaces and parentheses).
+    pub fn parse_stat(text: &str) -> Option<Stat> {
+        let (_, rest) = text.rsplit_once(')')?;
+        let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+        Some(Stat {
+            zombie: matches!(fields.first().copied(), Some("Z" | "X")),
+            ppid: fields.get(1)?.parse().ok()?,
+            start: fields.get(19)?.parse().ok()?,
+        })
+    }
+
+    pub fn stat(pid: i32) -> Option<Stat> {
+        parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    /// Every process this process can see, at most [`super::MAX_TREE`] * 16.
+    fn processes() -> Vec<(i32, Stat)> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .take(super::MAX_TREE * 16)
+            .filter_map(|pid| Some((pid, stat(pid)?)))
+            .collect()
+    }
+
+    /// Records a child spawned here (never taken for an adopted orphan).
+    pub fn spawned(pid: i32) {
+        if let (Some(st), Ok(mut all)) = (stat(pid), SPAWNED.lock()) {
+            all.push((pid, st.start));
+        }
+    }
+
+    /// A process held by a pidfd.
+    pub struct Watched {
+        pid: i32,
+        fd: Option<OwnedFd>,
+        exited: bool,
+    }
+
+    impl std::fmt::Debug for Watched {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Watched")
+                .field("pid", &self.pid)
+                .field("exited", &self.exited)
+                .finish()
+        }
+    }
+
+    /// A pidfd on `pid`, if it is still the process `start` says (`None` for any other).
+    fn open(pid: i32, start: Option<u64>) -> Option<Watched> {
+        let fd = rustix::process::pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok()?;
+        // Held from here on: the check below cannot be raced by a reuse of the pid.
+        if let Some(start) = start
+            && stat(pid).map(|s| s.start) != Some(start)
+        {
+            return None;
+        }
+        Some(Watched {
+            pid,
+            fd: Some(fd),
+            exited: false,
+        })
+    }
+
+    /// A pidfd on a child just spawned (not reaped yet, so the pid is its own).
+    pub fn watch(pid: i32) -> Option<Watched> {
+        open(pid, None)
+    }
+
+    impl Watched {
+        /// Sends `sig`; whether the process is known to be gone already.
+        pub fn signal(&mut self, sig: Signal) -> bool {
+            if self.exited {
+                return true;
+            }
+            match &self.fd {
+                Some(fd) => {
+                    rustix::process::pidfd_send_signal(fd, sig) == Err(rustix::io::Errno::SRCH)
+                }
+                None => true,
+            }
+        }
+
+        /// Waits, until `deadline` at most, for the process to exit (it is not reaped: a pidfd
+        /// is readable from its exit on); whether it did.
+        pub async fn exited_by(&mut self, deadline: tokio::time::Instant) -> bool {
+            let mut one = vec![std::mem::replace(
+                self,
+                Watched {
+                    pid: self.pid,
+                    fd: None,
+                    exited: true,
+                },
+            )];
+            wait(&mut one, deadline).await;
+            if let Some(w) = one.pop() {
+                *self = w;
+            }
+            self.exited
+        }
+    }
+
+    /// Waits, until `deadline` at most, for each of `ws` to exit (poll(2) on their pidfds, on a
+    /// blocking thread: tokio's AsyncFd would need `unsafe` to register a file descriptor).
+    async fn wait(ws: &mut Vec<Watched>, deadline: tokio::time::Instant) {
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        if ws.iter().all(|w| w.exited || w.fd.is_none()) {
+            return;
+        }
+        let mut taken = std::mem::take(ws);
+        let deadline = deadline.into_std();
+        let joined = tokio::task::spawn_blocking(move || {
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                let waiting: Vec<usize> = (0..taken.len())
+                    .filter(|i| !taken[*i].exited && taken[*i].fd.is_some())
+                    .collect();
+                if waiting.is_empty() || left.is_zero() {
+                    break;
+                }
+                let mut fds: Vec<PollFd<'_>> = waiting
+                    .iter()
+                    .filter_map(|i| taken[*i].fd.as_ref())
+                    .map(|fd| PollFd::new(fd, PollFlags::IN))
+                    .collect();
+                let timeout = Timespec {
+                    tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                    tv_nsec: i64::from(left.subsec_nanos()),
+                };
+                let polled = rustix::event::poll(&mut fds, Some(&timeout));
+                let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
+                drop(fds);
+                match polled {
+                    Ok(_) => {
+                        for (i, r) in waiting.iter().zip(ready) {
+                            taken[*i].exited |= r;
+                        }
+                    }
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(_) => break,
+                }
+            }
+            taken
+        })
+        .await;
+        if let Ok(back) = joined {
+            *ws = back;
+        }
+    }
+
+    /// Waits, until `deadline` at most, for each of `ws` to exit; keeps those still running.
+    pub async fn exited_by(ws: &mut Vec<Watched>, deadline: tokio::time::Instant) {
+        wait(ws, deadline).await;
+        ws.retain(|w| !w.exited);
+    }
+
+    /// Whether (pid, start) is a child spawned here; prunes the entries that are gone.
+    fn is_spawned(all: &mut Vec<(i32, u64)>, pid: i32, start: u64) -> bool {
+        all.retain(|(p, s)| stat(*p).is_some_and(|st| st.start == *s));
+        all.iter().any(|(p, s)| *p == pid && *s == start)
+    }
+
+    /// This process's children that it did not spawn: orphans adopted as a subreaper.
+    fn adopted(procs: &[(i32, Stat)]) -> Vec<(i32, Stat)> {
+        if !super::is_subreaper() {
+            return Vec::new();
+        }
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        let Ok(mut all) = SPAWNED.lock() else {
+            return Vec::new();
+        };
+        procs
+            .iter()
+            .filter(|(pid, st)| st.ppid == me && !is_spawned(&mut all, *pid, st.start))
+            .copied()
+            .collect()
+    }
+
+    /// The descendants of `leader` (not itself) as they are now, and in a subreaper the
+    /// adopted orphans and theirs, each held by a pidfd; at most [`super::MAX_TREE`].
+    pub fn descendants(leader: i32) -> Vec<Watched> {
+        let procs = processes();
+        let mut children: HashMap<i32, Vec<(i32, u64)>> = HashMap::new();
+        for (pid, st) in &procs {
+            children.entry(st.ppid).or_default().push((*pid, st.start));
+        }
+        let mut found: Vec<(i32, u64)> = adopted(&procs)
+            .into_iter()
+            .map(|(p, st)| (p, st.start))
+            .collect();
+        let mut next = 0;
+        let mut parents = vec![leader];
+        parents.extend(found.iter().map(|(p, _)| *p));
+        while let Some(parent) = parents.pop() {
+            for (pid, start) in children.get(&parent).into_iter().flatten() {
+                if found.len() >= super::MAX_TREE {
+                    break;
+                }
+                if !found.iter().any(|(p, _)| p == pid) {
+                    found.push((*pid, *start));
+                    parents.push(*pid);
+                }
+            }
+            next += 1;
+            if next > super::MAX_TREE {
+                break;
+            }
+        }
+        found
+            .into_iter()
+            .filter_map(|(pid, start)| open(pid, Some(start)))
+            .collect()
+    }
+
+    /// In a subreaper: reaps the adopted orphans that have exited (the children spawned here
+    /// are tokio's to reap, and are left alone).
+    pub fn reap_adopted() {
+        use rustix::process::WaitOptions;
+        for (pid, st) in adopted(&processes()) {
+            if st.zombie
+                && let Some(p) = Pid::from_raw(pid)
+            {
+                let _ = rustix::process::waitpid(Some(p), WaitOptions::NOHANG);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn stat_lines_parse_past_the_command_name() {
+            let line = "4242 (a (weird) name) S 17 4242 4242 0 -1 4194560 97 0 0 0 0 0 0 0 20 0 1 0 123456 2453504 241 18446744073709551615";
+            let st = parse_stat(line).expect("parses");
+            assert_eq!((st.ppid, st.start, st.zombie), (17, 123456, false));
+            let z = parse_stat("9 (x) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0").expect("z");
+            assert!(z.zombie);
+            assert!(parse_stat("9 (x) S").is_none());
+        }
     }
 }
 

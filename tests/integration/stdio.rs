@@ -210,6 +210,93 @@ fn stdio_wrapper_grandchild_does_not_survive_the_scan() {
     assert!(dead, "the grandchild {pid} outlived the scan");
 }
 
+/// Waits (a bounded poll: the kill's delivery is asynchronous) until `pid` is gone; kills it
+/// if it is not, so that a failing test leaves nothing running.
+fn dies_soon(pid: u32) -> bool {
+    let rt = runtime();
+    let dead = rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while !gone(pid) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .is_ok()
+    });
+    if !dead {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    dead
+}
+
+fn recorded_pid(file: &Path) -> u32 {
+    std::fs::read_to_string(file)
+        .expect("the fixture recorded its grandchild")
+        .trim()
+        .parse()
+        .expect("a pid")
+}
+
+/// A grandchild in a session of its own (setsid), whose parent is the server: it is not in the
+/// server's process group, so only the end's look at the server's descendants finds it (the
+/// library here: this test process is no subreaper). It ignores SIGTERM: SIGKILL follows.
+#[test]
+fn stdio_setsid_grandchild_does_not_survive_the_scan() {
+    let dir = state_dir();
+    let tmp = tempfile::tempdir().expect("a temp dir");
+    let pid_file = tmp.path().join("grandchild.pid");
+    let r = scan(
+        dir.path(),
+        python_target(&["setsid-child", &pid_file.display().to_string()]),
+    );
+    assert_eq!(r.outcome, RunOutcome::Complete, "{:?}", r.reason);
+    let pid = recorded_pid(&pid_file);
+    assert!(
+        dies_soon(pid),
+        "the setsid grandchild {pid} outlived the scan"
+    );
+}
+
+/// A daemonised grandchild (double fork: its parent called setsid, forked it and exited before
+/// the scan began): an orphan in a session and group of its own. The CLI is a child subreaper,
+/// so it adopted it; the session's end kills it (SIGTERM ignored: SIGKILL) and reaps it.
+#[test]
+fn stdio_daemonised_grandchild_is_adopted_killed_and_reaped_by_the_cli() {
+    let state = state_dir();
+    let tmp = tempfile::tempdir().expect("a temp dir");
+    let pid_file = tmp.path().join("grandchild.pid");
+    let script = hostile().display().to_string();
+    let file = pid_file.display().to_string();
+    let state_path = state.path().display().to_string();
+    let python = python();
+    let out = run_cli(
+        &[
+            "scan",
+            "--format",
+            "json",
+            "--no-config",
+            "--stdio",
+            "--",
+            &python,
+            &script,
+            "daemonise",
+            &file,
+        ],
+        &[("MCPPROBE_STATE_DIR", &state_path)],
+    );
+    let code = out.status.code().unwrap_or(-1);
+    let pid = recorded_pid(&pid_file);
+    let dead = dies_soon(pid);
+    assert!(
+        [0, 1, 3].contains(&code),
+        "exit {code}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dead, "the daemonised grandchild {pid} outlived the scan");
+}
+
 /// The CLI, bounded by a tokio timeout.
 fn run_cli(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let bin = assert_cmd::cargo::cargo_bin("mcpprobe");
