@@ -338,7 +338,12 @@ fn prepare(
     })?;
     let mut req = ScanRequest::new(target);
     req.credentials = Credentials {
-        token: o.token.filter(|t| !t.is_empty()).map(Secret::new),
+        // Like the CLI's --token: MCPPROBE_TOKEN when no token is given.
+        token: o
+            .token
+            .filter(|t| !t.is_empty())
+            .or_else(|| std::env::var(MCPPROBE_TOKEN).ok().filter(|t| !t.is_empty()))
+            .map(Secret::new),
         headers: o
             .headers
             .unwrap_or_default()
@@ -375,25 +380,31 @@ fn prepare(
         ),
         _ => None,
     };
-    Ok((req, scanner(state, resolver, rate)?))
+    Ok((req, scanner(state, resolver)?))
 }
 
-/// One scanner per state folder, resolver and rate in this process: scans that share one
-/// share its host-keyed rate limit (SPEC §7), as the CLI's and the daemon's do.
-fn scanner(state: PathBuf, resolver: Option<SocketAddr>, rate: u32) -> PyResult<Arc<Scanner>> {
-    type Key = (PathBuf, Option<SocketAddr>, u32);
+/// The environment variable of the token (the CLI's `--token` default).
+const MCPPROBE_TOKEN: &str = "MCPPROBE_TOKEN";
+
+/// One scanner per state folder and resolver in this process, whatever the scans' rates: scans
+/// that share one share its host-keyed rate limit (SPEC §7), as the CLI's and the daemon's do.
+/// Its per-host rate is the highest there is; each scan's own `rate` lowers it for the hosts
+/// it uses while it runs (two scans of one host at 5 and 10 send at most 5 a second to it in
+/// all: `mcpprobe::net::politeness`).
+fn scanner(state: PathBuf, resolver: Option<SocketAddr>) -> PyResult<Arc<Scanner>> {
+    type Key = (PathBuf, Option<SocketAddr>);
     static SCANNERS: OnceLock<Mutex<HashMap<Key, Arc<Scanner>>>> = OnceLock::new();
     let mut all = SCANNERS
         .get_or_init(Mutex::default)
         .lock()
         .map_err(|_| usage("the scanner table is poisoned by an earlier panic"))?;
-    let key = (state.clone(), resolver, rate);
+    let key = (state.clone(), resolver);
     if let Some(s) = all.get(&key) {
         return Ok(s.clone());
     }
     let mut config = ScannerConfig::new(state);
     config.resolver = resolver;
-    config.host_rate = rate;
+    config.host_rate = mcpprobe::net::MAX_RATE;
     let _inside = runtime().enter();
     let s = Arc::new(Scanner::new(config).map_err(usage)?);
     all.insert(key, s.clone());

@@ -13,6 +13,7 @@ import pathlib
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -439,3 +440,125 @@ def test_a_judge_still_running_at_exit_does_not_abort_the_interpreter(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=60)
     assert out.returncode == 0, out.stderr.decode()
     assert out.stdout.decode().strip() == "error"
+
+
+# --- one host-keyed rate for every scan of the process, and MCPPROBE_TOKEN --------------------
+
+
+@pytest.fixture
+def counting_server():
+    """A minimal MCP server over HTTP on loopback (initialize, tools/list, ping; anything else
+    is "method not found"), in this process (a scan releases the GIL); yields (url, arrivals),
+    where arrivals() is what reached it so far: one dict per request (method, headers, t, the
+    time.monotonic() of its arrival)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    lines = []
+    tools = [{"name": "get_weather", "description": "Returns the weather of a city.",
+              "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def answer(self, status, body=b"", ctype="application/json"):
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def handle_any(self):
+            lines.append({"method": self.command,
+                          "headers": {k.lower(): v for k, v in self.headers.items()},
+                          "t": time.monotonic()})
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            if self.command != "POST":
+                return self.answer(405, b"{}")
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                return self.answer(400, b"{}")
+            if not isinstance(msg, dict) or "id" not in msg:
+                return self.answer(202)
+            method, params = msg.get("method"), msg.get("params") or {}
+            if method == "initialize":
+                result = {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                          "capabilities": {"tools": {}},
+                          "serverInfo": {"name": "counting", "version": "1"}}
+            elif method == "tools/list":
+                result = {"tools": tools}
+            elif method == "ping":
+                result = {}
+            else:
+                body = {"jsonrpc": "2.0", "id": msg["id"],
+                        "error": {"code": -32601, "message": "method not found"}}
+                return self.answer(200, json.dumps(body).encode())
+            body = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+            self.answer(200, json.dumps(body).encode())
+
+        do_GET = do_POST = do_DELETE = do_PUT = do_OPTIONS = handle_any
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp", lambda: list(lines)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def worst_second(times):
+    """The most of ``times`` (seconds) inside one window of a second."""
+    times = sorted(times)
+    return max((sum(1 for u in times[i:] if u - t < 1.0) for i, t in enumerate(times)), default=0)
+
+
+def test_two_scans_of_one_host_at_rates_5_and_10_stay_under_5_at_the_server(counting_server,
+                                                                            tmp_path):
+    url, arrivals = counting_server
+    reports, errors = {}, []
+
+    def run(rate):
+        try:
+            reports[rate] = mcpprobe.scan(url, rate=rate, state_dir=tmp_path, fail_on="none")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in (5, 10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+    assert not errors, errors
+    assert set(reports) == {5, 10}
+    times = [a["t"] for a in arrivals()]
+    sent = reports[5].requests_sent + reports[10].requests_sent
+    assert len(times) >= 20, f"both scans sent enough to measure ({len(times)})"
+    assert len(times) == sent, (len(times), sent)
+    # Together they kept to the lower rate: 5 a second, a request every 200 ms (a 6th at the
+    # window's very edge is the same spacing; a wake-up may come a few ms late).
+    assert worst_second(times) <= 6, (worst_second(times), sorted(times))
+    gaps = [b - a for a, b in zip(sorted(times), sorted(times)[1:])]
+    assert min(gaps) >= 0.15, f"two requests {min(gaps):.3f} s apart"
+
+
+def test_mcpprobe_token_is_the_default_token_like_the_cli(counting_server, tmp_path, monkeypatch):
+    url, arrivals = counting_server
+    monkeypatch.setenv("MCPPROBE_TOKEN", "py-env-token-0123456789")
+    report = mcpprobe.scan(url, rate=10, state_dir=tmp_path, fail_on="none")
+    auth = {a["headers"].get("authorization") for a in arrivals() if a["method"] == "POST"}
+    assert "Bearer py-env-token-0123456789" in auth, auth
+    assert "py-env-token-0123456789" not in json.dumps(report.to_dict())
+    # A token given wins over the variable.
+    before = len(arrivals())
+    mcpprobe.scan(url, rate=10, state_dir=tmp_path, fail_on="none",
+                  token="given-token-0123456789")
+    auth = {a["headers"].get("authorization") for a in arrivals()[before:] if a["method"] == "POST"}
+    assert "Bearer given-token-0123456789" in auth and not any(
+        "py-env-token" in (v or "") for v in auth), auth

@@ -7,8 +7,11 @@
 //! the opt-out check and the ownership proof come first by construction.
 
 pub mod dns;
+pub mod politeness;
 pub mod redact;
 pub mod scope;
+
+pub use politeness::{Lease, Politeness};
 
 use std::fs::File;
 use std::io::Write as _;
@@ -19,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -282,14 +285,6 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// The rate limit of a whole process, keyed by host (SPEC §1.4, §7): every scan of one
-/// [`crate::engine::Scanner`] waits here, so two scans of one host together never exceed the
-/// rate. Burst of one: requests to a host are spaced evenly, never bunched.
-pub struct Politeness {
-    limiter: DefaultKeyedRateLimiter<String>,
-    rate: u32,
-}
-
 /// A rate outside 1..=[`MAX_RATE`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("a rate of {0} requests per second is refused: mcpprobe sends 1 to {MAX_RATE} per second")]
@@ -301,41 +296,6 @@ fn quota(rate: u32) -> Result<Quota, RateError> {
         .ok_or(RateError(rate))?;
     // governor's default burst equals the rate; SPEC §7 wants requests spaced evenly.
     Ok(Quota::per_second(r).allow_burst(NonZeroU32::MIN))
-}
-
-impl Politeness {
-    pub fn new(rate: u32) -> Result<Politeness, RateError> {
-        Ok(Politeness {
-            limiter: RateLimiter::keyed(quota(rate)?),
-            rate,
-        })
-    }
-
-    /// Requests per second per host.
-    pub fn rate(&self) -> u32 {
-        self.rate
-    }
-
-    /// Waits for a slot of every key (the host name and each address it was pinned to, so that
-    /// two names of one server, or a name and its IP literal, share a rate).
-    async fn wait(&self, keys: &[String]) {
-        for k in keys {
-            self.limiter.until_key_ready(k).await;
-        }
-    }
-
-    /// Forgets hosts whose limiters are back to full (a daemon meets many hosts).
-    pub fn forget_idle(&self) {
-        self.limiter.retain_recent();
-    }
-}
-
-impl std::fmt::Debug for Politeness {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Politeness")
-            .field("rate", &self.rate)
-            .finish_non_exhaustive()
-    }
 }
 
 tokio::task_local! {
@@ -425,7 +385,8 @@ struct Shared {
     settings: Settings,
     /// This scan's own rate (it may be lower than the process's per-host rate).
     limiter: DefaultDirectRateLimiter,
-    politeness: Arc<Politeness>,
+    /// This scan's hold on the process's per-host limiter (its rate counts for its hosts).
+    politeness: Lease,
     cancel: CancellationToken,
     sent: AtomicU64,
     trace_id: String,
@@ -518,7 +479,7 @@ impl Network {
         Ok(Network {
             shared: Arc::new(Shared {
                 limiter: RateLimiter::direct(quota),
-                politeness,
+                politeness: politeness.lease(settings.rate)?,
                 cancel,
                 sent: AtomicU64::new(0),
                 trace_id: random_hex(16),
