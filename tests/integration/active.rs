@@ -23,7 +23,8 @@ const GATE: [&str; 6] = [
     "--verify",
 ];
 
-/// A scratch folder for a sandboxed server: not under /tmp (the sandbox mounts its own there).
+/// A scratch folder for a sandboxed server (the target folder's; the sandbox binds a scratch
+/// folder under /tmp back in after mounting its own /tmp).
 fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a scratch folder")
 }
@@ -669,6 +670,70 @@ fn a_real_vulnerable_server_from_pypi_is_proven_and_its_writer_and_runner_never_
     );
     called_only(state.path(), &["read_file", "list_directory"]);
     assert_eq!(snapshot(dir.path()), before, "the workspace changed");
+}
+
+/// A clone of the repository under /tmp, in a folder whose name holds spaces (a first try's
+/// `git clone … "/tmp/mcp probe"`): the sandbox mounts a private /tmp, then binds the scratch
+/// folder back (writable) and the repository (read-only), so its vulnerable server runs from
+/// there, writes only the scratch folder, and leaves the host's /tmp alone.
+#[test]
+fn the_sandbox_runs_a_clone_under_tmp_with_spaces_in_its_path() {
+    let tmp = tempfile::Builder::new()
+        .prefix("mcp probe ")
+        .tempdir_in("/tmp")
+        .expect("a folder under /tmp");
+    let repo = tmp.path().join("the clone");
+    let support = repo.join("tests/support");
+    std::fs::create_dir_all(&support).expect("mkdir");
+    for f in ["sandbox.sh", "vuln_stdio.py"] {
+        std::fs::copy(root().join("tests/support").join(f), support.join(f)).expect("copy");
+    }
+    let scratch = repo.join("target/tmp/s 1");
+    std::fs::create_dir_all(&scratch).expect("mkdir");
+    let readme = repo.join("README.md");
+    std::fs::write(&readme, "the clone\n").expect("write");
+    let marker = format!("mcpprobe-sandbox-{}", std::process::id());
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "lookup_host", "arguments": {"host": format!(
+            "x; echo canary > written.txt; echo y >> \"{}\"; echo z > /tmp/{marker}; echo done",
+            readme.display())}}});
+    let input = format!(
+        "{}\n{}\n{call}\n",
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+    );
+    let o = assert_cmd::Command::new(support.join("sandbox.sh"))
+        .arg(&scratch)
+        .arg("python3")
+        .arg(support.join("vuln_stdio.py"))
+        .arg("vulnerable")
+        .write_stdin(input)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("runs");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("looking up x"), "the server answered: {out}");
+    assert!(out.contains("done"), "{out}");
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(scratch.join("written.txt"))
+            .ok()
+            .as_deref(),
+        Some("canary\n"),
+        "the scratch folder is writable"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&readme).ok().as_deref(),
+        Some("the clone\n"),
+        "the clone is read-only"
+    );
+    let outside = Path::new("/tmp").join(&marker);
+    assert!(!outside.exists(), "wrote the host's {}", outside.display());
 }
 
 #[test]
