@@ -519,7 +519,9 @@ def scan(
 ) -> Report:
     """``mcpprobe scan``: the whole pipeline against ``target`` (an http(s) URL, or a stdio
     server's command as a list, which gets only PATH, HOME, LANG and the variables ``env``
-    names). The gate applies exactly as in the CLI: a target whose host is not loopback needs
+    names; ``token`` defaults to ``$MCPPROBE_TOKEN``, as the CLI's ``--token`` does; scans of
+    one host share its rate limit, at the lowest ``rate`` among those running). The gate
+    applies exactly as in the CLI: a target whose host is not loopback needs
     an ownership proof (``mcpprobe verify``) in the state folder (``state_dir``, else
     ``$MCPPROBE_STATE_DIR``, else ``~/.local/state/mcpprobe``), and a host name that resolves
     to an address that is not public (private, link-local, loopback beside other addresses, …)
