@@ -13,14 +13,15 @@ use crate::daemon::store::Store;
 use crate::daemon::{Daemon, DaemonConfig, http};
 use crate::engine::{Scanner, ScannerConfig};
 
-fn logs(format: LogFormat) {
+/// Logs on stderr, `secrets` redacted from every line (SPEC §7).
+fn logs(format: LogFormat, secrets: crate::net::redact::Secrets) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::filter::Targets::new()
         .with_target("mcpprobe::daemon", tracing::Level::INFO)
         .with_target("mcpprobe", tracing::Level::WARN);
     let base = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(crate::net::redact::RedactingStderr::new(secrets))
         .with_ansi(false);
     let _ = match format {
         LogFormat::Json => tracing_subscriber::registry()
@@ -79,7 +80,7 @@ pub fn run(args: &DaemonArgs) -> i32 {
     if daemon_config.targets.is_empty() {
         return usage_error(format!("{}: no [[targets]] to scan", args.config.display()));
     }
-    logs(args.log_format);
+    logs(args.log_format, daemon_config.secrets.clone());
     let runtime = match super::scan::runtime() {
         Ok(r) => r,
         Err(e) => return usage_error(e),

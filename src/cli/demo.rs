@@ -59,7 +59,13 @@ pub fn run(args: &DemoArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return usage_error(e),
     };
-    super::scan::show_progress();
+    super::scan::show_progress(crate::net::redact::Secrets::from_sources(
+        &token
+            .iter()
+            .cloned()
+            .map(crate::engine::SecretSource::Token)
+            .collect::<Vec<_>>(),
+    ));
     let result = runtime.block_on(async {
         let running = server::start(behaviour, args.port)
             .await

@@ -8,9 +8,10 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::{ScanArgs, VerifyAction, emit, print_out, settings, usage_error};
 use crate::engine::{
     ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Scanner,
-    ScannerConfig, Secret, Selection, Target,
+    ScannerConfig, Secret, SecretSource, Selection, Target,
 };
 use crate::gate::state::StateDir;
+use crate::net::redact::Secrets;
 use crate::report::{Report, RunOutcome};
 
 /// The state folder of this process's environment (see [`StateDir::locate`]).
@@ -56,8 +57,9 @@ pub fn cancel_on_signals(cancel: &CancellationToken) -> tokio::task::JoinHandle<
     })
 }
 
-/// Progress lines on stderr (`tracing` events of `mcpprobe::progress`), only on a terminal.
-pub fn show_progress() {
+/// Progress lines on stderr (`tracing` events of `mcpprobe::progress`), only on a terminal,
+/// with `secrets` redacted from each.
+pub fn show_progress(secrets: crate::net::redact::Secrets) {
     use std::io::IsTerminal as _;
     if !std::io::stderr().is_terminal() {
         return;
@@ -67,7 +69,7 @@ pub fn show_progress() {
     let filter = tracing_subscriber::filter::Targets::new()
         .with_target("mcpprobe::progress", tracing::Level::INFO);
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(crate::net::redact::RedactingStderr::new(secrets))
         .with_ansi(false)
         .with_target(false)
         .with_level(false)
@@ -122,6 +124,13 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
         dry_run: args.dry_run,
     });
     req.exclude_tools = args.exclude_tool.clone();
+    // MCPPROBE_TOKEN is --token's default; when --token won, its value is still a secret.
+    req.secrets.extend(
+        std::env::var(MCPPROBE_TOKEN)
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(SecretSource::Token),
+    );
     let mut secrets: Vec<&str> = req
         .credentials
         .headers
@@ -144,6 +153,48 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
         update: args.update_baseline,
     });
     Ok(req)
+}
+
+/// The environment variable of the token (`--token`'s default).
+const MCPPROBE_TOKEN: &str = "MCPPROBE_TOKEN";
+
+/// Every secret of these flags, read from the flags as given (so even a message about a flag
+/// that does not parse is redacted): the same sources as [`ScanRequest::secret_sources`].
+pub fn flag_secrets(args: &ScanArgs) -> Secrets {
+    let mut sources: Vec<SecretSource> = Vec::new();
+    if let Some(url) = &args.url {
+        sources.push(SecretSource::Url(url.clone()));
+        // Not a URL the parser reads: then the whole text is the secret.
+        if url::Url::parse(url).is_err() {
+            sources.push(SecretSource::Other(url.clone()));
+        }
+    }
+    sources.extend(
+        args.token
+            .iter()
+            .cloned()
+            .chain(std::env::var(MCPPROBE_TOKEN).ok())
+            .filter(|t| !t.is_empty())
+            .map(SecretSource::Token),
+    );
+    for h in &args.headers {
+        let (name, value) = h.split_once(':').unwrap_or(("", h));
+        sources.push(SecretSource::Header {
+            name: name.trim().to_string(),
+            value: value.trim().to_string(),
+        });
+    }
+    for name in &args.env {
+        if let Ok(value) = std::env::var(name)
+            && !crate::engine::request::STDIO_BASE_ENV.contains(&name.as_str())
+        {
+            sources.push(SecretSource::Env {
+                name: name.clone(),
+                value,
+            });
+        }
+    }
+    Secrets::from_sources(&sources)
 }
 
 /// `--rate`, else the configuration's, else the default.
@@ -211,11 +262,14 @@ pub fn scan(args: &ScanArgs) -> i32 {
         Ok(l) => l,
         Err(e) => return usage_error(e),
     };
+    // Whatever is printed, the secrets of the flags are not (SPEC §7).
+    let flagged = flag_secrets(args);
     let req = match request(args, &loaded) {
         Ok(r) => r,
-        Err(e) => return usage_error(e),
+        Err(e) => return usage_error(flagged.redact(&e.to_string())),
     };
-    show_progress();
+    let secrets = Secrets::from_sources(&req.secret_sources());
+    show_progress(secrets.clone());
     match run_scan(&req, args.resolver.as_deref(), rate(args, &loaded)) {
         Ok(mut report) => {
             say_outcome(&report);
@@ -234,7 +288,7 @@ pub fn scan(args: &ScanArgs) -> i32 {
             }
             emit(&report, &args.output, artifact)
         }
-        Err(e) => usage_error(e),
+        Err(e) => usage_error(secrets.redact(&e)),
     }
 }
 

@@ -137,7 +137,11 @@ pub fn invocation(argv: impl IntoIterator<Item = String>) -> String {
         }) {
             format!("{flag}=[REDACTED]")
         } else if arg.contains("://") {
-            crate::net::scope::shown_url_str(&arg)
+            // Userinfo and the query's secret values (SPEC §7) are not shown.
+            crate::net::redact::Secrets::from_sources(&[crate::net::redact::Source::Url(
+                arg.clone(),
+            )])
+            .redact(&crate::net::scope::shown_url_str(&arg))
         } else {
             arg
         };
@@ -178,7 +182,7 @@ mod tests {
         let argv = [
             "/usr/bin/mcpprobe",
             "scan",
-            "https://u:pw@h.example/mcp",
+            "https://u:pw@h.example/mcp?api_key=qk1234&format=json",
             "--token",
             "s3cret",
             "-H",
@@ -188,9 +192,10 @@ mod tests {
         ]
         .map(String::from);
         let line = invocation(argv);
-        for secret in ["s3cret", "k1", "k2", "k3", "pw"] {
+        for secret in ["s3cret", "k1", "k2", "k3", "pw", "qk1234"] {
             assert!(!line.contains(secret), "{secret} in {line}");
         }
+        assert!(line.contains("format=json"), "{line}");
         assert!(line.starts_with("mcpprobe scan "), "{line}");
     }
 

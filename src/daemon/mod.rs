@@ -21,9 +21,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigFileError};
 use crate::engine::{
-    Credentials, ScanLimits, ScanRequest, Scanner, Secret, Selection, StoredBaseline, Target,
+    Credentials, ScanLimits, ScanRequest, Scanner, Secret, SecretSource, Selection, StoredBaseline,
+    Target,
 };
 use crate::finding::Confidence;
+use crate::net::redact::Secrets;
 use crate::report::{FailOn, Policy, Report, RunOutcome};
 use crate::review::{Review, Suppression};
 use store::{Claim, Claimed, Counts, Finished, RunStatus, Store, StoreError, TargetRow};
@@ -62,6 +64,9 @@ pub struct DaemonConfig {
     pub api_token: Option<Secret>,
     pub rate: u32,
     pub targets: Vec<TargetSpec>,
+    /// Every secret of the configuration (SPEC §7): each target's token and URL query values,
+    /// the API token. Redacted from every run stored, every target row and every log line.
+    pub secrets: Secrets,
 }
 
 impl DaemonConfig {
@@ -184,6 +189,20 @@ impl DaemonConfig {
                 allow_private_addresses: t.allow_private_addresses,
             });
         }
+        let mut sources: Vec<SecretSource> = Vec::new();
+        for t in &targets {
+            sources.push(SecretSource::Url(t.url.clone()));
+            sources.extend(
+                t.token
+                    .iter()
+                    .map(|v| SecretSource::Token(v.expose().to_string())),
+            );
+        }
+        sources.extend(
+            api_token
+                .iter()
+                .map(|v| SecretSource::Other(v.expose().to_string())),
+        );
         Ok(DaemonConfig {
             listen,
             max_concurrent,
@@ -191,6 +210,7 @@ impl DaemonConfig {
             api_token,
             rate: config.rate.unwrap_or(crate::net::DEFAULT_RATE),
             targets,
+            secrets: Secrets::from_sources(&sources),
         })
     }
 
@@ -199,7 +219,8 @@ impl DaemonConfig {
             .iter()
             .map(|t| TargetRow {
                 name: t.name.clone(),
-                url: t.url.clone(),
+                // The store (and the API and page that read it) never holds a query secret.
+                url: self.secrets.redact(&t.url),
                 every_ms: t.every_ms,
             })
             .collect()
@@ -322,6 +343,7 @@ impl Daemon {
                     scanner: self.scanner.clone(),
                     metrics: self.metrics.clone(),
                     rate: self.config.rate,
+                    secrets: self.config.secrets.clone(),
                 };
                 let (cancel, done, in_flight) =
                     (stop.child_token(), done_tx.clone(), in_flight.clone());
@@ -370,6 +392,8 @@ struct Runner {
     scanner: Arc<Scanner>,
     metrics: Arc<metrics::Metrics>,
     rate: u32,
+    /// The configuration's secrets, redacted from everything the run stores.
+    secrets: Secrets,
 }
 
 impl Runner {
@@ -378,10 +402,10 @@ impl Runner {
         if let Err(e) = self.scan(claim.clone(), cancel).await {
             tracing::error!(target: "mcpprobe::daemon", target_name = %name, "run {} failed: {e}", claim.run_id);
             let (store, c, now) = (self.store.clone(), claim, now_ms(&self.scanner));
-            let _ = db(&store, move |s| {
-                s.interrupt(&c, &format!("the daemon could not record it: {e}"), now)
-            })
-            .await;
+            let why = self
+                .secrets
+                .redact(&format!("the daemon could not record it: {e}"));
+            let _ = db(&store, move |s| s.interrupt(&c, &why, now)).await;
         }
     }
 
@@ -506,6 +530,8 @@ impl Runner {
                 None,
             ),
         };
+        // Every secret of the configuration (not only this target's) stays out of the store.
+        report.redact(|s| self.secrets.redact(s));
         t.review.apply(&mut report, self.scanner.now().date_naive());
         report.apply_policy(t.policy);
         let status = match report.outcome {
@@ -513,7 +539,11 @@ impl Runner {
             RunOutcome::Refused => RunStatus::Refused,
             RunOutcome::Incomplete => RunStatus::Incomplete,
         };
-        let observed_json = observed.as_ref().and_then(|b| b.to_pretty_json().ok());
+        let observed_json = observed.map(|mut b| {
+            b.redact(&|s| self.secrets.redact(s));
+            b
+        });
+        let observed_json = observed_json.as_ref().and_then(|b| b.to_pretty_json().ok());
         let finished = Finished {
             status,
             exit_code: report.exit_code,

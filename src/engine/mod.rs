@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use request::{
     ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Secret,
-    Selection, StoredBaseline, Target,
+    SecretSource, Selection, StoredBaseline, Target,
 };
 
 use crate::catalogue::{Kind, catalogue};
@@ -310,6 +310,8 @@ impl Scanner {
                 .map(|(n, v)| (n.clone(), v.expose().to_string()))
                 .collect(),
             trace_file: req.trace_file.clone(),
+            // The one redaction set (SPEC §7), built before the first request.
+            secrets: req.secret_sources(),
         };
         let scan_cancel = cancel.child_token();
         let net = Network::new(settings, self.politeness.clone(), scan_cancel.clone())?;
@@ -446,7 +448,7 @@ impl Scanner {
             client.guard().exclude(tool);
         }
         let url = owned.target().url.clone();
-        tracing::info!(target: "mcpprobe::progress", "fingerprinting {url}");
+        tracing::info!(target: "mcpprobe::progress", "fingerprinting {}", net.shown_url(&url));
         let (fp, sessions) = ladder::http(&client, &url).await;
         let inventory = match sessions.first() {
             Some(main) if !net.cancelled().is_cancelled() => {

@@ -8,6 +8,7 @@ use url::Url;
 
 use crate::catalogue::catalogue;
 use crate::gate::{HttpTarget, TargetError};
+pub use crate::net::redact::Source as SecretSource;
 
 /// A secret the user passed (a token, a header value): never printed, never in `Debug`.
 #[derive(Clone, PartialEq, Eq)]
@@ -344,6 +345,9 @@ pub struct ScanRequest {
     /// The META-01 judge (SPEC §12); off when `None`. It runs after the sessions are closed,
     /// and its total budget is added to the whole-scan cap.
     pub judge: Option<crate::judge::JudgeConfig>,
+    /// Secrets the host holds beyond the target and the credentials (`MCPPROBE_TOKEN` when
+    /// `--token` won, the daemon's other tokens): redacted like them (SPEC §7).
+    pub secrets: Vec<SecretSource>,
 }
 
 impl ScanRequest {
@@ -371,7 +375,43 @@ impl ScanRequest {
             stored_baseline: None,
             trace_file: None,
             judge: None,
+            secrets: Vec::new(),
         }
+    }
+
+    /// Every secret this request hands over (SPEC §7, "Secrets never leave"): the token, each
+    /// header, the values passed to a stdio server (not [`STDIO_BASE_ENV`]), the target URL's
+    /// query values, and [`ScanRequest::secrets`]. The engine builds its one redaction set
+    /// from these before the first request.
+    pub fn secret_sources(&self) -> Vec<SecretSource> {
+        let mut out = match &self.target {
+            Target::Http(url) => vec![SecretSource::Url(url.as_str().to_string())],
+            Target::Stdio { env, .. } => env
+                .iter()
+                .filter(|(n, _)| !STDIO_BASE_ENV.contains(&n.as_str()))
+                .map(|(name, value)| SecretSource::Env {
+                    name: name.clone(),
+                    value: value.expose().to_string(),
+                })
+                .collect(),
+        };
+        out.extend(
+            self.credentials
+                .token
+                .iter()
+                .map(|t| SecretSource::Token(t.expose().to_string())),
+        );
+        out.extend(
+            self.credentials
+                .headers
+                .iter()
+                .map(|(name, value)| SecretSource::Header {
+                    name: name.clone(),
+                    value: value.expose().to_string(),
+                }),
+        );
+        out.extend(self.secrets.iter().cloned());
+        out
     }
 }
 

@@ -23,5 +23,6 @@ mod properties;
 mod real;
 mod report;
 mod rules;
+mod secrets;
 mod stdio;
 mod support;

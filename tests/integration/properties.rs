@@ -227,3 +227,185 @@ fn document_walk_depth_is_bounded() {
         "a pointer {deepest} steps deep"
     );
 }
+
+/// Secrets and texts made of few characters, so that secrets overlap, repeat, sit inside one
+/// another and next to the `[REDACTED]` marker, and hold what the encodings change.
+fn secret_text(max: usize) -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        prop::sample::select(vec![
+            'a', 'b', 'A', 'B', '1', ' ', ';', '=', ':', '"', '\\', '/', '%', '+', '[', ']', 'R',
+            'E', 'D', 'é', '\n',
+        ]),
+        0..max,
+    )
+    .prop_map(|c| c.into_iter().collect())
+}
+
+/// A secret's forms a server may echo, as the redactor's unit tests name them.
+fn echoed_forms(secret: &str) -> Vec<String> {
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    vec![
+        secret.to_string(),
+        json.trim_matches('"').to_string(),
+        url::form_urlencoded::byte_serialize(secret.as_bytes()).collect(),
+    ]
+}
+
+/// Whether `needle` occurs in `hay`, ignoring ASCII case (as the redactor matches).
+fn holds(hay: &str, needle: &str) -> bool {
+    hay.to_ascii_lowercase()
+        .contains(&needle.to_ascii_lowercase())
+}
+
+/// A secret the marker itself spells out (`DACTED`) cannot be hidden; every other can.
+fn hideable(secret: &str) -> bool {
+    !holds(mcpprobe::net::redact::REDACTED, secret)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..config() })]
+
+    /// SPEC §7: whatever the text, the output never holds a whole secret (a token, of
+    /// MIN_WHOLE characters or more), a header word of MIN_WORD or more, or their echoed
+    /// forms; it never panics.
+    #[test]
+    fn redaction_leaves_no_secret(
+        tokens in proptest::collection::vec(secret_text(12), 0..4),
+        header in secret_text(24),
+        filler in proptest::collection::vec(secret_text(6), 0..6),
+        picks in proptest::collection::vec(0usize..64, 0..10),
+    ) {
+        use mcpprobe::net::redact::{MIN_WHOLE, MIN_WORD, Secrets, Source};
+        let mut sources: Vec<Source> = tokens.iter().cloned().map(Source::Token).collect();
+        sources.push(Source::Header { name: "X-Key".into(), value: header.clone() });
+        let secrets = Secrets::from_sources(&sources);
+        // Every secret that must not survive, and its forms.
+        let mut must: Vec<String> = tokens
+            .iter()
+            .map(|t| t.trim().to_string())
+            .filter(|t| t.chars().count() >= MIN_WHOLE)
+            .collect();
+        if header.trim().chars().count() >= MIN_WHOLE {
+            must.push(header.trim().to_string());
+        }
+        must.extend(
+            header
+                .split(|c: char| c.is_whitespace() || ",;=&\"'".contains(c))
+                .filter(|w| w.chars().count() >= MIN_WORD)
+                .map(str::to_string),
+        );
+        let forms: Vec<String> = must.iter().flat_map(|s| echoed_forms(s)).collect();
+        // A text of secrets, their forms and filler, in the order the picks say.
+        let pool: Vec<&String> = forms.iter().chain(filler.iter()).collect();
+        let text: String = if pool.is_empty() {
+            String::new()
+        } else {
+            picks.iter().map(|i| pool[i % pool.len()].as_str()).collect()
+        };
+        let out = secrets.redact(&text);
+        for s in must.iter().filter(|s| hideable(s)) {
+            prop_assert!(!holds(&out, s), "{:?} survives in {:?} (from {:?})", s, out, text);
+        }
+        prop_assert!(!secrets.found_in(&out), "a secret survives in {:?}", out);
+        // Redacting again changes nothing.
+        prop_assert_eq!(secrets.redact(&out), out.clone());
+    }
+}
+
+/// Effect verbs of the five classes (the verb tier: never the object of a read verb), as a
+/// name may carry them.
+const EFFECT_WORDS: [&str; 16] = [
+    "delete",
+    "purge",
+    "wipe",
+    "send",
+    "notify",
+    "exec",
+    "execute",
+    "spawn",
+    "reboot",
+    "pay",
+    "refund",
+    "withdraw",
+    "overwrite",
+    "upsert",
+    "insert",
+    "erase",
+];
+
+/// A tool name built around an effect word: any case, any separator, a prefix, an inflection,
+/// read words around it.
+fn effect_name() -> impl Strategy<Value = String> {
+    let word = proptest::sample::select(EFFECT_WORDS.to_vec());
+    let suffix = proptest::sample::select(vec!["", "s", "d", "ed", "ing", "er", "ion"]);
+    let prefix = proptest::sample::select(vec!["", "re", "un", "bulk", "auto"]);
+    let around =
+        proptest::sample::select(vec!["get", "list", "user", "cache", "all", "records", ""]);
+    let sep = proptest::sample::select(vec!["_", "-", ".", "", " "]);
+    (
+        prefix,
+        word,
+        suffix,
+        around.clone(),
+        around,
+        sep,
+        any::<u8>(),
+    )
+        .prop_map(|(p, w, s, a, b, sep, case)| {
+            // `delete` + `ion` is spelled `deletion`: drop a final e before a vowel suffix.
+            let stem = if s.starts_with(['e', 'i']) {
+                w.strip_suffix('e').unwrap_or(w)
+            } else {
+                w
+            };
+            let core = format!("{p}{stem}{s}");
+            let core = match case % 3 {
+                0 => core,
+                1 => core.to_uppercase(),
+                _ => {
+                    let mut c = core.chars();
+                    c.next()
+                        .map(|f| f.to_uppercase().chain(c).collect())
+                        .unwrap_or_default()
+                }
+            };
+            [a, core.as_str(), b]
+                .into_iter()
+                .filter(|x| !x.is_empty())
+                .collect::<Vec<_>>()
+                .join(sep)
+        })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The call rule (issue 22): a name that carries an effect word, in any case, separator,
+    /// prefix or inflection, is never callable, whatever its annotations claim.
+    #[test]
+    fn a_name_with_an_effect_word_is_never_callable(name in effect_name()) {
+        let policy = mcpprobe::active::CallPolicy {
+            scope: vec!["*".into()],
+            ..Default::default()
+        };
+        let tool = json!({"name": name, "annotations": {"readOnlyHint": true}});
+        prop_assert!(policy.decide(&tool).is_err(), "{} was allowed", name);
+    }
+
+    /// The call rule on arbitrary text never panics, and what it allows has an ASCII name.
+    #[test]
+    fn the_call_rule_reads_any_text(
+        name in "\\PC{0,40}", title in "\\PC{0,40}", description in "\\PC{0,200}", param in "\\PC{0,20}",
+    ) {
+        let policy = mcpprobe::active::CallPolicy {
+            scope: vec!["*".into()],
+            ..Default::default()
+        };
+        let tool = json!({"name": name, "title": title, "description": description,
+            "annotations": {"readOnlyHint": true},
+            "inputSchema": {"type": "object", "properties": {param: {"type": "string"}}}});
+        if let Ok(allowed) = policy.decide(&tool) {
+            prop_assert!(allowed.chars().all(|c| c.is_ascii_alphanumeric() || "_-./: ".contains(c)));
+        }
+    }
+}
