@@ -243,3 +243,71 @@ fn the_env_values_of_a_stdio_server_are_redacted_from_every_output_and_its_stder
         "the server's stderr is in the trace, redacted: {trace}"
     );
 }
+
+/// Every byte of every file under `dir` (the daemon's database, its WAL, the proofs), as text.
+fn files_under(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("a readable folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push((
+                    path.display().to_string(),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_daemon_keeps_every_token_env_value_and_query_secret_out_of_its_store_and_logs() {
+    let server = EchoHttp::start();
+    let token_a = "daemonTokA-5e6f7a8b";
+    let token_b = "daemonTokB-9c0d1e2f";
+    let query = "dmnQuery-4455aa";
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("mcpprobe.toml");
+    let state = dir.path().join("state");
+    std::fs::write(
+        &file,
+        format!(
+            "rate = 10\nstate_dir = \"{}\"\n\
+             [[targets]]\nname = \"a\"\nurl = \"http://127.0.0.1:{port}/mcp?access_token={query}\"\nevery = \"1h\"\ntoken_env = \"ECHO_TOKEN_A\"\n\n\
+             [[targets]]\nname = \"b\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nevery = \"1h\"\ntoken_env = \"ECHO_TOKEN_B\"\n",
+            state.display(),
+            port = server.port
+        ),
+    )
+    .expect("write the configuration");
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", &state)
+        .env("ECHO_TOKEN_A", token_a)
+        .env("ECHO_TOKEN_B", token_b)
+        .args(["daemon", "--once", "--log-format", "json", "--config"])
+        .arg(&file)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("the daemon runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let mut outputs = files_under(&state);
+    assert!(
+        outputs
+            .iter()
+            .any(|(p, _)| p.ends_with(".db") || p.contains("sqlite")),
+        "the database is among the files: {:?}",
+        outputs.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    let store = outputs
+        .iter()
+        .map(|(_, t)| t.matches("[REDACTED]").count())
+        .sum::<usize>();
+    assert!(store > 0, "the echoes were stored, redacted");
+    outputs.push(("daemon log".into(), stderr));
+    Outputs(outputs).assert_clean(&[token_a, token_b, query]);
+}
