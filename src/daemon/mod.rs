@@ -43,7 +43,10 @@ pub const LEASE: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub struct TargetSpec {
     pub name: String,
+    /// The URL as it may be shown (API, page, store, logs): its query secrets redacted.
     pub url: String,
+    /// The URL as configured, for the scan itself (SPEC §7: never shown).
+    pub scan_url: Secret,
     pub every_ms: i64,
     pub offset_ms: i64,
     pub policy: Policy,
@@ -166,6 +169,7 @@ impl DaemonConfig {
             targets.push(TargetSpec {
                 name: t.name.clone(),
                 url: t.url.clone(),
+                scan_url: Secret::new(t.url.clone()),
                 every_ms,
                 offset_ms: schedule::offset_ms(&t.name, every_ms),
                 policy: Policy {
@@ -191,7 +195,7 @@ impl DaemonConfig {
         }
         let mut sources: Vec<SecretSource> = Vec::new();
         for t in &targets {
-            sources.push(SecretSource::Url(t.url.clone()));
+            sources.push(SecretSource::Url(t.scan_url.expose().to_string()));
             sources.extend(
                 t.token
                     .iter()
@@ -203,6 +207,10 @@ impl DaemonConfig {
                 .iter()
                 .map(|v| SecretSource::Other(v.expose().to_string())),
         );
+        let secrets = Secrets::from_sources(&sources);
+        for t in &mut targets {
+            t.url = secrets.redact(&t.url);
+        }
         Ok(DaemonConfig {
             listen,
             max_concurrent,
@@ -210,7 +218,7 @@ impl DaemonConfig {
             api_token,
             rate: config.rate.unwrap_or(crate::net::DEFAULT_RATE),
             targets,
-            secrets: Secrets::from_sources(&sources),
+            secrets,
         })
     }
 
@@ -219,8 +227,8 @@ impl DaemonConfig {
             .iter()
             .map(|t| TargetRow {
                 name: t.name.clone(),
-                // The store (and the API and page that read it) never holds a query secret.
-                url: self.secrets.redact(&t.url),
+                // The store never holds a query secret (`url` is the redacted form).
+                url: t.url.clone(),
                 every_ms: t.every_ms,
             })
             .collect()
@@ -452,7 +460,7 @@ impl Runner {
                 return Ok(());
             }
         };
-        let mut req = ScanRequest::new(match Target::http(&t.url) {
+        let mut req = ScanRequest::new(match Target::http(t.scan_url.expose()) {
             Ok(target) => target,
             Err(e) => return Err(DaemonError::Blocking(e.to_string())),
         });

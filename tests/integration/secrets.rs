@@ -311,3 +311,29 @@ fn the_daemon_keeps_every_token_env_value_and_query_secret_out_of_its_store_and_
     outputs.push(("daemon log".into(), stderr));
     Outputs(outputs).assert_clean(&[token_a, token_b, query]);
 }
+
+#[test]
+fn the_daemon_shows_its_targets_urls_without_their_query_secrets() {
+    let text = "[[targets]]\nname = \"a\"\nurl = \"https://mcp.example.com/mcp?api_key=dmnKey-8899&format=json\"\nevery = \"1h\"\ntoken_env = \"T\"\n";
+    let config = mcpprobe::config::Config::parse(text, Path::new("mcpprobe.toml"))
+        .expect("a valid configuration");
+    let dc = mcpprobe::daemon::DaemonConfig::new(
+        &config,
+        |_| Some("daemon-token-0011".to_string()),
+        std::env::temp_dir(),
+    )
+    .expect("a valid daemon configuration");
+    let t = &dc.targets[0];
+    // What the API, the page, the store and the logs show; the scan still gets the real URL.
+    assert_eq!(
+        t.url,
+        "https://mcp.example.com/mcp?api_key=[REDACTED]&format=json"
+    );
+    assert!(t.scan_url.expose().contains("dmnKey-8899"));
+    assert_eq!(dc.rows()[0].url, t.url);
+    assert_eq!(
+        dc.secrets.redact("daemon-token-0011 dmnKey-8899"),
+        "[REDACTED] [REDACTED]"
+    );
+    assert!(!format!("{dc:?}").contains("dmnKey-8899"));
+}
