@@ -1,4 +1,5 @@
-//! META-03: what the tools can do (capability classes; rules C1–C9, SPEC §3.1).
+//! META-03: what the tools can do (capability classes; rules C1–C11, SPEC §3.1; C10 and C11
+//! go beyond the SPEC's table: a tool that hands out secrets, a tool that reads any URL).
 //!
 //! Classes come from the words of a tool's name and title. Descriptions and parameter names
 //! count only for the "reads" classes (reads untrusted content, reads private data, file
@@ -443,8 +444,183 @@ pub fn profile(tool: &Tool<'_>) -> Profile {
                 format!("parameter `{}`", visible(name))
             });
         }
+        // A tool that reads from any URL the model names reads untrusted content whatever
+        // its name says (C11).
+        if !p.has(Class::ReadsUntrusted)
+            && let Some((name, why)) = any_url_param(tool, props, &p)
+        {
+            p.add(vec![(Class::ReadsUntrusted, why.to_string())], || {
+                format!("parameter `{}`", visible(name))
+            });
+        }
     }
     p
+}
+
+/// Words of a parameter that takes a URL.
+const URL_WORDS: &[&str] = &[
+    "url",
+    "uri",
+    "urls",
+    "uris",
+    "link",
+    "href",
+    "src",
+    "source_url",
+];
+/// JSON Schema formats of a URL.
+const URL_FORMATS: &[&str] = &["uri", "url", "iri", "uri-reference", "iri-reference"];
+/// Words that make a URL parameter a destination, not a source (a webhook is written to).
+const URL_DESTINATIONS: &[&str] = &[
+    "webhook",
+    "callback",
+    "redirect",
+    "notify",
+    "notification",
+    "upload",
+    "destination",
+    "target",
+    "post",
+    "publish",
+    "endpoint",
+];
+
+/// C11: a string parameter that takes any URL (a URL format, or a URL word as its last name
+/// word), with nothing restricting its value (no enum, const or pattern), on a tool that neither
+/// changes, deletes nor sends by its name: what comes back from that URL is content nobody
+/// vetted. The parameter and why, when there is one.
+fn any_url_param<'a>(
+    tool: &Tool<'a>,
+    props: &'a Object<'a>,
+    profile: &Profile,
+) -> Option<(&'a str, &'static str)> {
+    if !profile.named_effects().is_empty() {
+        return None;
+    }
+    let name_words = tool.name.map(word_parts).unwrap_or_default();
+    if name_words
+        .iter()
+        .any(|w| URL_DESTINATIONS.contains(&w.as_ref()))
+    {
+        return None;
+    }
+    for (name, schema) in props {
+        let Some(map) = schema.as_object() else {
+            continue;
+        };
+        let string = match map.get("type") {
+            Some(Json::String(t)) => t == "string",
+            Some(Json::Array(ts)) => ts.iter().any(|t| t.as_str() == Some("string")),
+            _ => false,
+        };
+        if !string
+            || ["enum", "const", "pattern"]
+                .iter()
+                .any(|k| map.contains_key(k))
+        {
+            continue;
+        }
+        let w = word_parts(name);
+        if w.iter().any(|x| URL_DESTINATIONS.contains(&x.as_ref())) {
+            continue;
+        }
+        let format = map
+            .get("format")
+            .and_then(Json::as_str)
+            .filter(|f| URL_FORMATS.iter().any(|u| u.eq_ignore_ascii_case(f)));
+        if format.is_some() {
+            return Some((name, "a URL format"));
+        }
+        if map.contains_key("format") {
+            continue;
+        }
+        if w.last().is_some_and(|x| URL_WORDS.contains(&x.as_ref())) {
+            return Some((name, "a URL parameter"));
+        }
+    }
+    None
+}
+
+/// What C10 looks for after a verb that hands something out: the process environment (high
+/// confidence) or stored secrets (medium).
+#[rustfmt::skip]
+const HANDED_OUT: &[(&[&str], bool)] = &[
+    (&["environment", "variables"], true), (&["environment", "variable"], true),
+    (&["env", "vars"], true), (&["env", "var"], true), (&["env", "variables"], true),
+    (&["process", "environment"], true), (&["environ"], true), (&["env"], true),
+    (&["credentials"], false), (&["secrets"], false), (&["passwords"], false),
+    (&["api", "keys"], false), (&["access", "tokens"], false), (&["secret", "values"], false),
+    (&["stored", "credentials"], false), (&["saved", "passwords"], false),
+];
+/// Verbs that hand a value out to the model.
+#[rustfmt::skip]
+const HAND_VERBS: &[&str] = &[
+    "returns", "return", "prints", "print", "lists", "list", "shows", "show", "dumps", "dump",
+    "outputs", "output", "exposes", "expose", "reveals", "reveal", "displays", "display",
+    "gets", "get", "reads", "read", "retrieves", "retrieve", "fetches", "fetch", "echoes",
+    "echo", "exports", "export",
+];
+/// Words that may stand between the verb and what it hands out.
+#[rustfmt::skip]
+const HAND_FILLERS: &[&str] = &[
+    "all", "the", "every", "current", "its", "process", "server", "server's", "process's",
+    "of", "values", "value", "a", "an", "any", "available", "configured", "system", "shell",
+    "complete", "full", "mcp",
+];
+
+/// C10: a tool that hands the process environment or stored secrets to the model. From the
+/// name (`get-env`, `print_env_vars`, `list_secrets`: a read verb, or no verb, and the thing
+/// as its object) or a sentence that starts with such a verb ("Returns all environment
+/// variables"). Deployment "environments" (`list_environments`) are not the process
+/// environment, and "environment variable" as where a key comes from is not handed out (the
+/// verb must lead the sentence and the thing follow it).
+fn hands_out_secrets(tool: &Tool<'_>) -> Option<(String, bool)> {
+    // The phrase of HANDED_OUT at word `i`: its length and whether it is the environment.
+    let matches_at = |w: &[std::borrow::Cow<'_, str>], i: usize| -> Option<(usize, bool)> {
+        let rest = w.get(i..).unwrap_or_default();
+        HANDED_OUT.iter().find_map(|(phrase, env)| {
+            let fits = phrase.len() <= rest.len()
+                && phrase.iter().zip(rest).all(|(p, x)| *p == x.as_ref());
+            fits.then_some((phrase.len(), *env))
+        })
+    };
+    // The name: the words after a leading read verb (or the whole name) are the thing, with
+    // nothing after it (`get_env_schema` names a schema, not the environment).
+    if let Some(name) = tool.name {
+        let w = word_parts(name);
+        let verb = w.first().is_some_and(|f| HAND_VERBS.contains(&f.as_ref()));
+        let mut i = usize::from(verb);
+        while i < w.len() && HAND_FILLERS.contains(&w[i].as_ref()) {
+            i += 1;
+        }
+        if let Some((len, env)) = matches_at(&w, i)
+            && i + len == w.len()
+            && (verb || i == 0)
+        {
+            return Some((format!("its name `{}`", visible(name)), env));
+        }
+    }
+    let (desc, _) = tool.description()?;
+    for sentence in desc.split(['.', '\n', ';', '!']).take(8) {
+        let w = word_parts(sentence);
+        let Some(first) = w.first() else { continue };
+        if !HAND_VERBS.contains(&first.as_ref()) {
+            continue;
+        }
+        let mut i = 1;
+        while i < w.len() && i <= 4 && HAND_FILLERS.contains(&w[i].as_ref()) {
+            i += 1;
+        }
+        if let Some((_, env)) = matches_at(&w, i) {
+            let said = sentence.trim();
+            let cut = said.floor_char_boundary(said.len().min(80));
+            return Some((
+                format!("its description (\"{}\")", visible(&said[..cut])),
+                env,
+            ));
+        }
+    }
+    None
 }
 
 fn tool_finding(tool: &Tool<'_>, rule: &str) -> crate::finding::FindingBuilder {
@@ -663,6 +839,39 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         }
         if let Some(props) = properties(tool) {
             params(tool, props, &mut out);
+            if let Some((name, why)) = any_url_param(tool, props, prof) {
+                out.push(
+                    tool_finding(tool, "C11")
+                        .pointer(format!(
+                            "{}/inputSchema/properties/{}",
+                            tool.pointer,
+                            token(name)
+                        ))
+                        .message(format!(
+                            "reads from any URL the model names: parameter `{}` ({why}, no enum or pattern); what it returns is untrusted content",
+                            visible(name)
+                        ))
+                        .build(),
+                );
+            }
+        }
+        if let Some((why, env)) = hands_out_secrets(tool) {
+            let what = if env {
+                "the process environment (where servers keep their keys and tokens)"
+            } else {
+                "stored secrets"
+            };
+            let confidence = if env {
+                crate::finding::Confidence::High
+            } else {
+                crate::finding::Confidence::Medium
+            };
+            out.push(
+                tool_finding(tool, "C10")
+                    .message(format!("hands {what} to the model: {why}"))
+                    .confidence(confidence)
+                    .build(),
+            );
         }
     }
 
