@@ -544,8 +544,13 @@ def test_two_scans_of_one_host_at_rates_5_and_10_stay_under_5_at_the_server(coun
     # Together they kept to the lower rate: 5 a second, a request every 200 ms (a 6th at the
     # window's very edge is the same spacing; a wake-up may come a few ms late).
     assert worst_second(times) <= 6, (worst_second(times), sorted(times))
-    gaps = [b - a for a, b in zip(sorted(times), sorted(times)[1:])]
-    assert min(gaps) >= 0.15, f"two requests {min(gaps):.3f} s apart"
+    # One gap between two arrivals also holds the scheduling delay of each request (on a busy
+    # machine one request can arrive 70 ms late and the next on time), so the spacing is read
+    # over five requests at a time: at 5 a second they span 0.8 s; two limiters that did not
+    # share the host's rate (15 a second) would span 0.27 s. 0.2 s is left for late wake-ups.
+    ordered = sorted(times)
+    spans = [b - a for a, b in zip(ordered, ordered[4:])]
+    assert min(spans) >= 0.6, f"five requests within {min(spans):.3f} s"
 
 
 def test_mcpprobe_token_is_the_default_token_like_the_cli(counting_server, tmp_path, monkeypatch):
