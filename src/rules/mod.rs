@@ -15,6 +15,7 @@ pub mod hosts;
 pub mod json;
 pub mod poisoning;
 pub mod server_card;
+pub mod signals;
 pub mod text;
 
 use serde_json::Value;

@@ -385,6 +385,10 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
             );
         }
     }
+    // A tool's signals judged together (src/rules/signals.toml): lone directives settled into
+    // notes, then advertising aimed at the model.
+    super::signals::settle(doc, &mut out);
+    super::signals::promotion(doc, &mut out);
     out
 }
 

@@ -1,0 +1,445 @@
+//! META-02's tool-level signals (issue 23), from the tables in `src/rules/signals.toml`
+//! (compiled in): preference manipulation as advertising (several kinds of sales pitch in one
+//! tool), and the settling of directives that stand alone — workflow guidance about a server's
+//! own tools, and a sensitive file that is the tool's own purpose — into informational notes.
+//!
+//! Both run after the phrase rules, over a tool's name, title, description and findings, so one
+//! tool's signals are judged together (co-signals), not one phrase at a time.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use regex::Regex;
+use serde::Deserialize;
+
+use super::document::{Document, Tool};
+use super::text::{excerpt, visible, whole_word, word_parts};
+use crate::finding::{Confidence, Finding};
+
+const CHECK: &str = "META-02";
+const DATA: &str = include_str!("signals.toml");
+
+#[derive(Debug, Deserialize)]
+struct Data {
+    promotion: PromotionData,
+    guidance: GuidanceData,
+    purpose: PurposeData,
+}
+
+#[derive(Debug, Deserialize)]
+struct PromotionData {
+    min_categories: usize,
+    high_categories: usize,
+    category: Vec<Category>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Category {
+    id: String,
+    describe: String,
+    #[serde(default)]
+    r#where: Option<String>,
+    shapes: Vec<String>,
+    phrases: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct GuidanceData {
+    workflow_phrases: Vec<String>,
+    families: Vec<String>,
+    keep_with_families: Vec<String>,
+    keep_with_rules: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PurposeData {
+    domain: Vec<Domain>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Domain {
+    words: Vec<String>,
+    phrases: Vec<String>,
+}
+
+/// The shapes a category may name (anything else in the data is refused by [`load`]).
+const SHAPES: &[&str] = &["hype-emoji", "grade-compound", "statistic"];
+
+struct Tables {
+    data: Data,
+    /// Every description phrase of every category (not the name-only ones), with its category.
+    ac: AhoCorasick,
+    owner: Vec<usize>,
+}
+
+/// The tables, parsed and checked once. The data is compiled in and held to its shape by the
+/// tests, so `None` (a broken table) only disables these signals; it never panics a scan.
+static TABLES: LazyLock<Option<Tables>> = LazyLock::new(|| load(DATA).ok());
+
+/// Parses and checks the tables: unknown shapes, empty categories, a `where` other than
+/// `name`, and thresholds out of order are errors naming the entry.
+fn load(text: &str) -> Result<Tables, String> {
+    let data: Data = toml::from_str(text).map_err(|e| format!("src/rules/signals.toml: {e}"))?;
+    let p = &data.promotion;
+    if p.min_categories < 2 || p.high_categories < p.min_categories {
+        return Err("signals.toml: promotion needs 2 <= min_categories <= high_categories".into());
+    }
+    let mut patterns = Vec::new();
+    let mut owner = Vec::new();
+    for (i, c) in p.category.iter().enumerate() {
+        if let Some(s) = c.shapes.iter().find(|s| !SHAPES.contains(&s.as_str())) {
+            return Err(format!("signals.toml: category {}: unknown shape {s}", c.id));
+        }
+        if c.shapes.is_empty() && c.phrases.is_empty() {
+            return Err(format!("signals.toml: category {} has nothing to match", c.id));
+        }
+        match c.r#where.as_deref() {
+            None => {
+                for ph in &c.phrases {
+                    patterns.push(ph.as_str());
+                    owner.push(i);
+                }
+            }
+            Some("name") => {}
+            Some(w) => return Err(format!("signals.toml: category {}: where = {w}", c.id)),
+        }
+    }
+    let ac = AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(&patterns)
+        .map_err(|e| format!("signals.toml: {e}"))?;
+    Ok(Tables { data, ac, owner })
+}
+
+const HYPE: &[char] = &[
+    '🚀', '🌟', '⭐', '✨', '🔥', '⚡', '💎', '🏆', '👑', '🥇', '💯', '🎯',
+];
+
+static STATISTIC: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b\d{1,3}(?:\.\d+)?\s?%\s+(?:more\s+|better\s+|higher\s+)?(?:accura\w*|faster|better|uptime|success\w*|precis\w*|satisf\w*|reliab\w*|of\s+(?:users|developers|experts|companies|teams|agents|assistants))|\b\d{1,4}\s?x\s+(?:faster|better|more\s+accurate)|\b\d{1,4}\s+times\s+(?:faster|better|more\s+accurate)",
+    )
+    .ok()
+});
+
+/// A word ending in "-grade" (enterprise-grade, clinical-grade), its start and end.
+fn grade_compound(t: &str) -> Option<(usize, usize)> {
+    let b = t.as_bytes();
+    t.match_indices("-grade").find_map(|(i, m)| {
+        let end = i + m.len();
+        let word_after = b.get(end).is_some_and(|c| c.is_ascii_alphanumeric());
+        let letter_before = i > 0 && b.get(i - 1).is_some_and(|c| c.is_ascii_alphabetic());
+        (!word_after && letter_before).then(|| {
+            let start = t[..i]
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '-'))
+                .map_or(0, |s| s + 1);
+            (start, end)
+        })
+    })
+}
+
+/// Preference manipulation as advertising: for each tool, the kinds of sales pitch in its name,
+/// title and description; `min_categories` different kinds make a P2/preference finding.
+pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
+    let Some(tables) = &*TABLES else { return };
+    let cats = &tables.data.promotion.category;
+    for tool in &doc.tools {
+        if doc.stopped() {
+            break;
+        }
+        // category -> the first words that showed it
+        let mut found: BTreeMap<usize, String> = BTreeMap::new();
+        let names: Vec<&str> = tool.name.into_iter().chain(tool.title()).collect();
+        for (i, c) in cats.iter().enumerate() {
+            if c.r#where.as_deref() != Some("name") {
+                continue;
+            }
+            for n in &names {
+                let w = word_parts(n);
+                if let Some(x) = w.iter().find(|x| c.phrases.iter().any(|p| p == x.as_ref())) {
+                    found.entry(i).or_insert_with(|| x.to_string());
+                }
+            }
+        }
+        let desc = tool.description().map(|(d, _)| d);
+        let mut first_at: Option<(usize, usize)> = None;
+        if let Some(d) = desc {
+            for m in tables.ac.find_iter(d) {
+                if !whole_word(d, m.start(), m.end()) {
+                    continue;
+                }
+                if let Some(&i) = tables.owner.get(m.pattern().as_usize()) {
+                    found
+                        .entry(i)
+                        .or_insert_with(|| d[m.start()..m.end()].to_string());
+                    first_at.get_or_insert((m.start(), m.end()));
+                }
+            }
+            for (i, c) in cats.iter().enumerate() {
+                for s in &c.shapes {
+                    let hit = match s.as_str() {
+                        "hype-emoji" => d
+                            .char_indices()
+                            .find(|(_, ch)| HYPE.contains(ch))
+                            .map(|(at, ch)| (at, at + ch.len_utf8())),
+                        "grade-compound" => grade_compound(d),
+                        "statistic" => STATISTIC
+                            .as_ref()
+                            .and_then(|r| r.find(d))
+                            .map(|m| (m.start(), m.end())),
+                        _ => None,
+                    };
+                    if let Some((s, e)) = hit {
+                        found.entry(i).or_insert_with(|| d[s..e].to_string());
+                        first_at.get_or_insert((s, e));
+                    }
+                }
+            }
+        }
+        let n = found.len();
+        let p = &tables.data.promotion;
+        // At least one kind in what the model reads as prose: a name alone is a name.
+        if n < p.min_categories || first_at.is_none() {
+            continue;
+        }
+        let confidence = if n >= p.high_categories {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        };
+        let kinds: Vec<String> = found
+            .iter()
+            .filter_map(|(i, w)| cats.get(*i).map(|c| format!("{} (\"{}\")", c.describe, visible(w))))
+            .collect();
+        let (s, e) = first_at.unwrap_or((0, 0));
+        let pointer = format!("{}/description", tool.pointer);
+        // The phrase rules' preference finding on the same text, when there is one, stands.
+        if out.iter().any(|f| {
+            f.check == CHECK
+                && f.subcode.as_deref() == Some("preference")
+                && f.location.pointer.as_deref() == Some(pointer.as_str())
+        }) {
+            continue;
+        }
+        out.push(
+            super::finding(CHECK, "P2")
+                .subcode("preference")
+                .tool(tool.label())
+                .pointer(pointer)
+                .confidence(confidence)
+                .message(format!(
+                    "preference manipulation: advertising aimed at the model, {n} kinds of pitch: {}",
+                    kinds.join(", ")
+                ))
+                .text(excerpt(desc.unwrap_or_default(), s, e, 60))
+                .build(),
+        );
+    }
+}
+
+/// The quoted phrases of a phrase-rule finding's message (`…: "a", "b"`, written by
+/// poisoning.rs from its own lists).
+fn quoted(message: &str) -> Vec<&str> {
+    let Some((_, list)) = message.split_once(": ") else {
+        return Vec::new();
+    };
+    list.split(", ")
+        .map(|q| q.trim_matches('"'))
+        .filter(|q| !q.is_empty())
+        .collect()
+}
+
+/// What a finding is to the settling: a directive that may be guidance, a secret that may be
+/// the purpose, or a signal that keeps everything in its tool as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Guidance,
+    Purpose,
+    Keep,
+    Other,
+}
+
+/// Settles the directives that stand alone in their tool: workflow guidance (P2 list-A
+/// workflow phrases, P2/order, P2/preference below high confidence) and a sensitive file named
+/// as the tool's or the server's purpose (P3) become informational notes, P6/guidance and
+/// P6/purpose, when nothing in the same tool conceals, exfiltrates, claims a role, names a
+/// secret to move, names another server's tool or hides markup.
+pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
+    let Some(tables) = &*TABLES else { return };
+    let g = &tables.data.guidance;
+    // Words of every tool name on the server: what the server is for.
+    let server: BTreeSet<String> = doc
+        .tools
+        .iter()
+        .filter_map(|t| t.name)
+        .flat_map(|n| word_parts(n).into_iter().map(|w| w.into_owned()))
+        .collect();
+    let by_label: BTreeMap<String, &Tool<'_>> =
+        doc.tools.iter().map(|t| (t.label(), t)).collect();
+    let kind = |f: &Finding| -> Kind {
+        if f.check != CHECK {
+            return Kind::Other;
+        }
+        let rule = f.rule.as_deref().unwrap_or("");
+        let sub = f.subcode.as_deref();
+        match (rule, sub) {
+            ("P6", _) => Kind::Other,
+            ("P2", None) => {
+                let q = quoted(f.message.as_deref().unwrap_or(""));
+                if !q.is_empty() && q.iter().all(|p| g.workflow_phrases.iter().any(|w| w == p)) {
+                    Kind::Guidance
+                } else {
+                    Kind::Keep
+                }
+            }
+            ("P2", Some(s)) if g.families.iter().any(|x| x == s) => {
+                if s == "preference" && f.confidence == Confidence::High {
+                    Kind::Keep
+                } else {
+                    Kind::Guidance
+                }
+            }
+            ("P2" | "P4", Some(s)) if g.keep_with_families.iter().any(|x| x == s) => Kind::Keep,
+            ("P3", None) => {
+                let tool = f.location.tool.as_deref().and_then(|l| by_label.get(l));
+                if purpose(tables, f, tool.copied(), &server) {
+                    Kind::Purpose
+                } else {
+                    Kind::Keep
+                }
+            }
+            (r, _) if g.keep_with_rules.iter().any(|x| x == r) => Kind::Keep,
+            _ => Kind::Other,
+        }
+    };
+    let kinds: Vec<Kind> = out.iter().map(kind).collect();
+    // Tools (by label; None for server-level texts) with a signal that keeps their directives.
+    let mut kept: BTreeSet<Option<&str>> = BTreeSet::new();
+    for (f, k) in out.iter().zip(&kinds) {
+        if *k == Kind::Keep {
+            kept.insert(f.location.tool.as_deref());
+        }
+    }
+    let kept: BTreeSet<Option<String>> =
+        kept.into_iter().map(|t| t.map(str::to_string)).collect();
+    // (pointer, sub-code) -> the note, so two directives in one text make one note.
+    let mut notes: BTreeMap<(String, &'static str), (Finding, Vec<String>)> = BTreeMap::new();
+    let mut rest = Vec::with_capacity(out.len());
+    for (f, k) in std::mem::take(out).into_iter().zip(kinds) {
+        let sub = match k {
+            Kind::Guidance => "guidance",
+            Kind::Purpose => "purpose",
+            _ => {
+                rest.push(f);
+                continue;
+            }
+        };
+        if kept.contains(&f.location.tool) {
+            rest.push(f);
+            continue;
+        }
+        let key = (f.location.pointer.clone().unwrap_or_default(), sub);
+        let said = f.message.clone().unwrap_or_default();
+        match notes.get_mut(&key) {
+            Some((_, msgs)) => msgs.push(said),
+            None => {
+                notes.insert(key, (f, vec![said]));
+            }
+        }
+    }
+    for ((pointer, sub), (f, msgs)) in notes {
+        let what = if sub == "guidance" {
+            "workflow guidance to the model about this server's own tools, with nothing hidden, \
+             sensitive or foreign beside it (a note to read, not an attack on its own)"
+        } else {
+            "a sensitive file or secret named as the tool's own purpose, with nothing that moves \
+             it elsewhere (a note to read)"
+        };
+        let mut b = super::finding(CHECK, "P6")
+            .subcode(sub)
+            .pointer(pointer)
+            .message(format!("{what}: {}", msgs.join("; ")));
+        if let Some(t) = &f.location.tool {
+            b = b.tool(t.clone());
+        }
+        if let Some(t) = &f.evidence.text {
+            b = b.text(t.clone());
+        }
+        rest.push(b.build());
+    }
+    *out = rest;
+}
+
+/// Whether every phrase of a P3 finding belongs to a domain that the tool's name or title, or
+/// the server's tool names, make its purpose.
+fn purpose(
+    tables: &Tables,
+    f: &Finding,
+    tool: Option<&Tool<'_>>,
+    server: &BTreeSet<String>,
+) -> bool {
+    let mut own: BTreeSet<String> = BTreeSet::new();
+    if let Some(t) = tool {
+        for n in t.name.into_iter().chain(t.title()) {
+            own.extend(word_parts(n).into_iter().map(|w| w.into_owned()));
+        }
+    }
+    let q = quoted(f.message.as_deref().unwrap_or(""));
+    !q.is_empty()
+        && q.iter().all(|phrase| {
+            tables.data.purpose.domain.iter().any(|d| {
+                d.phrases.iter().any(|p| p == phrase)
+                    && d.words.iter().any(|w| own.contains(w) || server.contains(w))
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tables_load_and_every_category_is_described() {
+        let t = load(DATA).expect("signals.toml loads");
+        assert!(t.data.promotion.category.len() >= 8);
+        for c in &t.data.promotion.category {
+            assert!(!c.describe.is_empty(), "{}", c.id);
+        }
+        // The workflow phrases are list A's (the P2 finding quotes them).
+        for p in &t.data.guidance.workflow_phrases {
+            assert!(super::super::poisoning::LIST_A.contains(&p.as_str()), "{p}");
+        }
+        // Purpose phrases are P3's words (list B or the stores beyond it).
+        for d in &t.data.purpose.domain {
+            for p in &d.phrases {
+                assert!(
+                    super::super::poisoning::LIST_B.contains(&p.as_str())
+                        || super::super::poisoning::STORES.contains(&p.as_str()),
+                    "{p}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn broken_tables_are_refused_with_the_entry_named() {
+        let bad = DATA.replace("shapes = [\"hype-emoji\"]", "shapes = [\"sparkles\"]");
+        let e = load(&bad).err().unwrap_or_default();
+        assert!(e.contains("hype") && e.contains("sparkles"), "{e}");
+        assert!(load("promotion = 1").is_err());
+    }
+
+    #[test]
+    fn shapes() {
+        assert_eq!(grade_compound("An enterprise-grade engine"), Some((3, 19)));
+        assert_eq!(grade_compound("upgrade the package"), None);
+        assert_eq!(grade_compound("-grade"), None);
+        let r = STATISTIC.as_ref().expect("the statistic pattern builds");
+        assert!(r.is_match("99.9% accurate answers"));
+        assert!(r.is_match("10x faster than the rest"));
+        assert!(!r.is_match("returns 20% of the rows"));
+    }
+}
