@@ -1,10 +1,15 @@
-//! The published-attack corpus (`../shared/corpus/wild-dev/`, SPEC §3.2): tool definitions other
-//! people wrote, poisoned and benign. At least 36 of 39 poisoned files must get a META-02 P1–P5
-//! finding, and at most 7 of 709 benign tools. The corpus texts are never copied here: the test
-//! reads them from the shared folder, and fails (rather than passing) when the folder is absent.
+//! The published-attack corpora (SPEC §3.2): tool definitions other people wrote, poisoned and
+//! benign. Two are measured:
+//!
+//! - the shared one (`../shared/corpus/wild-dev/`): at least 36 of 39 poisoned files must get a
+//!   META-02 P1–P5 finding, and at most 7 of 709 benign tools. Its texts are never copied here: the
+//!   test reads them from the shared folder, and fails (rather than passing) when it is absent;
+//! - the project's own (`fixtures/corpus/`, issue 23, built by `scripts/corpus/build.py`), required
+//!   too; it is judged with the shared one, on the combined figures.
 //!
 //! `cargo test --test integration corpus:: -- --nocapture` (or `scripts/corpus.sh`) prints the
-//! figures per source and per family.
+//! figures per source and per family for each corpus and combined, and every miss and every
+//! flagged benign tool by file and tool.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -21,6 +26,25 @@ use crate::support::root;
 
 const POISONED_MIN: usize = 36;
 const BENIGN_MAX: usize = 7;
+
+/// Both corpora together: the share of poisoned files detected, at least, and of benign tools
+/// flagged, at most. Measured 2026-12-01: wild-dev 39 of 39 detected, 3 of 709 flagged;
+/// fixtures/corpus 2 of 51 detected (49 of the misses are MCP-RiskCue's name/description boosts),
+/// 63 of 7,641 flagged; combined 41 of 90 (45.6 %), 66 of 8,350 (0.79 %). To be tightened to
+/// 100 % and 0.5 % as the rules improve.
+const COMBINED_DETECTED_MIN_PERCENT: f64 = 45.0;
+const COMBINED_BENIGN_MAX_PERCENT: f64 = 1.0;
+
+/// The project's own corpus (`fixtures/corpus/`), required like the shared one.
+fn own_corpus() -> PathBuf {
+    let dir = root().join("fixtures/corpus");
+    assert!(
+        dir.join("manifest.json").is_file(),
+        "the project's corpus is missing: expected {}/manifest.json (scripts/corpus/build.py)",
+        dir.display()
+    );
+    dir
+}
 
 fn corpus() -> PathBuf {
     let dir = root().join("../shared/corpus/wild-dev");
@@ -68,7 +92,7 @@ fn show(report: &str) {
     print!("{report}");
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Tally {
     poisoned: usize,
     detected: usize,
@@ -76,42 +100,84 @@ struct Tally {
     flagged: usize,
 }
 
-#[test]
-fn published_attacks_are_detected_and_real_servers_stay_quiet() {
-    let dir = corpus();
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.poisoned += o.poisoned;
+        self.detected += o.detected;
+        self.benign_tools += o.benign_tools;
+        self.flagged += o.flagged;
+    }
+}
+
+/// One corpus measured: totals, per source, per family, and every miss and false alarm.
+#[derive(Default)]
+struct Measure {
+    total: Tally,
+    by_source: BTreeMap<String, Tally>,
+    /// family -> (poisoned files it fired on, benign tools it flagged)
+    by_family: BTreeMap<String, (usize, usize)>,
+    misses: Vec<String>,
+    false_positives: Vec<String>,
+}
+
+impl Measure {
+    fn add(&mut self, o: &Measure, prefix: &str) {
+        self.total.add(&o.total);
+        for (s, t) in &o.by_source {
+            self.by_source
+                .entry(format!("{prefix}{s}"))
+                .or_default()
+                .add(t);
+        }
+        for (f, (p, b)) in &o.by_family {
+            let e = self.by_family.entry(f.clone()).or_default();
+            e.0 += p;
+            e.1 += b;
+        }
+        self.misses
+            .extend(o.misses.iter().map(|m| format!("{prefix}{m}")));
+        self.false_positives
+            .extend(o.false_positives.iter().map(|m| format!("{prefix}{m}")));
+    }
+}
+
+fn measure(dir: &std::path::Path) -> Measure {
     let manifest: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("manifest.json")).expect("manifest.json reads"),
     )
     .expect("manifest.json is JSON");
     let entries = manifest.as_array().expect("the manifest is a list");
-    let mut by_source: BTreeMap<String, Tally> = BTreeMap::new();
-    // family -> (poisoned files it fired on, benign tools it flagged)
-    let mut by_family: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let (mut poisoned, mut detected, mut benign_tools) = (0, 0, 0);
-    let mut misses = Vec::new();
-    let mut false_positives = Vec::new();
+    let mut m = Measure::default();
     for e in entries {
         let file = e["file"].as_str().expect("file");
         let source = e["source"].as_str().unwrap_or("?").to_string();
         let label = e["label"].as_str().unwrap_or("?");
         let found = findings(&dir.join(file));
-        let tally = by_source.entry(source).or_default();
+        let tally = m.by_source.entry(source).or_default();
         let families: BTreeSet<String> = found.iter().map(family).collect();
         if label == "poisoned" {
-            poisoned += 1;
+            m.total.poisoned += 1;
             tally.poisoned += 1;
             if found.is_empty() {
-                misses.push(format!("{file} ({})", e["kind"].as_str().unwrap_or("?")));
+                let tools: Vec<&str> = e["poisoned_tools"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                m.misses.push(format!(
+                    "{file} tools {} ({})",
+                    tools.join(", "),
+                    e["kind"].as_str().unwrap_or("?")
+                ));
             } else {
-                detected += 1;
+                m.total.detected += 1;
                 tally.detected += 1;
             }
             for f in families {
-                by_family.entry(f).or_default().0 += 1;
+                m.by_family.entry(f).or_default().0 += 1;
             }
         } else {
             let n = e["n_tools"].as_u64().unwrap_or(0) as usize;
-            benign_tools += n;
+            m.total.benign_tools += n;
             tally.benign_tools += n;
             let mut tools: BTreeMap<String, Vec<&Finding>> = BTreeMap::new();
             for f in &found {
@@ -119,13 +185,14 @@ fn published_attacks_are_detected_and_real_servers_stay_quiet() {
                 tools.entry(tool).or_default().push(f);
             }
             tally.flagged += tools.len();
+            m.total.flagged += tools.len();
             let mut fams: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
             for (tool, fs) in &tools {
                 for f in fs {
                     fams.entry(family(f)).or_default().insert(tool.clone());
                 }
                 let first = fs[0];
-                false_positives.push(format!(
+                m.false_positives.push(format!(
                     "{file} tool {tool}: {} {} at {} — {:?}",
                     family(first),
                     first.message.as_deref().unwrap_or(""),
@@ -134,48 +201,97 @@ fn published_attacks_are_detected_and_real_servers_stay_quiet() {
                 ));
             }
             for (f, t) in fams {
-                by_family.entry(f).or_default().1 += t.len();
+                m.by_family.entry(f).or_default().1 += t.len();
             }
         }
     }
-    let mut out = String::new();
+    m
+}
+
+fn percent(n: usize, of: usize) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / of as f64
+    }
+}
+
+fn report(out: &mut String, name: &str, m: &Measure) {
     let _ = writeln!(
         out,
-        "corpus wild-dev: per source (poisoned detected / files, benign tools flagged / tools)"
+        "corpus {name}: per source (poisoned detected / files, benign tools flagged / tools)"
     );
-    for (source, t) in &by_source {
+    for (source, t) in &m.by_source {
         let _ = writeln!(
             out,
-            "  {source:40} poisoned {:>2}/{:<2}  benign flagged {:>2}/{}",
+            "  {source:48} poisoned {:>3}/{:<3}  benign flagged {:>3}/{}",
             t.detected, t.poisoned, t.flagged, t.benign_tools
         );
     }
     let _ = writeln!(
         out,
-        "per family (poisoned files it fires on, benign tools it flags):"
+        "  per family (poisoned files it fires on, benign tools it flags):"
     );
-    for (f, (p, b)) in &by_family {
-        let _ = writeln!(out, "  {f:32} poisoned {p:>2}  benign {b:>2}");
+    for (f, (p, b)) in &m.by_family {
+        let _ = writeln!(out, "    {f:32} poisoned {p:>3}  benign {b:>3}");
     }
-    let flagged = false_positives.len();
+    let t = &m.total;
     let _ = writeln!(
         out,
-        "total: {detected} of {poisoned} poisoned files detected, {flagged} of {benign_tools} \
-         benign tools flagged (P1–P5)"
+        "  total {name}: {} of {} poisoned files detected ({:.1} %), {} of {} benign tools flagged \
+         ({:.2} %) (P1–P5)",
+        t.detected,
+        t.poisoned,
+        percent(t.detected, t.poisoned),
+        t.flagged,
+        t.benign_tools,
+        percent(t.flagged, t.benign_tools)
     );
-    for m in &misses {
+}
+
+#[test]
+fn published_attacks_are_detected_and_real_servers_stay_quiet() {
+    let shared = measure(&corpus());
+    let own = measure(&own_corpus());
+    let mut combined = Measure::default();
+    combined.add(&shared, "wild-dev/");
+    combined.add(&own, "fixtures/");
+    let mut out = String::new();
+    report(&mut out, "wild-dev", &shared);
+    report(&mut out, "fixtures/corpus", &own);
+    report(&mut out, "combined", &combined);
+    for m in &combined.misses {
         let _ = writeln!(out, "  miss: {m}");
     }
-    for f in &false_positives {
+    for f in &combined.false_positives {
         let _ = writeln!(out, "  flagged: {f}");
     }
     show(&out);
+    let (detected, poisoned) = (shared.total.detected, shared.total.poisoned);
+    let (flagged, benign_tools) = (shared.total.flagged, shared.total.benign_tools);
     assert!(
         detected >= POISONED_MIN && flagged <= BENIGN_MAX,
-        "{detected} of {poisoned} poisoned files detected (at least {POISONED_MIN} needed), \
-         {flagged} of {benign_tools} benign tools flagged (at most {BENIGN_MAX} allowed)\n\
+        "wild-dev: {detected} of {poisoned} poisoned files detected (at least {POISONED_MIN} \
+         needed), {flagged} of {benign_tools} benign tools flagged (at most {BENIGN_MAX} allowed)\n\
          misses:\n  {}\nfalse positives:\n  {}",
-        misses.join("\n  "),
-        false_positives.join("\n  ")
+        shared.misses.join("\n  "),
+        shared.false_positives.join("\n  ")
+    );
+    let c = &combined.total;
+    let (dp, bp) = (
+        percent(c.detected, c.poisoned),
+        percent(c.flagged, c.benign_tools),
+    );
+    assert!(
+        dp >= COMBINED_DETECTED_MIN_PERCENT && bp <= COMBINED_BENIGN_MAX_PERCENT,
+        "combined: {} of {} poisoned files detected ({dp:.1} %, at least \
+         {COMBINED_DETECTED_MIN_PERCENT} % needed), {} of {} benign tools flagged ({bp:.2} %, at \
+         most {COMBINED_BENIGN_MAX_PERCENT} % allowed)\nmisses:\n  {}\nfalse positives:\n  {}",
+        c.detected,
+        c.poisoned,
+        c.flagged,
+        c.benign_tools,
+        combined.misses.join("\n  "),
+        combined.false_positives.join("\n  ")
     );
 }
