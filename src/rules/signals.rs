@@ -50,6 +50,11 @@ struct GuidanceData {
     families: Vec<String>,
     keep_with_families: Vec<String>,
     keep_with_rules: Vec<String>,
+    claim_phrases: Vec<String>,
+    foreign_nouns: Vec<String>,
+    not_names: Vec<String>,
+    tamper_verbs: Vec<String>,
+    tamper_objects: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -246,6 +251,8 @@ fn quoted(message: &str) -> Vec<&str> {
     let Some((_, list)) = message.split_once(": ") else {
         return Vec::new();
     };
+    // A name read as a sentence adds where it was read (poisoning.rs `name_phrases`).
+    let list = list.split(" (in the name ").next().unwrap_or(list);
     list.split(", ")
         .map(|q| q.trim_matches('"'))
         .filter(|q| !q.is_empty())
@@ -275,7 +282,7 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
         .tools
         .iter()
         .filter_map(|t| t.name)
-        .flat_map(|n| word_parts(n).into_iter().map(|w| w.into_owned()))
+        .flat_map(name_words)
         .collect();
     let by_label: BTreeMap<String, &Tool<'_>> =
         doc.tools.iter().map(|t| (t.label(), t)).collect();
@@ -296,7 +303,15 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
                 }
             }
             ("P2", Some(s)) if g.families.iter().any(|x| x == s) => {
-                if s == "preference" && f.confidence == Confidence::High {
+                let claims = s == "preference"
+                    && quoted(f.message.as_deref().unwrap_or("")).iter().any(|q| {
+                        g.claim_phrases.iter().any(|c| c.eq_ignore_ascii_case(q))
+                    });
+                let tool = f.location.tool.as_deref().and_then(|l| by_label.get(l));
+                let text = tool.and_then(|t| t.description()).map(|(d, _)| d);
+                let foreign = text.is_some_and(|d| names_foreign(g, d, &server) || tampers(g, d));
+                let own_step = tool.zip(text).is_some_and(|(t, d)| names_own_tool(doc, t, d));
+                if f.confidence == Confidence::High || claims || foreign || !own_step {
                     Kind::Keep
                 } else {
                     Kind::Guidance
@@ -373,6 +388,72 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
     *out = rest;
 }
 
+/// The words of a name: its parts (snake, kebab, camelCase, digits apart) and its pieces
+/// between separators, lower case (`list-k8s-contexts` holds `k8s` as well as `k`, `8`, `s`).
+fn name_words(name: &str) -> Vec<String> {
+    let mut w: Vec<String> = word_parts(name).into_iter().map(|w| w.into_owned()).collect();
+    w.extend(
+        name.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|p| !p.is_empty())
+            .map(str::to_ascii_lowercase),
+    );
+    w
+}
+
+/// Whether a tool's text names another of this server's tools, whole word, ASCII case aside
+/// (the first 1,000 tools are looked for).
+fn names_own_tool(doc: &Document<'_>, tool: &Tool<'_>, text: &str) -> bool {
+    // ASCII lower case keeps every byte offset.
+    let lower = text.to_ascii_lowercase();
+    doc.tools.iter().take(1000).any(|other| {
+        other.name.is_some_and(|n| {
+            n.len() >= 3
+                && Some(n) != tool.name
+                && lower
+                    .match_indices(&n.to_ascii_lowercase())
+                    .any(|(i, m)| whole_word(text, i, i + m.len()))
+        })
+    })
+}
+
+/// Whether a text names an operation, tool or function ("the minus operation", "the
+/// send_email tool") whose name is no word of this server's tool names.
+fn names_foreign(g: &GuidanceData, text: &str, server: &BTreeSet<String>) -> bool {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .take(400)
+        .map(|w| {
+            w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .to_ascii_lowercase()
+        })
+        .collect();
+    words.windows(2).any(|w| {
+        g.foreign_nouns.iter().any(|n| *n == w[1])
+            && !w[0].is_empty()
+            && w[0].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && !g.not_names.iter().any(|x| *x == w[0])
+            && !g.foreign_nouns.iter().any(|x| *x == w[0])
+            && !word_parts(&w[0]).iter().any(|p| server.contains(p.as_ref()))
+    })
+}
+
+/// Whether a text tells the model to change the values, arguments or result of a step.
+fn tampers(g: &GuidanceData, text: &str) -> bool {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .take(400)
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_ascii_lowercase())
+        .collect();
+    words.iter().enumerate().any(|(i, w)| {
+        g.tamper_verbs.iter().any(|v| v == w)
+            && words
+                .iter()
+                .skip(i + 1)
+                .take(3)
+                .any(|o| g.tamper_objects.iter().any(|x| x == o))
+    })
+}
+
 /// Whether every phrase of a P3 finding belongs to a domain that the tool's name or title, or
 /// the server's tool names, make its purpose.
 fn purpose(
@@ -384,12 +465,17 @@ fn purpose(
     let mut own: BTreeSet<String> = BTreeSet::new();
     if let Some(t) = tool {
         for n in t.name.into_iter().chain(t.title()) {
-            own.extend(word_parts(n).into_iter().map(|w| w.into_owned()));
+            own.extend(name_words(n));
         }
     }
     let q = quoted(f.message.as_deref().unwrap_or(""));
     !q.is_empty()
         && q.iter().all(|phrase| {
+            // The phrase is the tool's name (`wallet_get_private_key`, `create_private_key`).
+            let named = word_parts(phrase);
+            if !named.is_empty() && named.iter().all(|w| own.contains(w.as_ref())) {
+                return true;
+            }
             tables.data.purpose.domain.iter().any(|d| {
                 d.phrases.iter().any(|p| p == phrase)
                     && d.words.iter().any(|w| own.contains(w) || server.contains(w))

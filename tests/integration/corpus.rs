@@ -1,8 +1,8 @@
 //! The published-attack corpora (SPEC §3.2): tool definitions other people wrote, poisoned and
 //! benign. Two are measured:
 //!
-//! - the shared one (`../shared/corpus/wild-dev/`): at least 36 of 39 poisoned files must get a
-//!   META-02 P1–P5 finding, and at most 7 of 709 benign tools. Its texts are never copied here: the
+//! - the shared one (`../shared/corpus/wild-dev/`): all 39 poisoned files must get a
+//!   META-02 P1–P5 finding, and at most 3 of 709 benign tools (0.5 %). Its texts are never copied here: the
 //!   test reads them from the shared folder, and fails (rather than passing) when it is absent;
 //! - the project's own (`fixtures/corpus/`, issue 23, built by `scripts/corpus/build.py`), required
 //!   too; it is judged with the shared one, on the combined figures.
@@ -24,16 +24,16 @@ use serde_json::Value;
 
 use crate::support::root;
 
-const POISONED_MIN: usize = 36;
-const BENIGN_MAX: usize = 7;
+const POISONED_MIN: usize = 39;
+const BENIGN_MAX: usize = 3;
 
 /// Both corpora together: the share of poisoned files detected, at least, and of benign tools
-/// flagged, at most. Measured 2026-12-01: wild-dev 39 of 39 detected, 3 of 709 flagged;
-/// fixtures/corpus 2 of 51 detected (49 of the misses are MCP-RiskCue's name/description boosts),
-/// 63 of 7,641 flagged; combined 41 of 90 (45.6 %), 66 of 8,350 (0.79 %). To be tightened to
-/// 100 % and 0.5 % as the rules improve.
-const COMBINED_DETECTED_MIN_PERCENT: f64 = 45.0;
-const COMBINED_BENIGN_MAX_PERCENT: f64 = 1.0;
+/// flagged, at most (issue 23: every poisoned file, at most 0.5 % of benign tools). Measured
+/// 2026-12-02 with the tool-level signals (src/rules/signals.toml): wild-dev 39 of 39 detected,
+/// 1 of 709 flagged; fixtures/corpus 51 of 51, 29 of 7,641; combined 90 of 90 (100 %), 30 of
+/// 8,350 (0.36 %). Before them: 41 of 90 (45.6 %), 66 of 8,350 (0.79 %).
+const COMBINED_DETECTED_MIN_PERCENT: f64 = 100.0;
+const COMBINED_BENIGN_MAX_PERCENT: f64 = 0.5;
 
 /// The project's own corpus (`fixtures/corpus/`), required like the shared one.
 fn own_corpus() -> PathBuf {
@@ -46,16 +46,40 @@ fn own_corpus() -> PathBuf {
     dir
 }
 
+/// The shared corpus: `$MCPPROBE_SHARED_CORPUS` when set, else next to the checkout
+/// (`<repo>/../shared/corpus/wild-dev`), else next to the repository this one was cloned from
+/// when that is a folder on this machine (a clean clone in /tmp of /work/main finds
+/// /work/shared). Absent everywhere, the test fails: it must not pass without measuring.
 fn corpus() -> PathBuf {
-    let dir = root().join("../shared/corpus/wild-dev");
-    assert!(
-        dir.join("manifest.json").is_file(),
-        "the corpus is missing: expected {}/manifest.json (the shared corpus sits next to the \
-         checkout, `<repo>/../shared/corpus/wild-dev`); this test measures detection on it and \
-         must not pass without it",
-        dir.display()
+    let mut tried = Vec::new();
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("MCPPROBE_SHARED_CORPUS") {
+        candidates.push(PathBuf::from(d));
+    }
+    candidates.push(root().join("../shared/corpus/wild-dev"));
+    let origin = std::process::Command::new("git")
+        .args(["config", "--get", "remote.origin.url"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().trim_start_matches("file://").to_string())
+        .filter(|s| s.starts_with('/'));
+    if let Some(o) = origin {
+        candidates.push(PathBuf::from(o).join("../shared/corpus/wild-dev"));
+    }
+    for dir in candidates {
+        if dir.join("manifest.json").is_file() {
+            return dir;
+        }
+        tried.push(dir.display().to_string());
+    }
+    panic!(
+        "the shared corpus is missing: no manifest.json in {} (set MCPPROBE_SHARED_CORPUS, or \
+         keep `shared/corpus/wild-dev` next to the checkout); this test measures detection on \
+         it and must not pass without it",
+        tried.join(", ")
     );
-    dir
 }
 
 /// P1–P5 of META-02: what counts as "detected" (P6, long text, is advice to read, not detection).
