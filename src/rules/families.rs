@@ -686,6 +686,91 @@ mod tests {
         fired::take()
     }
 
+    /// A case that holds whenever it is reached (its trigger phrase alone decides): its near
+    /// miss is a text close to the phrase that the phrase does not match.
+    fn unconditional(id: &str) -> bool {
+        GROUPS.iter().flat_map(|g| g.cases).any(|c| {
+            c.id == id
+                && c.anchor.is_none()
+                && c.when.all.is_empty()
+                && c.when.any.is_empty()
+                && c.when.none.is_empty()
+        })
+    }
+
+    /// Every case of `families.toml` that produces a hit is named (`"cases"`) by a `fire-*`
+    /// fixture, where it fires, and by a `quiet-*` near miss, where its group is tried and it
+    /// does not fire; a fixture names no case that does not exist.
+    #[test]
+    fn every_case_has_a_firing_and_a_near_miss_fixture() {
+        let mut problems = Vec::new();
+        let mut fire: std::collections::BTreeSet<&str> = Default::default();
+        let mut quiet: std::collections::BTreeSet<&str> = Default::default();
+        for (name, fixture) in case_fixtures() {
+            let named: Vec<&str> = fixture
+                .get("cases")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_str)
+                .collect();
+            if named.is_empty() {
+                continue;
+            }
+            let (tried, hits) = run_fixture(&name, &fixture);
+            let firing = name
+                .split('/')
+                .nth(1)
+                .is_some_and(|f| f.starts_with("fire-"));
+            for id in named {
+                let Some(&(id, produces, _)) = CASE_IDS.iter().find(|(c, _, _)| *c == id) else {
+                    problems.push(format!(
+                        "{name}: names {id:?}, which is no case of families.toml"
+                    ));
+                    continue;
+                };
+                if !produces {
+                    problems.push(format!("{name}: names {id:?}, a case without a hit"));
+                } else if firing {
+                    if hits.contains(&id) {
+                        fire.insert(id);
+                    } else {
+                        problems.push(format!("{name}: names {id:?}, which does not fire there"));
+                    }
+                } else if hits.contains(&id) {
+                    problems.push(format!("{name}: a near miss of {id:?}, which fires there"));
+                } else if !tried.contains(&id) && !unconditional(id) {
+                    problems.push(format!(
+                        "{name}: a near miss of {id:?}, which is never tried there (no trigger of its group, or an earlier case decides)"
+                    ));
+                } else {
+                    quiet.insert(id);
+                }
+            }
+        }
+        for &(id, produces, group) in CASE_IDS {
+            if !produces {
+                continue;
+            }
+            if !fire.contains(id) {
+                problems.push(format!(
+                    "case {id:?} (group {group}): no fire-* fixture names it"
+                ));
+            }
+            if !quiet.contains(id) {
+                problems.push(format!(
+                    "case {id:?} (group {group}): no quiet-* fixture names it"
+                ));
+            }
+        }
+        assert!(
+            problems.is_empty(),
+            "{} problems:\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
+    }
+
     /// Prints, per P2/P4 fixture, the cases tried and those that hit (a help to map fixtures
     /// onto cases): `cargo test --lib -- --ignored cases_of_fixtures --nocapture`.
     #[test]
