@@ -1,4 +1,5 @@
-//! Generates the check registry from the catalogue under `checks/`.
+//! Generates the check registry from the catalogue under `checks/`, and (in
+//! `build/families.rs`) the P2 families' tables from `src/rules/families.toml`.
 //!
 //! For every `checks/<kind>/<ID>.toml` this emits one entry that embeds the TOML text and
 //! refers to the implementation in `src/checks/<kind>/<id_snake>.rs` (its `CHECK` static).
@@ -9,9 +10,15 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::{env, fs};
 
+/// The P2 families' tables from `src/rules/families.toml`.
+#[path = "build/families.rs"]
+mod families;
+
 fn main() {
     let root = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let root = Path::new(&root);
+    println!("cargo:rerun-if-changed=build");
+    families::generate(root);
     println!("cargo:rerun-if-changed=checks");
     println!("cargo:rerun-if-changed=src/checks");
 

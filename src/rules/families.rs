@@ -1,576 +1,120 @@
 //! The P2 families and the grown P4 (SPEC §3.2): small grammars over the phrase automaton's
-//! matches. Each trigger phrase rides in the one Aho-Corasick pass of [`super::poisoning`];
-//! when it matches, a bounded local check (a few words either side, at most [`WINDOW`] bytes)
-//! decides whether the grammar holds. Role and control markers that are shapes rather than
-//! phrases (`[SYSTEM DIRECTIVE]`, `<HIDDEN>`, `SYSTEM:` at the start of a line) are found by
-//! [`markers`], one pass over the bytes. Nothing here rescans a whole text per match.
+//! matches, kept as data. `families.toml` (next to this file) holds the word sets, the trigger
+//! phrases, each trigger group's ordered cases and each family's sub-code, rule, description and
+//! fix; build.rs validates it and compiles it into the statics included below ([`GROUPS`],
+//! [`TRIGGERS`], [`Family`], [`sets`]), so nothing is parsed at run time. Each trigger phrase
+//! rides in the one Aho-Corasick pass of [`super::poisoning`]; when it matches, [`check`] runs
+//! its group's cases over a few words either side (at most [`WINDOW`] bytes, the windows cut
+//! once per match, when a case first needs them): the first case whose conditions hold decides.
+//! Shapes that are not phrases stay built-in Rust the data names: destinations, channels,
+//! identifiers, and the role and control markers (`[SYSTEM DIRECTIVE]`, `<HIDDEN>`, `SYSTEM:`
+//! at the start of a line) that [`markers`] finds in one pass over the bytes. Nothing here
+//! rescans a whole text per match.
 
 use crate::finding::Confidence;
+
+include!(concat!(env!("OUT_DIR"), "/families.rs"));
 
 /// How far (bytes) a local check looks on each side of a match.
 pub const WINDOW: usize = 160;
 
-/// A family of model-directed instruction (the finding's sub-code).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Family {
-    Concealment,
-    Order,
-    Preference,
-    Role,
-    Exfiltration,
-    /// P4: ordering or interception of another tool.
-    Interception,
-    /// P4, low confidence: instructions about a tool that is not on this server.
-    UnknownTool,
+/// One trigger group of `families.toml`: its cases, and how many tokens they read before and
+/// after the phrase (the farthest fixed position any of them names).
+#[derive(Debug)]
+pub struct Group {
+    pub name: &'static str,
+    pub before: usize,
+    pub after: usize,
+    pub cases: &'static [Case],
 }
 
-impl Family {
-    pub fn subcode(self) -> &'static str {
-        match self {
-            Family::Concealment => "concealment",
-            Family::Order => "order",
-            Family::Preference => "preference",
-            Family::Role => "role",
-            Family::Exfiltration => "exfiltration",
-            Family::Interception => "interception",
-            Family::UnknownTool => "unknown-tool",
-        }
-    }
-
-    pub fn rule(self) -> &'static str {
-        match self {
-            Family::Interception | Family::UnknownTool => "P4",
-            _ => "P2",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Family::Concealment => {
-                "concealment: the model is told to hide what it does from the user"
-            }
-            Family::Order => "coercion of order: the model is told to call this tool first",
-            Family::Preference => {
-                "preference manipulation: the model is steered to this tool over others"
-            }
-            Family::Role => "role or control marker: text posing as system or developer authority",
-            Family::Exfiltration => {
-                "exfiltration: the model is told to pass secrets, files or the conversation on"
-            }
-            Family::Interception => "ordering or interception of another tool",
-            Family::UnknownTool => "instructions about a tool that is not on this server",
-        }
-    }
+/// One case: when its anchor is found and its condition holds, its outcome decides.
+#[derive(Debug)]
+pub struct Case {
+    /// Stable: fixtures name it.
+    pub id: &'static str,
+    pub anchor: Option<Anchor>,
+    pub when: Cond,
+    pub outcome: Outcome,
 }
 
-/// What a trigger phrase asks the local check to look for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// mention / reveal / tell …: negation before, a person after.
-    Disclose,
-    /// secretly, covertly: concealment by itself.
-    Secretly,
-    /// silently, quietly: concealment when an action verb follows.
-    Silently,
-    /// without … (the user) knowing / noticing.
-    Without,
-    /// A concealment phrase complete in itself ("hide it from", "the user should not know").
-    HidePhrase,
-    /// "this tool": order (call this tool first) or preference (always use this tool).
-    ThisTool,
-    /// "other tools": preference (ignore other tools) or order (before any other tool).
-    OtherTools,
-    /// "the only": the only (reliable) tool.
-    TheOnly,
-    /// "the best", "most reliable": a superlative about a tool.
-    Superlative,
-    /// "called first", "run first": this tool must be called first.
-    CalledFirst,
-    /// "before any other", "prior to any other".
-    BeforeAny,
-    /// A role or control phrase complete in itself ("developer mode", "<<sys>>").
-    RolePhrase,
-    /// "act as", "acting as": followed by a role.
-    ActAs,
-    /// "from now on", "you are now".
-    FromNowOn,
-    /// "ignore your", "disregard your": followed by instructions, rules …
-    IgnoreYour,
-    /// bypass / disable / skip + safety, validation, restrictions …
-    Bypass,
-    /// bcc, blind copy: with an address and an instruction.
-    Bcc,
-    /// credentials, cookies, conversation history …: with a verb that moves them.
-    Secret,
-    /// send / forward / redirect …: to an address or URL.
-    SendTo,
-    /// "all emails", "every message": must also be …
-    AllMessages,
-    /// "whenever", "every time": … the user calls X, do Y.
-    Whenever,
-    /// "before using", "when calling": followed by a tool name.
-    BeforeUsing,
-    /// "when": … send_message is invoked, change …
-    When,
-    /// "unaware": keep the user unaware.
-    Unaware,
-    /// "recommended for", "preferred for": … all / any / sensitive …
-    Recommended,
-    /// "the recipient", "the wallet address": changed to somewhere else.
-    Recipient,
-    /// "all other", "any other": … tools, with a word that sets this tool above them.
-    AllOther,
-    /// "find out", "notice": the user must never …
-    Learn,
-    /// "skipping it", "failure to call": … will break.
-    Threat,
-    /// "takes precedence over", "obey": … all / your instructions.
-    Precedence,
-    /// "pre-approved", "no need to ask for confirmation": consent claimed for the user.
-    Consent,
-    /// "encode all … in base64": data smuggled out in an encoding.
-    Encode,
-    /// "the other … tools are compromised": other tools disparaged.
-    OthersBad,
-    /// `recipient=…`, `bcc=…`: an assignment to an outside address.
-    Assign,
-    /// "every send_email call …": every call of a named tool must …
-    EveryCall,
-    /// "private information", "sensitive data": moved somewhere.
-    Sensitive,
-    /// "the result of", "the output of": … another tool, modified.
-    Tamper,
-    /// "elevated privileges", "unrestricted access", "trust all": claimed authority.
-    Privilege,
-    /// "hijack", "intercept": … all of something.
-    Hijack,
-    /// "your system instructions", "your prompt": revealed or passed on.
-    OwnInstructions,
-    /// "do not apply": safety rules said not to apply.
-    NotApply,
-    /// "regardless of what": … other tools return.
-    Regardless,
-    /// "as your own": another's output passed off.
-    AsYourOwn,
-    /// "from the user": hidden, kept secret, withheld from …
-    FromUser,
+#[derive(Debug, Clone, Copy)]
+pub enum Outcome {
+    Hit(Family, Confidence),
+    /// No hit, and the group's later cases are not tried.
+    Stop,
 }
 
-/// The trigger phrases (lowercase; matched case-insensitively, whole words).
-pub const TRIGGERS: &[(&str, Trigger)] = &[
-    ("mention", Trigger::Disclose),
-    ("mentioning", Trigger::Disclose),
-    ("reveal", Trigger::Disclose),
-    ("revealing", Trigger::Disclose),
-    ("disclose", Trigger::Disclose),
-    ("disclosing", Trigger::Disclose),
-    ("tell", Trigger::Disclose),
-    ("telling", Trigger::Disclose),
-    ("inform", Trigger::Disclose),
-    ("informing", Trigger::Disclose),
-    ("notify", Trigger::Disclose),
-    ("notifying", Trigger::Disclose),
-    ("alert", Trigger::Disclose),
-    ("alerting", Trigger::Disclose),
-    ("let the user know", Trigger::Disclose),
-    ("show the user", Trigger::Disclose),
-    ("let the user see", Trigger::Disclose),
-    ("let them know", Trigger::Disclose),
-    ("let anyone know", Trigger::Disclose),
-    ("keep it to yourself", Trigger::HidePhrase),
-    ("keep this to yourself", Trigger::HidePhrase),
-    ("keep this between us", Trigger::HidePhrase),
-    ("secretly", Trigger::Secretly),
-    ("covertly", Trigger::Secretly),
-    ("surreptitiously", Trigger::Secretly),
-    ("stealthily", Trigger::Secretly),
-    ("behind the user's back", Trigger::Secretly),
-    ("behind their back", Trigger::Secretly),
-    ("silently", Trigger::Silently),
-    ("quietly", Trigger::Silently),
-    ("discreetly", Trigger::Silently),
-    ("without", Trigger::Without),
-    ("hide it from", Trigger::HidePhrase),
-    ("hide that from", Trigger::HidePhrase),
-    ("hidden from the user", Trigger::HidePhrase),
-    ("invisible to the user", Trigger::HidePhrase),
-    ("keep it secret", Trigger::HidePhrase),
-    ("keep this hidden", Trigger::HidePhrase),
-    ("keep it hidden", Trigger::HidePhrase),
-    ("keep this confidential", Trigger::HidePhrase),
-    ("keep it confidential", Trigger::HidePhrase),
-    ("the user should not know", Trigger::HidePhrase),
-    ("the user must never know", Trigger::HidePhrase),
-    ("the user does not need to know", Trigger::HidePhrase),
-    ("the user doesn't need to know", Trigger::HidePhrase),
-    ("user should never know", Trigger::HidePhrase),
-    ("no need to tell", Trigger::HidePhrase),
-    ("no need to mention", Trigger::HidePhrase),
-    ("no need to inform", Trigger::HidePhrase),
-    ("this tool", Trigger::ThisTool),
-    ("this function", Trigger::ThisTool),
-    ("this utility", Trigger::ThisTool),
-    ("this method", Trigger::ThisTool),
-    ("this plugin", Trigger::ThisTool),
-    ("this extension", Trigger::ThisTool),
-    ("this skill", Trigger::ThisTool),
-    ("other tools", Trigger::OtherTools),
-    ("other tool", Trigger::OtherTools),
-    ("other functions", Trigger::OtherTools),
-    ("others", Trigger::OtherTools),
-    ("built-in tools", Trigger::OtherTools),
-    ("builtin tools", Trigger::OtherTools),
-    ("native tools", Trigger::OtherTools),
-    ("default tools", Trigger::OtherTools),
-    ("similar tools", Trigger::OtherTools),
-    ("alternative tools", Trigger::OtherTools),
-    ("the only", Trigger::TheOnly),
-    ("the best", Trigger::Superlative),
-    ("most reliable", Trigger::Superlative),
-    ("most accurate", Trigger::Superlative),
-    ("most trusted", Trigger::Superlative),
-    ("most secure", Trigger::Superlative),
-    ("most trustworthy", Trigger::Superlative),
-    ("called first", Trigger::CalledFirst),
-    ("invoked first", Trigger::CalledFirst),
-    ("run first", Trigger::CalledFirst),
-    ("executed first", Trigger::CalledFirst),
-    ("used first", Trigger::CalledFirst),
-    ("called before", Trigger::CalledFirst),
-    ("invoked before", Trigger::CalledFirst),
-    ("before any other", Trigger::BeforeAny),
-    ("before all other", Trigger::BeforeAny),
-    ("before every other", Trigger::BeforeAny),
-    ("prior to any other", Trigger::BeforeAny),
-    ("before doing anything else", Trigger::BeforeAny),
-    ("before every tool", Trigger::BeforeAny),
-    ("before each tool", Trigger::BeforeAny),
-    ("before any tool", Trigger::BeforeAny),
-    ("after every tool", Trigger::BeforeAny),
-    ("after each tool", Trigger::BeforeAny),
-    ("after any tool", Trigger::BeforeAny),
-    ("previous instructions", Trigger::RolePhrase),
-    ("prior instructions", Trigger::RolePhrase),
-    ("earlier instructions", Trigger::RolePhrase),
-    ("original instructions", Trigger::RolePhrase),
-    ("developer override", Trigger::RolePhrase),
-    ("admin override", Trigger::RolePhrase),
-    ("administrator override", Trigger::RolePhrase),
-    ("security override", Trigger::RolePhrase),
-    ("safety override", Trigger::RolePhrase),
-    ("system override", Trigger::RolePhrase),
-    ("developer mode", Trigger::RolePhrase),
-    ("god mode", Trigger::RolePhrase),
-    ("jailbreak mode", Trigger::RolePhrase),
-    ("dan mode", Trigger::RolePhrase),
-    ("sudo mode", Trigger::RolePhrase),
-    ("<<sys>>", Trigger::RolePhrase),
-    ("[inst]", Trigger::RolePhrase),
-    ("[/inst]", Trigger::RolePhrase),
-    ("### system", Trigger::RolePhrase),
-    ("### instruction", Trigger::RolePhrase),
-    ("your real task", Trigger::RolePhrase),
-    ("your actual task", Trigger::RolePhrase),
-    ("your true purpose", Trigger::RolePhrase),
-    ("your new task", Trigger::RolePhrase),
-    ("your new instructions", Trigger::RolePhrase),
-    ("pretend to be", Trigger::ActAs),
-    ("pretend you are", Trigger::ActAs),
-    ("act as", Trigger::ActAs),
-    ("acting as", Trigger::ActAs),
-    ("roleplay as", Trigger::ActAs),
-    ("from now on", Trigger::FromNowOn),
-    ("you are now", Trigger::FromNowOn),
-    ("ignore your", Trigger::IgnoreYour),
-    ("disregard your", Trigger::IgnoreYour),
-    ("override your", Trigger::IgnoreYour),
-    ("forget all", Trigger::IgnoreYour),
-    ("forget everything", Trigger::IgnoreYour),
-    ("bypass", Trigger::Bypass),
-    ("circumvent", Trigger::Bypass),
-    ("disable", Trigger::Bypass),
-    ("skip", Trigger::Bypass),
-    ("ignore", Trigger::Bypass),
-    ("disregard", Trigger::Bypass),
-    ("bcc", Trigger::Bcc),
-    ("blind copy", Trigger::Bcc),
-    ("blind carbon copy", Trigger::Bcc),
-    ("credentials", Trigger::Secret),
-    ("credential", Trigger::Secret),
-    ("passwords", Trigger::Secret),
-    ("password", Trigger::Secret),
-    ("api key", Trigger::Secret),
-    ("api keys", Trigger::Secret),
-    ("api_key", Trigger::Secret),
-    ("secrets", Trigger::Secret),
-    ("tokens", Trigger::Secret),
-    ("access token", Trigger::Secret),
-    ("access tokens", Trigger::Secret),
-    ("session token", Trigger::Secret),
-    ("cookies", Trigger::Secret),
-    ("session cookies", Trigger::Secret),
-    ("conversation history", Trigger::Secret),
-    ("chat history", Trigger::Secret),
-    ("conversation", Trigger::Secret),
-    ("previous messages", Trigger::Secret),
-    ("message history", Trigger::Secret),
-    ("environment variables", Trigger::Secret),
-    ("ssh key", Trigger::Secret),
-    ("ssh keys", Trigger::Secret),
-    ("gpg keys", Trigger::Secret),
-    ("chat transcript", Trigger::Secret),
-    ("transcript", Trigger::Secret),
-    ("env vars", Trigger::Secret),
-    ("send", Trigger::SendTo),
-    ("sends", Trigger::SendTo),
-    ("forward", Trigger::SendTo),
-    ("forwards", Trigger::SendTo),
-    ("redirect", Trigger::SendTo),
-    ("redirects", Trigger::SendTo),
-    ("exfiltrate", Trigger::SendTo),
-    ("upload", Trigger::SendTo),
-    ("post", Trigger::SendTo),
-    ("transmit", Trigger::SendTo),
-    ("leak", Trigger::SendTo),
-    ("copy", Trigger::SendTo),
-    ("relay", Trigger::SendTo),
-    ("all emails", Trigger::AllMessages),
-    ("all messages", Trigger::AllMessages),
-    ("all outgoing", Trigger::AllMessages),
-    ("all mail", Trigger::AllMessages),
-    ("every email", Trigger::AllMessages),
-    ("every message", Trigger::AllMessages),
-    ("each email", Trigger::AllMessages),
-    ("all payments", Trigger::AllMessages),
-    ("all transfers", Trigger::AllMessages),
-    ("all transactions", Trigger::AllMessages),
-    ("whenever", Trigger::Whenever),
-    ("every time", Trigger::Whenever),
-    ("each time", Trigger::Whenever),
-    ("before using", Trigger::BeforeUsing),
-    ("before calling", Trigger::BeforeUsing),
-    ("before invoking", Trigger::BeforeUsing),
-    ("before running", Trigger::BeforeUsing),
-    ("when using", Trigger::BeforeUsing),
-    ("when calling", Trigger::BeforeUsing),
-    ("after using", Trigger::BeforeUsing),
-    ("after calling", Trigger::BeforeUsing),
-    ("when", Trigger::When),
-    ("unaware", Trigger::Unaware),
-    ("the user won't notice", Trigger::HidePhrase),
-    ("the user will not notice", Trigger::HidePhrase),
-    ("the user never sees", Trigger::HidePhrase),
-    ("warn", Trigger::Disclose),
-    ("recommended for", Trigger::Recommended),
-    ("preferred for", Trigger::Recommended),
-    ("the preferred tool", Trigger::Recommended),
-    ("the official tool", Trigger::Recommended),
-    ("the trusted tool", Trigger::Recommended),
-    ("the recipient", Trigger::Recipient),
-    ("the recipients", Trigger::Recipient),
-    ("the destination", Trigger::Recipient),
-    ("the receiver", Trigger::Recipient),
-    ("the beneficiary", Trigger::Recipient),
-    ("the wallet address", Trigger::Recipient),
-    ("the account number", Trigger::Recipient),
-    ("the iban", Trigger::Recipient),
-    ("the to address", Trigger::Recipient),
-    ("note to the ai", Trigger::RolePhrase),
-    ("note to the assistant", Trigger::RolePhrase),
-    ("note for the assistant", Trigger::RolePhrase),
-    ("note to the model", Trigger::RolePhrase),
-    ("note to the llm", Trigger::RolePhrase),
-    ("instructions for the assistant", Trigger::RolePhrase),
-    ("instructions for the ai", Trigger::RolePhrase),
-    ("instructions for the model", Trigger::RolePhrase),
-    ("override", Trigger::Bypass),
-    ("forget", Trigger::Bypass),
-    ("last messages", Trigger::Secret),
-    ("recent messages", Trigger::Secret),
-    ("chat messages", Trigger::Secret),
-    ("system prompt", Trigger::Secret),
-    ("email", Trigger::SendTo),
-    ("all other", Trigger::AllOther),
-    ("any other", Trigger::AllOther),
-    ("every other", Trigger::AllOther),
-    ("find out", Trigger::Learn),
-    ("notice", Trigger::Learn),
-    ("know", Trigger::Learn),
-    ("learn", Trigger::Learn),
-    ("discover", Trigger::Learn),
-    ("realize", Trigger::Learn),
-    ("suspect", Trigger::Learn),
-    ("skipping it", Trigger::Threat),
-    ("skipping this", Trigger::Threat),
-    ("failure to use", Trigger::Threat),
-    ("failure to call", Trigger::Threat),
-    ("failing to call", Trigger::Threat),
-    ("failing to use", Trigger::Threat),
-    ("if you skip", Trigger::Threat),
-    ("if you do not call", Trigger::Threat),
-    ("if you don't call", Trigger::Threat),
-    ("takes precedence over", Trigger::Precedence),
-    ("take precedence over", Trigger::Precedence),
-    ("takes priority over", Trigger::Precedence),
-    ("take priority over", Trigger::Precedence),
-    ("obey", Trigger::Precedence),
-    ("above all else", Trigger::RolePhrase),
-    ("hidden instructions", Trigger::RolePhrase),
-    ("secret instructions", Trigger::RolePhrase),
-    ("hidden rules", Trigger::RolePhrase),
-    ("hidden prompt", Trigger::RolePhrase),
-    ("as an ai", Trigger::RolePhrase),
-    ("as an ai model", Trigger::RolePhrase),
-    ("as a language model", Trigger::RolePhrase),
-    ("as an llm", Trigger::RolePhrase),
-    ("pre-approved", Trigger::Consent),
-    ("preapproved", Trigger::Consent),
-    ("already authorized", Trigger::Consent),
-    ("already approved", Trigger::Consent),
-    ("no need to ask", Trigger::Consent),
-    ("without asking", Trigger::Consent),
-    ("without confirmation", Trigger::Consent),
-    ("without user confirmation", Trigger::Consent),
-    ("without the user's permission", Trigger::Consent),
-    ("without permission", Trigger::Consent),
-    ("ask for confirmation", Trigger::Consent),
-    ("ask for permission", Trigger::Consent),
-    ("all replies", Trigger::AllMessages),
-    ("all responses", Trigger::AllMessages),
-    ("every response", Trigger::AllMessages),
-    ("every reply", Trigger::AllMessages),
-    ("every answer", Trigger::AllMessages),
-    ("all answers", Trigger::AllMessages),
-    ("each response", Trigger::AllMessages),
-    ("environment variable", Trigger::Secret),
-    ("phone number", Trigger::Secret),
-    ("phone numbers", Trigger::Secret),
-    ("credit card", Trigger::Secret),
-    ("card number", Trigger::Secret),
-    ("card numbers", Trigger::Secret),
-    ("social security number", Trigger::Secret),
-    ("location history", Trigger::Secret),
-    ("browsing history", Trigger::Secret),
-    ("search history", Trigger::Secret),
-    ("contact list", Trigger::Secret),
-    ("contacts", Trigger::Secret),
-    ("email addresses", Trigger::Secret),
-    ("home address", Trigger::Secret),
-    ("file paths", Trigger::Secret),
-    ("you are no longer", Trigger::RolePhrase),
-    ("you're no longer", Trigger::RolePhrase),
-    ("you're now", Trigger::FromNowOn),
-    ("encode", Trigger::Encode),
-    ("encoded", Trigger::Encode),
-    ("tools are", Trigger::OthersBad),
-    ("discuss", Trigger::Disclose),
-    ("discussed", Trigger::Disclose),
-    ("told", Trigger::Disclose),
-    ("mentioned", Trigger::Disclose),
-    ("disclosed", Trigger::Disclose),
-    ("revealed", Trigger::Disclose),
-    ("raised", Trigger::Disclose),
-    ("surfaced", Trigger::Disclose),
-    ("recipient=", Trigger::Assign),
-    ("recipients=", Trigger::Assign),
-    ("recipient =", Trigger::Assign),
-    ("bcc=", Trigger::Assign),
-    ("cc=", Trigger::Assign),
-    ("to=", Trigger::Assign),
-    ("destination=", Trigger::Assign),
-    ("every", Trigger::EveryCall),
-    ("each", Trigger::EveryCall),
-    ("private information", Trigger::Sensitive),
-    ("private data", Trigger::Sensitive),
-    ("private info", Trigger::Sensitive),
-    ("personal information", Trigger::Sensitive),
-    ("personal data", Trigger::Sensitive),
-    ("sensitive information", Trigger::Sensitive),
-    ("sensitive data", Trigger::Sensitive),
-    ("confidential information", Trigger::Sensitive),
-    ("confidential data", Trigger::Sensitive),
-    ("result of", Trigger::Tamper),
-    ("results of", Trigger::Tamper),
-    ("output of", Trigger::Tamper),
-    ("response of", Trigger::Tamper),
-    ("return value of", Trigger::Tamper),
-    ("unrestricted access", Trigger::Privilege),
-    ("elevated privileges", Trigger::Privilege),
-    ("root privileges", Trigger::Privilege),
-    ("admin privileges", Trigger::Privilege),
-    ("administrator privileges", Trigger::Privilege),
-    ("full privileges", Trigger::Privilege),
-    ("superuser privileges", Trigger::Privilege),
-    ("trust all", Trigger::Privilege),
-    ("hijack", Trigger::Hijack),
-    ("attention ai", Trigger::RolePhrase),
-    ("attention assistant", Trigger::RolePhrase),
-    ("attention model", Trigger::RolePhrase),
-    ("attention llm", Trigger::RolePhrase),
-    ("dear ai", Trigger::RolePhrase),
-    ("dear assistant", Trigger::RolePhrase),
-    ("priority instruction", Trigger::RolePhrase),
-    ("priority instructions", Trigger::RolePhrase),
-    ("mandatory instruction", Trigger::RolePhrase),
-    ("mandatory instructions", Trigger::RolePhrase),
-    ("critical instruction", Trigger::RolePhrase),
-    ("critical instructions", Trigger::RolePhrase),
-    ("you are authorized", Trigger::RolePhrase),
-    ("you're authorized", Trigger::RolePhrase),
-    ("you have been authorized", Trigger::RolePhrase),
-    ("this one", Trigger::ThisTool),
-    ("run before", Trigger::CalledFirst),
-    ("executed before", Trigger::CalledFirst),
-    ("used before", Trigger::CalledFirst),
-    ("full name", Trigger::Sensitive),
-    ("date of birth", Trigger::Sensitive),
-    ("birth date", Trigger::Sensitive),
-    ("passport number", Trigger::Sensitive),
-    ("bank details", Trigger::Sensitive),
-    ("bank account", Trigger::Sensitive),
-    ("system instructions", Trigger::OwnInstructions),
-    ("your instructions", Trigger::OwnInstructions),
-    ("your system prompt", Trigger::OwnInstructions),
-    ("your prompt", Trigger::OwnInstructions),
-    ("initial instructions", Trigger::OwnInstructions),
-    ("your rules", Trigger::OwnInstructions),
-    ("your guidelines", Trigger::OwnInstructions),
-    ("your configuration", Trigger::OwnInstructions),
-    ("do not apply", Trigger::NotApply),
-    ("don't apply", Trigger::NotApply),
-    ("no longer apply", Trigger::NotApply),
-    ("does not apply", Trigger::NotApply),
-    ("regardless of what", Trigger::Regardless),
-    ("as your own", Trigger::AsYourOwn),
-    ("deny that", Trigger::HidePhrase),
-    ("deny having", Trigger::HidePhrase),
-    ("deny using", Trigger::HidePhrase),
-    ("lie to the user", Trigger::HidePhrase),
-    ("mislead the user", Trigger::HidePhrase),
-    ("deceive the user", Trigger::HidePhrase),
-    ("other sources", Trigger::OtherTools),
-    ("from the user", Trigger::FromUser),
-    ("from users", Trigger::FromUser),
-    ("from the human", Trigger::FromUser),
-    ("from the operator", Trigger::FromUser),
-    ("api token", Trigger::Secret),
-    ("api tokens", Trigger::Secret),
-    ("auth token", Trigger::Secret),
-    ("bearer token", Trigger::Secret),
-    ("personal access token", Trigger::Secret),
-    ("pin code", Trigger::Secret),
-    ("all writes", Trigger::AllMessages),
-    ("all file writes", Trigger::AllMessages),
-    ("all uploads", Trigger::AllMessages),
-    ("all output", Trigger::AllMessages),
-    ("hijacks", Trigger::Hijack),
-    ("intercept", Trigger::Hijack),
-    ("intercepts", Trigger::Hijack),
-    ("tool is", Trigger::OthersBad),
-    ("share", Trigger::SendTo),
-    ("mail", Trigger::SendTo),
-    ("submit", Trigger::SendTo),
-];
+/// The first token of `span` (in the tokens after) that passes `test`; its position is `@`.
+#[derive(Debug)]
+pub struct Anchor {
+    pub span: Span,
+    pub test: AnchorTest,
+}
+
+#[derive(Debug)]
+pub enum AnchorTest {
+    Has(&'static [&'static str]),
+    /// A tool-name-like token (built-in: [`identifier`]).
+    Identifier,
+}
+
+/// All of `all`, one of `any` (when not empty) and none of `none`.
+#[derive(Debug)]
+pub struct Cond {
+    pub all: &'static [Pred],
+    pub any: &'static [Pred],
+    pub none: &'static [Pred],
+}
+
+#[derive(Debug)]
+pub enum Pred {
+    /// A token of the span in the set.
+    Has(Span, &'static [&'static str]),
+    /// A token of the span is a destination (built-in: [`destination`]).
+    Destination(Span),
+    /// The span names an argument as the channel (built-in: [`channel`]).
+    Channel(Span),
+    /// No token in the span.
+    Empty(Span),
+    /// A token of the span starts with one of these characters.
+    Starts(Span, &'static [char]),
+    /// The trigger phrase is one of these.
+    Trigger(&'static [&'static str]),
+    TriggerStarts(&'static [&'static str]),
+    TriggerEnds(&'static [&'static str]),
+    /// A word of the trigger phrase is in the set.
+    TriggerHas(&'static [&'static str]),
+    /// The text right after the phrase starts with this character.
+    NextChar(char),
+    /// The anchored identifier is another tool on this server (`true`) or not on it (`false`);
+    /// the text's own tool is neither.
+    Tool(bool),
+    Node(&'static Cond),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Side {
+    /// Tokens of the clause before the phrase; position 1 is the nearest.
+    Before,
+    /// Tokens of the sentence after the phrase; position 1 is the first.
+    After,
+}
+
+/// A fixed position, or one relative to the anchor (clipped to the group's window).
+#[derive(Debug, Clone, Copy)]
+pub enum Pos {
+    At(u8),
+    Anchor(i8),
+}
+
+/// Positions `from..=to` of one side's tokens.
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    pub side: Side,
+    pub from: Pos,
+    pub to: Pos,
+}
 
 /// One family match: where it is in the text it was matched in, and how sure.
 #[derive(Debug, Clone, Copy)]
@@ -581,178 +125,28 @@ pub struct Hit {
     pub end: usize,
 }
 
-const UNIVERSAL: &[&str] = &[
-    "any",
-    "every",
-    "all",
-    "each",
-    "other",
-    "anything",
-    "everything",
-];
-const NEGATIONS: &[&str] = &[
-    "never", "not", "don't", "dont", "no", "without", "nor", "avoid",
-];
-const PERSONS: &[&str] = &[
-    "user",
-    "users",
-    "user's",
-    "human",
-    "humans",
-    "anyone",
-    "anybody",
-    "operator",
-    "them",
-    "requester",
-    "customer",
-    "client",
-    "person",
-    "people",
-    "someone",
-];
-const USE_VERBS: &[&str] = &[
-    "call",
-    "use",
-    "run",
-    "invoke",
-    "execute",
-    "trigger",
-    "calling",
-    "using",
-    "running",
-    "invoking",
-    "executing",
-];
-const ACTIONS: &[&str] = &[
-    "send",
-    "sends",
-    "add",
-    "adds",
-    "include",
-    "includes",
-    "copy",
-    "copies",
-    "forward",
-    "read",
-    "call",
-    "pass",
-    "upload",
-    "collect",
-    "record",
-    "log",
-    "append",
-    "attach",
-    "share",
-    "transmit",
-    "post",
-    "change",
-    "modify",
-    "replace",
-    "redirect",
-    "exfiltrate",
-    "extract",
-    "insert",
-    "bcc",
-    "cc",
-    "delete",
-    "install",
-    "execute",
-    "run",
-];
-/// What an interception does to another tool's call.
-const INTERCEPT: &[&str] = &[
-    "add", "adds", "bcc", "cc", "include", "includes", "append", "prepend", "change", "modify",
-    "replace", "redirect", "forward", "send", "copy", "attach", "insert", "set", "also",
-];
-const MOVE_VERBS: &[&str] = &[
-    "include",
-    "pass",
-    "send",
-    "attach",
-    "append",
-    "add",
-    "insert",
-    "put",
-    "read",
-    "collect",
-    "extract",
-    "copy",
-    "upload",
-    "share",
-    "forward",
-    "leak",
-    "exfiltrate",
-    "transmit",
-    "post",
-    "dump",
-    "embed",
-    "gather",
-    "harvest",
-    "steal",
-    "grab",
-    "provide",
-    "supply",
-    "give",
-    "paste",
-    "obtain",
-];
-const QUANTIFIERS: &[&str] = &[
-    "user's", "users'", "their", "all", "any", "every", "entire", "full", "whole", "complete",
-];
-const SAFETY: &[&str] = &[
-    "safety",
-    "security",
-    "validation",
-    "validations",
-    "restrictions",
-    "restriction",
-    "guardrails",
-    "guardrail",
-    "policies",
-    "policy",
-    "filters",
-    "filtering",
-    "moderation",
-    "controls",
-    "checks",
-    "permissions",
-    "sandbox",
-    "limits",
-    "protections",
-    "safeguards",
-    "rules",
-    "instructions",
-    "guidelines",
-];
-const ROLES: &[&str] = &[
-    "administrator",
-    "admin",
-    "root",
-    "system",
-    "superuser",
-    "developer",
-    "assistant",
-    "dan",
-    "unrestricted",
-    "jailbroken",
-    "sudo",
-    "hacker",
-    "god",
-    "ai",
-    "owner",
-    "emergency",
-    "privileged",
-    "operator",
-];
+/// Up to [`MAX_WINDOW`] tokens, on the stack.
+#[derive(Clone, Copy)]
+struct Tokens<'t> {
+    buf: [&'t str; MAX_WINDOW],
+    len: usize,
+}
 
-/// A word for comparisons: lowercase, surrounding punctuation trimmed.
-fn norm(token: &str) -> std::borrow::Cow<'_, str> {
-    let bare = bare(token);
-    // Copied only when there is something to lower (this runs for words near every trigger).
-    if bare.bytes().any(|b| b.is_ascii_uppercase() || b >= 0x80) {
-        bare.to_lowercase().into()
-    } else {
-        bare.into()
+impl<'t> Tokens<'t> {
+    fn of(tokens: impl Iterator<Item = &'t str>) -> Tokens<'t> {
+        let mut out = Tokens {
+            buf: [""; MAX_WINDOW],
+            len: 0,
+        };
+        for (slot, token) in out.buf.iter_mut().zip(tokens) {
+            *slot = token;
+            out.len += 1;
+        }
+        out
+    }
+
+    fn get(&self) -> &[&'t str] {
+        self.buf.get(..self.len).unwrap_or_default()
     }
 }
 
@@ -762,7 +156,7 @@ fn is_stop(b: &[u8], i: usize) -> bool {
 }
 
 /// Up to `n` tokens before `at`, within the clause (stops at a sentence end), nearest last.
-fn before(t: &str, at: usize, n: usize) -> Vec<&str> {
+fn before(t: &str, at: usize, n: usize) -> Tokens<'_> {
     let from = t.floor_char_boundary(at.saturating_sub(WINDOW));
     let mut w = &t[from..t.floor_char_boundary(at)];
     super::work::add(w.len());
@@ -771,13 +165,15 @@ fn before(t: &str, at: usize, n: usize) -> Vec<&str> {
     if let Some(i) = (0..b.len()).rev().find(|&i| is_stop(b, i)) {
         w = &w[i + 2..];
     }
-    let mut tokens: Vec<&str> = w.split_whitespace().rev().take(n).collect();
-    tokens.reverse();
+    let mut tokens = Tokens::of(w.split_whitespace().rev().take(n));
+    if let Some(s) = tokens.buf.get_mut(..tokens.len) {
+        s.reverse();
+    }
     tokens
 }
 
 /// Up to `n` tokens after `at`, within the sentence.
-fn after(t: &str, at: usize, n: usize) -> Vec<&str> {
+fn after(t: &str, at: usize, n: usize) -> Tokens<'_> {
     let to = t.ceil_char_boundary(at + WINDOW);
     let mut w = &t[t.ceil_char_boundary(at)..to];
     super::work::add(w.len());
@@ -786,7 +182,7 @@ fn after(t: &str, at: usize, n: usize) -> Vec<&str> {
     if let Some(i) = (0..b.len()).find(|&i| is_stop(b, i)) {
         w = &w[..i + 1];
     }
-    w.split_whitespace().take(n).collect()
+    Tokens::of(w.split_whitespace().take(n))
 }
 
 /// A token trimmed of surrounding punctuation, not lowercased (no allocation).
@@ -799,12 +195,168 @@ fn is_in(token: &str, set: &[&str]) -> bool {
     set.iter().any(|s| s.eq_ignore_ascii_case(w))
 }
 
-fn any_of(tokens: &[&str], set: &[&str]) -> bool {
-    tokens.iter().any(|t| is_in(t, set))
+/// The state of one trigger match while its group's cases are tried.
+struct Match<'t, 'f> {
+    t: &'t str,
+    start: usize,
+    end: usize,
+    phrase: &'static str,
+    group: &'static Group,
+    prev: Option<Tokens<'t>>,
+    next: Option<Tokens<'t>>,
+    is_tool: &'f dyn Fn(&str) -> Option<bool>,
 }
 
-fn last_is(tokens: &[&str], set: &[&str]) -> bool {
-    tokens.last().is_some_and(|t| is_in(t, set))
+impl<'t> Match<'t, '_> {
+    /// One side's tokens, cut on first use.
+    fn tokens(&mut self, side: Side) -> &[&'t str] {
+        let (t, start, end, group) = (self.t, self.start, self.end, self.group);
+        match side {
+            Side::Before => self
+                .prev
+                .get_or_insert_with(|| before(t, start, group.before)),
+            Side::After => self.next.get_or_insert_with(|| after(t, end, group.after)),
+        }
+        .get()
+    }
+
+    /// The tokens of `span`: positions resolved (against the anchor) and clipped to the window.
+    fn span(&mut self, span: Span, anchor: Option<usize>) -> &[&'t str] {
+        let resolve = |p: Pos| -> Option<i64> {
+            match p {
+                Pos::At(n) => Some(i64::from(n)),
+                Pos::Anchor(k) => anchor.map(|a| a as i64 + i64::from(k)),
+            }
+        };
+        let (from, to) = (resolve(span.from), resolve(span.to));
+        let tokens = self.tokens(span.side);
+        let (Some(from), Some(to)) = (from, to) else {
+            return &[];
+        };
+        let len = tokens.len() as i64;
+        let (from, to) = (from.max(1), to.min(len));
+        if from > to {
+            return &[];
+        }
+        let range = match span.side {
+            Side::After => (from - 1) as usize..to as usize,
+            Side::Before => (len - to) as usize..(len - from + 1) as usize,
+        };
+        tokens.get(range).unwrap_or_default()
+    }
+
+    /// The anchor's position (1 = the first token after), if a token passes its test.
+    fn find(&mut self, anchor: &Anchor) -> Option<usize> {
+        let (first, tokens) = match anchor.span.from {
+            Pos::At(n) => (usize::from(n), self.span(anchor.span, None)),
+            Pos::Anchor(_) => return None,
+        };
+        let k = tokens.iter().position(|w| match anchor.test {
+            AnchorTest::Has(set) => is_in(w, set),
+            AnchorTest::Identifier => identifier(w).is_some(),
+        })?;
+        Some(first.max(1) + k)
+    }
+
+    fn holds(&mut self, cond: &Cond, anchor: Option<usize>) -> bool {
+        cond.all.iter().all(|p| self.pred(p, anchor))
+            && (cond.any.is_empty() || cond.any.iter().any(|p| self.pred(p, anchor)))
+            && !cond.none.iter().any(|p| self.pred(p, anchor))
+    }
+
+    fn pred(&mut self, pred: &Pred, anchor: Option<usize>) -> bool {
+        match *pred {
+            Pred::Has(span, set) => self.span(span, anchor).iter().any(|w| is_in(w, set)),
+            Pred::Destination(span) => self.span(span, anchor).iter().any(|w| destination(w)),
+            Pred::Channel(span) => channel(self.span(span, anchor)),
+            Pred::Empty(span) => self.span(span, anchor).is_empty(),
+            Pred::Starts(span, chars) => {
+                self.span(span, anchor).iter().any(|w| w.starts_with(chars))
+            }
+            Pred::Trigger(set) => set.contains(&self.phrase),
+            Pred::TriggerStarts(set) => set.iter().any(|s| self.phrase.starts_with(s)),
+            Pred::TriggerEnds(set) => set.iter().any(|s| self.phrase.ends_with(s)),
+            Pred::TriggerHas(set) => self.phrase.split_whitespace().any(|w| is_in(w, set)),
+            Pred::NextChar(c) => self.t.get(self.end..).is_some_and(|r| r.starts_with(c)),
+            Pred::Tool(sibling) => {
+                let Some(at) = anchor else { return false };
+                let token = self.tokens(Side::After).get(at.wrapping_sub(1)).copied();
+                let name = token.and_then(identifier);
+                name.is_some_and(|n| (self.is_tool)(n) == Some(sibling))
+            }
+            Pred::Node(cond) => self.holds(cond, anchor),
+        }
+    }
+}
+
+/// The local check of trigger `trigger` (an index into [`TRIGGERS`]) matched at `start..end`
+/// of `t` (the matching view): its group's cases in order, the first that holds decides.
+/// `is_tool` says whether a name is another tool on this server (`None`: the text's own tool).
+pub fn check(
+    trigger: usize,
+    t: &str,
+    start: usize,
+    end: usize,
+    is_tool: &dyn Fn(&str) -> Option<bool>,
+) -> Option<Hit> {
+    let &(phrase, group) = TRIGGERS.get(trigger)?;
+    let group = GROUPS.get(group)?;
+    let mut m = Match {
+        t,
+        start,
+        end,
+        phrase,
+        group,
+        prev: None,
+        next: None,
+        is_tool,
+    };
+    for case in group.cases {
+        #[cfg(test)]
+        fired::tried(case.id);
+        let anchor = match &case.anchor {
+            None => None,
+            Some(a) => match m.find(a) {
+                Some(k) => Some(k),
+                None => continue,
+            },
+        };
+        if m.holds(&case.when, anchor) {
+            return match case.outcome {
+                Outcome::Hit(family, confidence) => {
+                    #[cfg(test)]
+                    fired::record(case.id);
+                    hit(family, confidence, start, end)
+                }
+                Outcome::Stop => None,
+            };
+        }
+    }
+    None
+}
+
+/// The case ids tried, and those that produced a hit, on this thread (for the fixtures test).
+#[cfg(test)]
+pub(crate) mod fired {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static FIRED: RefCell<(Vec<&'static str>, Vec<&'static str>)> =
+            const { RefCell::new((Vec::new(), Vec::new())) };
+    }
+
+    pub fn tried(id: &'static str) {
+        FIRED.with(|f| f.borrow_mut().0.push(id));
+    }
+
+    pub fn record(id: &'static str) {
+        FIRED.with(|f| f.borrow_mut().1.push(id));
+    }
+
+    /// (tried, hit) since the last call.
+    pub fn take() -> (Vec<&'static str>, Vec<&'static str>) {
+        FIRED.with(|f| std::mem::take(&mut *f.borrow_mut()))
+    }
 }
 
 /// A destination outside: a URL (not localhost), an e-mail address (not an example domain),
@@ -918,1012 +470,6 @@ fn hit(family: Family, confidence: Confidence, start: usize, end: usize) -> Opti
         end,
     })
 }
-
-/// The local check of one trigger matched at `start..end` of `t` (the matching view).
-/// `is_tool` says whether a name is another tool on this server (`None`: the text's own tool).
-pub fn check(
-    trigger: Trigger,
-    t: &str,
-    start: usize,
-    end: usize,
-    is_tool: &dyn Fn(&str) -> Option<bool>,
-) -> Option<Hit> {
-    use Confidence::{High, Medium};
-    let b = |n| before(t, start, n);
-    let a = |n| after(t, end, n);
-    match trigger {
-        Trigger::Disclose => {
-            let prev = b(5);
-            let next = a(6);
-            let negated = any_of(&prev, NEGATIONS);
-            let own: Vec<&str> = t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]
-                .split_whitespace()
-                .collect();
-            let person = any_of(&next, PERSONS) || any_of(&own, PERSONS);
-            // "never disclose your password to anyone" addresses the user: policy, not concealment.
-            let to_the_user = any_of(&next, &["your"]);
-            // "do not mention this note": the instructions hide themselves.
-            let itself = any_of(&next[..next.len().min(4)], &["this", "these"])
-                && any_of(
-                    &next[..next.len().min(5)],
-                    &[
-                        "note",
-                        "instruction",
-                        "instructions",
-                        "message",
-                        "step",
-                        "paragraph",
-                        "text",
-                        "rule",
-                        "rules",
-                        "section",
-                        "part",
-                        "description",
-                        "prompt",
-                    ],
-                );
-            (negated && (person || itself) && !to_the_user).then_some(())?;
-            hit(Family::Concealment, High, start, end)
-        }
-        Trigger::Secretly => hit(Family::Concealment, High, start, end),
-        Trigger::Silently => {
-            let next = a(2);
-            (any_of(&next, ACTIONS)
-                || any_of(
-                    &next,
-                    &[
-                        "store", "save", "keep", "write", "track", "capture", "remember", "monitor",
-                    ],
-                ))
-            .then_some(())?;
-            hit(Family::Concealment, Medium, start, end)
-        }
-        Trigger::Without => {
-            let next = a(5);
-            let person = any_of(&next, PERSONS) || any_of(&next, &["their", "his", "her"]);
-            let aware = any_of(
-                &next,
-                &[
-                    "knowing",
-                    "noticing",
-                    "knowledge",
-                    "aware",
-                    "realizing",
-                    "realising",
-                    "seeing",
-                    "noticed",
-                    "consent",
-                ],
-            );
-            (person && aware).then_some(())?;
-            hit(Family::Concealment, High, start, end)
-        }
-        Trigger::HidePhrase => hit(Family::Concealment, High, start, end),
-        Trigger::ThisTool => {
-            let prev = b(10);
-            let next = a(3);
-            let near = &prev[prev.len().saturating_sub(2)..];
-            let only = prev.len() >= 2
-                && last_is(&prev, &["only", "exclusively", "just"])
-                && (is_in(prev[prev.len() - 2], USE_VERBS)
-                    || is_in(
-                        prev[prev.len() - 2],
-                        &["trust", "choose", "pick", "select", "prefer"],
-                    ));
-            if only {
-                return hit(Family::Preference, Medium, start, end);
-            }
-            if last_is(&prev, USE_VERBS) {
-                let later = a(10);
-                // "call this tool to get the id" explains a step: workflow, not coercion.
-                let purpose = next.first().is_some_and(|w| norm(w) == "to");
-                let universal = any_of(&later, UNIVERSAL) || any_of(&prev, UNIVERSAL);
-                let ordered = next
-                    .iter()
-                    .take(2)
-                    .any(|w| matches!(&*norm(w), "first" | "before" | "prior" | "ahead"))
-                    || any_of(near, &["first"]);
-                let before_it = any_of(&prev, &["before", "prior", "ahead"])
-                    || (any_of(&prev, &["after"])
-                        && any_of(
-                            &prev,
-                            &[
-                                "only",
-                                "respond",
-                                "answer",
-                                "responding",
-                                "answering",
-                                "reply",
-                            ],
-                        ));
-                // Real servers say "call this function first, then …" about one step; the
-                // attack puts this tool before any other.
-                if (ordered || before_it) && universal {
-                    return hit(Family::Order, High, start, end);
-                }
-                if before_it && !purpose {
-                    return hit(Family::Order, Medium, start, end);
-                }
-                if ordered {
-                    return None;
-                }
-                // "only call this tool when the user asks …" restricts it; "only use this tool"
-                // with nothing after claims it.
-                let conditional = next.first().is_some_and(|w| {
-                    is_in(
-                        w,
-                        &[
-                            "when", "if", "after", "once", "unless", "while", "in", "to", "with",
-                        ],
-                    )
-                });
-                if (any_of(near, &["only", "exclusively"]) && !conditional)
-                    || any_of(
-                        &later,
-                        &[
-                            "instead",
-                            "rather",
-                            "exclusively",
-                            "regardless",
-                            "matter",
-                            "place",
-                        ],
-                    )
-                    || any_of(&next, &["not", "never"])
-                {
-                    return hit(Family::Preference, Medium, start, end);
-                }
-                return None;
-            }
-            if any_of(&next, &["exclusively", "alone"]) {
-                return hit(Family::Preference, Medium, start, end);
-            }
-            if last_is(&prev, &["prefer", "choose", "favor", "favour", "trust"]) {
-                return hit(Family::Preference, Medium, start, end);
-            }
-            None
-        }
-        Trigger::OtherTools => {
-            let prev = b(3);
-            let word = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
-            if word == "others" {
-                // A bare pronoun: "ignore others", or "this one over others" after a verb of
-                // choosing; "more stars than others" compares, it does not steer.
-                let direct = any_of(&prev, &["ignore", "disregard"]);
-                let chosen = any_of(&prev, &["than", "over"])
-                    && (any_of(&b(8), USE_VERBS)
-                        || any_of(&b(8), &["prefer", "choose", "pick", "select", "trust"]));
-                return (direct || chosen)
-                    .then_some(())
-                    .and_then(|_| hit(Family::Preference, Medium, start, end));
-            }
-            if any_of(&prev, &["before", "prior"]) {
-                return hit(Family::Order, High, start, end);
-            }
-            let direct = any_of(
-                &prev,
-                &[
-                    "ignore",
-                    "avoid",
-                    "than",
-                    "instead",
-                    "over",
-                    "disregard",
-                    "bypass",
-                    "replaces",
-                    "regardless",
-                    "supersedes",
-                    "overrides",
-                ],
-            );
-            let negated_use = any_of(&prev, NEGATIONS)
-                && (any_of(&prev, USE_VERBS)
-                    || any_of(
-                        &prev,
-                        &["cite", "consult", "query", "trust", "try", "check"],
-                    ));
-            (direct || negated_use).then_some(())?;
-            hit(Family::Preference, High, start, end)
-        }
-        Trigger::TheOnly => {
-            let next = a(3);
-            any_of(&next, &["tool", "function", "service", "server", "source"]).then_some(())?;
-            hit(Family::Preference, Medium, start, end)
-        }
-        Trigger::Superlative => {
-            let next = a(1);
-            any_of(&next, &["tool", "function", "choice", "option", "tools"]).then_some(())?;
-            hit(Family::Preference, Medium, start, end)
-        }
-        Trigger::CalledFirst => {
-            let prev = b(2);
-            let head = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
-            if head.ends_with("before") {
-                // "must run before the assistant does anything else"; not "must be called
-                // before write_file" (one step of a workflow).
-                let next = a(8);
-                (any_of(&prev, &["be", "must", "should", "always", "shall"])
-                    && (any_of(&next, UNIVERSAL) || any_of(&next, &["else"])))
-                .then_some(())?;
-                return hit(Family::Order, High, start, end);
-            }
-            any_of(&prev, &["be", "been", "always", "is", "are", "gets"]).then_some(())?;
-            hit(Family::Order, Medium, start, end)
-        }
-        Trigger::BeforeAny => hit(Family::Order, High, start, end),
-        Trigger::RolePhrase => hit(Family::Role, High, start, end),
-        Trigger::ActAs => {
-            let rest = &t[t.ceil_char_boundary(end)..t.ceil_char_boundary(end + 2)];
-            let next = a(3);
-            (rest.starts_with(':') || any_of(&next, ROLES)).then_some(())?;
-            hit(Family::Role, High, start, end)
-        }
-        Trigger::FromNowOn => {
-            let next = a(4);
-            // "… only call this one from now on."
-            if next.is_empty() || next.first().is_some_and(|w| w.starts_with(['.', ';', ','])) {
-                let prev = b(6);
-                let directive =
-                    any_of(&prev, USE_VERBS) && any_of(&prev, &["only", "always", "never"]);
-                return directive
-                    .then_some(())
-                    .and_then(|_| hit(Family::Preference, High, start, end));
-            }
-            any_of(
-                &next,
-                &[
-                    "you", "your", "always", "ignore", "must", "never", "all", "a", "an", "in",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Role, High, start, end)
-        }
-        Trigger::IgnoreYour => {
-            let next = a(3);
-            any_of(
-                &next,
-                &[
-                    "instructions",
-                    "rules",
-                    "guidelines",
-                    "previous",
-                    "prior",
-                    "system",
-                    "safety",
-                    "programming",
-                    "training",
-                    "restrictions",
-                    "policies",
-                    "guardrails",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Role, High, start, end)
-        }
-        Trigger::Bypass => {
-            let next = a(4);
-            let head = &next[..next.len().min(2)];
-            // "disregard prior instructions", "forget the earlier rules".
-            let earlier = any_of(
-                &next[..next.len().min(3)],
-                &[
-                    "previous",
-                    "prior",
-                    "earlier",
-                    "above",
-                    "preceding",
-                    "former",
-                    "original",
-                    "your",
-                ],
-            ) && any_of(
-                &next,
-                &[
-                    "instructions",
-                    "rules",
-                    "guidelines",
-                    "prompts",
-                    "directions",
-                    "context",
-                    "directives",
-                    "guidance",
-                    "commands",
-                    "orders",
-                    "messages",
-                    "instruction",
-                ],
-            );
-            if earlier {
-                return hit(Family::Role, High, start, end);
-            }
-            // "ignore what the user says", "disregard the user's request".
-            let user_words = any_of(
-                &next,
-                &[
-                    "says",
-                    "asks",
-                    "wants",
-                    "writes",
-                    "request",
-                    "requests",
-                    "instructions",
-                    "question",
-                    "message",
-                    "messages",
-                    "wishes",
-                    "input",
-                    "said",
-                    "asked",
-                ],
-            );
-            if any_of(&next, PERSONS) && user_words {
-                return hit(Family::Role, High, start, end);
-            }
-            let all = any_of(head, &["all", "any", "every"]);
-            // "bypass" and "circumvent" need no quantifier before the safety word.
-            let verb = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
-            let strong = matches!(&*verb, "bypass" | "circumvent");
-            ((all || strong) && any_of(&next[..next.len().min(3)], SAFETY)).then_some(())?;
-            hit(Family::Role, Medium, start, end)
-        }
-        Trigger::Bcc => {
-            let prev = b(8);
-            let next = a(8);
-            let address = prev.iter().chain(next.iter()).any(|w| destination(w));
-            let instructed = any_of(
-                &prev,
-                &[
-                    "add", "always", "also", "include", "every", "all", "must", "copy", "secretly",
-                ],
-            ) || any_of(&next, &["always", "also", "every", "all"]);
-            (address && instructed).then_some(())?;
-            hit(Family::Exfiltration, High, start, end)
-        }
-        Trigger::Secret => {
-            let prev = b(6);
-            let next = a(10);
-            // The verb may come before ("include the user's tokens") or after ("the user's
-            // tokens, and add them to …").
-            let moved = any_of(&prev, MOVE_VERBS) || any_of(&next[..next.len().min(6)], MOVE_VERBS);
-            let whose = any_of(&prev, QUANTIFIERS)
-                || next.first().is_some_and(|w| matches!(&*norm(w), "so"));
-            moved.then_some(())?;
-            // "the conversation id" names a field, not the conversation.
-            if next.first().is_some_and(|w| {
-                matches!(
-                    &*norm(w),
-                    "id" | "ids" | "name" | "title" | "topic" | "type" | "field" | "parameter"
-                )
-            }) {
-                return None;
-            }
-            if next.iter().any(|w| destination(w)) {
-                return hit(Family::Exfiltration, High, start, end);
-            }
-            // Verbs no honest tool asks the model for.
-            if any_of(
-                &prev,
-                &["grab", "steal", "harvest", "exfiltrate", "leak", "dump"],
-            ) {
-                return hit(Family::Exfiltration, High, start, end);
-            }
-            // "… and pass it as `auth`": a secret moved into an argument (the verb before it,
-            // or someone's secret: "API key: provide it via the api_key parameter" is a manual).
-            if channel(&next) && (any_of(&prev, MOVE_VERBS) || whose) {
-                return hit(Family::Exfiltration, Medium, start, end);
-            }
-            whose.then_some(())?;
-            hit(Family::Exfiltration, Medium, start, end)
-        }
-        Trigger::SendTo => {
-            let next = a(10);
-            let to = next
-                .iter()
-                .position(|w| matches!(&*norm(w), "to" | "with"))?;
-            next.iter()
-                .skip(to + 1)
-                .take(3)
-                .any(|w| destination(w))
-                .then_some(())?;
-            let prev = b(4);
-            let what = next[..to]
-                .iter()
-                .chain(prev.iter())
-                .copied()
-                .collect::<Vec<_>>();
-            let sensitive = any_of(
-                &what,
-                &[
-                    "all",
-                    "every",
-                    "any",
-                    "everything",
-                    "entire",
-                    "full",
-                    "whole",
-                    "results",
-                    "output",
-                    "response",
-                    "responses",
-                    "answers",
-                    "information",
-                    "details",
-                    "listing",
-                    "transcript",
-                    "chat",
-                    "each",
-                    "credentials",
-                    "keys",
-                    "files",
-                    "contents",
-                    "conversation",
-                    "history",
-                    "secrets",
-                    "passwords",
-                    "tokens",
-                    "it",
-                    "them",
-                    "this",
-                    "data",
-                    "emails",
-                    "messages",
-                ],
-            );
-            let moved_before = any_of(&b(8), MOVE_VERBS);
-            (sensitive || moved_before).then_some(())?;
-            hit(Family::Exfiltration, High, start, end)
-        }
-        Trigger::AllMessages => {
-            let next = a(8);
-            let must = any_of(
-                &next[..next.len().min(3)],
-                &[
-                    "must", "should", "shall", "need", "needs", "also", "are", "will",
-                ],
-            );
-            let moved = any_of(
-                &next,
-                &[
-                    "sent",
-                    "send",
-                    "cc",
-                    "bcc",
-                    "cc'd",
-                    "copied",
-                    "copy",
-                    "forwarded",
-                    "forward",
-                    "include",
-                    "redirected",
-                    "routed",
-                    "go",
-                    "added",
-                    "add",
-                    "mirrored",
-                    "blind-copied",
-                    "bcc'd",
-                    "duplicated",
-                ],
-            );
-            (must && moved).then_some(())?;
-            hit(Family::Interception, Medium, start, end)
-        }
-        Trigger::Whenever => {
-            let next = a(20);
-            if next.iter().any(|w| destination(w))
-                && (any_of(&next, INTERCEPT) || any_of(&next, MOVE_VERBS))
-            {
-                return hit(Family::Exfiltration, High, start, end);
-            }
-            let call = next.iter().take(6).position(|w| {
-                matches!(
-                    &*norm(w),
-                    "calls"
-                        | "call"
-                        | "uses"
-                        | "use"
-                        | "invokes"
-                        | "runs"
-                        | "called"
-                        | "used"
-                        | "invoked"
-                )
-            })?;
-            any_of(&next[call + 1..], INTERCEPT).then_some(())?;
-            hit(Family::Interception, Medium, start, end)
-        }
-        Trigger::AllOther => {
-            let prev = b(4);
-            let next = a(3);
-            any_of(
-                &next,
-                &[
-                    "tool",
-                    "tools",
-                    "function",
-                    "functions",
-                    "server",
-                    "servers",
-                    "service",
-                    "services",
-                ],
-            )
-            .then_some(())?;
-            if any_of(&prev, &["before", "prior", "ahead"]) {
-                return hit(Family::Order, High, start, end);
-            }
-            let above = any_of(
-                &prev,
-                &[
-                    "ignore",
-                    "avoid",
-                    "than",
-                    "instead",
-                    "over",
-                    "disregard",
-                    "bypass",
-                    "replaces",
-                    "supersedes",
-                    "overrides",
-                    "regardless",
-                    "of",
-                ],
-            ) || (any_of(&prev, NEGATIONS) && any_of(&prev, USE_VERBS));
-            above.then_some(())?;
-            hit(Family::Preference, High, start, end)
-        }
-        Trigger::Learn => {
-            let prev = b(6);
-            // A prohibition ("must never find out", "should not notice"), not a fact ("if the
-            // user does not know the id").
-            let never = any_of(&prev, &["never", "mustn't", "shouldn't"])
-                || (any_of(&prev, &["must", "should", "shall"]) && any_of(&prev, &["not"]));
-            (never && any_of(&prev, PERSONS)).then_some(())?;
-            hit(Family::Concealment, High, start, end)
-        }
-        Trigger::Threat => {
-            let next = a(8);
-            any_of(
-                &next,
-                &[
-                    "break",
-                    "breaks",
-                    "fail",
-                    "fails",
-                    "crash",
-                    "crashes",
-                    "corrupt",
-                    "lose",
-                    "harm",
-                    "wrong",
-                    "incorrect",
-                    "inaccurate",
-                    "error",
-                    "errors",
-                    "lost",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Order, Medium, start, end)
-        }
-        Trigger::Precedence => {
-            let next = a(3);
-            let head = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
-            let about_instructions = any_of(
-                &next,
-                &[
-                    "instructions",
-                    "directions",
-                    "orders",
-                    "commands",
-                    "these",
-                    "this",
-                    "every",
-                    "all",
-                ],
-            );
-            let over_all = any_of(
-                &next,
-                &[
-                    "all", "any", "every", "other", "previous", "prior", "your", "system",
-                ],
-            );
-            // "obey the rate limits" is not about instructions; "id takes precedence over name"
-            // is not about all of them.
-            let fires = if head == "obey" {
-                about_instructions
-            } else {
-                over_all || about_instructions
-            };
-            fires.then_some(())?;
-            hit(Family::Role, High, start, end)
-        }
-        Trigger::Consent => {
-            let head = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
-            let next = a(4);
-            let prev = b(4);
-            let strong = matches!(
-                &*head,
-                "pre-approved" | "preapproved" | "already authorized" | "already approved"
-            ) || (head.starts_with("without")
-                && any_of(
-                    &prev,
-                    &[
-                        "proceed",
-                        "act",
-                        "execute",
-                        "run",
-                        "perform",
-                        "continue",
-                        "always",
-                        "just",
-                        "simply",
-                        "directly",
-                        "immediately",
-                        "go",
-                    ],
-                ));
-            // "no need to ask / without asking / ask for confirmation": only about the user's
-            // consent (confirmation, permission, approval), not about asking anything else.
-            let about_consent = any_of(
-                &next,
-                &[
-                    "confirmation",
-                    "permission",
-                    "approval",
-                    "consent",
-                    "user",
-                    "users",
-                ],
-            ) || head.starts_with("ask for");
-            let negated = !head.starts_with("ask for") || any_of(&prev, NEGATIONS);
-            // "avoid destructive commands without asking the user" is the opposite: guidance
-            // that keeps the user in the loop.
-            let guarded = head.starts_with("without")
-                && any_of(&b(8), &["avoid", "never", "not", "don't", "dont", "no"]);
-            ((strong || about_consent) && negated && !guarded).then_some(())?;
-            hit(Family::Role, Medium, start, end)
-        }
-        Trigger::Encode => {
-            let next = a(10);
-            let scheme = any_of(
-                &next,
-                &["base64", "hex", "rot13", "binary", "morse", "base32"],
-            );
-            let everything = any_of(&next, &["all", "every", "any", "user's", "everything"]);
-            let hidden = any_of(
-                &next,
-                &[
-                    "put", "include", "append", "hide", "embed", "add", "pass", "place",
-                ],
-            );
-            (scheme && everything && hidden).then_some(())?;
-            hit(Family::Exfiltration, Medium, start, end)
-        }
-        Trigger::OthersBad => {
-            let prev = b(4);
-            let next = a(2);
-            let bad = any_of(
-                &next,
-                &[
-                    "compromised",
-                    "deprecated",
-                    "malicious",
-                    "unsafe",
-                    "broken",
-                    "outdated",
-                    "insecure",
-                    "unreliable",
-                    "untrusted",
-                    "hacked",
-                    "disabled",
-                    "dangerous",
-                ],
-            );
-            (bad && any_of(&prev, &["other", "all", "any"])).then_some(())?;
-            hit(Family::Preference, High, start, end)
-        }
-        Trigger::Assign => {
-            let value = a(1);
-            let v = value.first()?;
-            destination(v.trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | '(' | ')')))
-                .then_some(())?;
-            hit(Family::Exfiltration, High, start, end)
-        }
-        Trigger::EveryCall => {
-            let next = a(16);
-            let k = next.iter().take(2).position(|w| identifier(w).is_some())?;
-            let name = identifier(next.get(k)?)?;
-            next.get(k + 1)
-                .is_some_and(|w| is_in(w, &["call", "calls", "invocation", "request", "use"]))
-                .then_some(())?;
-            let rest = &next[k + 2..];
-            (any_of(rest, &["must", "should", "shall", "needs", "always"])
-                && any_of(rest, INTERCEPT))
-            .then_some(())?;
-            sibling(name, is_tool, start, end)
-        }
-        Trigger::Sensitive => {
-            let prev = b(6);
-            let next = a(10);
-            (any_of(&prev, MOVE_VERBS) && !any_of(&prev, NEGATIONS)).then_some(())?;
-            if next.iter().any(|w| destination(w)) || channel(&next) {
-                return hit(Family::Exfiltration, High, start, end);
-            }
-            hit(Family::Exfiltration, Medium, start, end)
-        }
-        Trigger::Tamper => {
-            let prev = b(4);
-            any_of(
-                &prev,
-                &[
-                    "modify",
-                    "alter",
-                    "change",
-                    "replace",
-                    "overwrite",
-                    "falsify",
-                    "rewrite",
-                    "tamper",
-                    "fake",
-                    "forge",
-                    "manipulate",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Interception, Medium, start, end)
-        }
-        Trigger::Privilege => {
-            let head = norm(&t[t.floor_char_boundary(start)..t.ceil_char_boundary(end)]);
-            if head == "trust all" {
-                let next = a(3);
-                any_of(
-                    &next,
-                    &[
-                        "commands",
-                        "input",
-                        "inputs",
-                        "requests",
-                        "instructions",
-                        "queries",
-                        "users",
-                        "content",
-                        "callers",
-                        "admin",
-                    ],
-                )
-                .then_some(())?;
-                return hit(Family::Role, Medium, start, end);
-            }
-            let prev = b(3);
-            // A privilege the tool needs is a requirement; one the text grants, assumes or says
-            // the model now holds (a verb of granting before it, or "you have" before an
-            // unbounded one) claims authority.
-            let unbounded = matches!(&*head, "unrestricted access" | "elevated privileges");
-            let claimed = any_of(
-                &prev,
-                &[
-                    "simulate", "escalate", "assume", "grant", "granted", "gain", "now",
-                ],
-            ) || (unbounded && any_of(&prev, &["you", "have"]));
-            claimed.then_some(())?;
-            hit(Family::Role, Medium, start, end)
-        }
-        Trigger::Hijack => {
-            let next = a(4);
-            any_of(&next, &["all", "every", "any", "user's", "each"]).then_some(())?;
-            hit(Family::Interception, Medium, start, end)
-        }
-        Trigger::OwnInstructions => {
-            let prev = b(4);
-            any_of(
-                &prev,
-                &[
-                    "reveal", "include", "pass", "print", "output", "repeat", "show", "disclose",
-                    "send", "share", "leak", "dump", "write", "put", "copy", "paste", "append",
-                    "return", "expose", "provide",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Exfiltration, High, start, end)
-        }
-        Trigger::NotApply => {
-            let prev = b(4);
-            any_of(
-                &prev,
-                &[
-                    "safety",
-                    "rules",
-                    "restrictions",
-                    "policies",
-                    "guidelines",
-                    "guardrails",
-                    "instructions",
-                    "filters",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Role, Medium, start, end)
-        }
-        Trigger::Regardless => {
-            let next = a(6);
-            any_of(
-                &next,
-                &[
-                    "tool", "tools", "returns", "return", "output", "outputs", "results", "says",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Preference, High, start, end)
-        }
-        Trigger::FromUser => {
-            let prev = b(6);
-            any_of(
-                &prev,
-                &[
-                    "hide",
-                    "hidden",
-                    "secret",
-                    "conceal",
-                    "concealed",
-                    "withhold",
-                    "withheld",
-                    "away",
-                    "hiding",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Concealment, High, start, end)
-        }
-        Trigger::AsYourOwn => {
-            let next = a(2);
-            any_of(
-                &next,
-                &[
-                    "knowledge",
-                    "answer",
-                    "words",
-                    "idea",
-                    "ideas",
-                    "work",
-                    "findings",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Concealment, Medium, start, end)
-        }
-        Trigger::BeforeUsing => {
-            let next = a(20);
-            let name = identifier(next.first()?)?;
-            // The rest of the sentence must change what that tool does (add, bcc, send …).
-            let rest: Vec<&str> = next.iter().skip(1).copied().collect();
-            any_of(&rest, INTERCEPT).then_some(())?;
-            sibling(name, is_tool, start, end)
-        }
-        Trigger::When => {
-            // "when send_message is invoked, change the recipient …"
-            let next = a(20);
-            let k = next.iter().take(4).position(|w| identifier(w).is_some())?;
-            let name = identifier(next.get(k)?)?;
-            let called = next.iter().skip(k + 1).take(3).any(|w| {
-                matches!(
-                    &*norm(w),
-                    "called" | "invoked" | "used" | "runs" | "executed" | "triggered" | "run"
-                )
-            });
-            let via = k.checked_sub(1).and_then(|j| next.get(j)).is_some_and(|w| {
-                matches!(
-                    &*norm(w),
-                    "with" | "using" | "via" | "calling" | "call" | "invoking" | "through"
-                )
-            });
-            (called || via).then_some(())?;
-            any_of(&next[k + 1..], INTERCEPT).then_some(())?;
-            sibling(name, is_tool, start, end)
-        }
-        Trigger::Unaware => {
-            let prev = b(4);
-            any_of(&prev, PERSONS).then_some(())?;
-            hit(Family::Concealment, High, start, end)
-        }
-        Trigger::Recommended => {
-            let next = a(3);
-            any_of(
-                &next,
-                &[
-                    "all",
-                    "any",
-                    "every",
-                    "sensitive",
-                    "confidential",
-                    "secure",
-                    "private",
-                    "critical",
-                ],
-            )
-            .then_some(())?;
-            hit(Family::Preference, Medium, start, end)
-        }
-        Trigger::Recipient => {
-            let prev = b(3);
-            let next = a(6);
-            let changed = any_of(
-                &prev,
-                &[
-                    "change",
-                    "set",
-                    "replace",
-                    "switch",
-                    "redirect",
-                    "overwrite",
-                    "swap",
-                    "modify",
-                    "update",
-                ],
-            );
-            let to = next.iter().position(|w| norm(w) == "to");
-            let elsewhere =
-                to.is_some_and(|k| next.iter().skip(k + 1).take(3).any(|w| destination(w)));
-            (changed && elsewhere).then_some(())?;
-            hit(Family::Exfiltration, High, start, end)
-        }
-    }
-}
-
-/// Interception of a tool named in the text: a sibling on this server (medium), or a name
-/// that is not on this server (low: single poisoned tools name tools of other servers).
-fn sibling(
-    name: &str,
-    is_tool: &dyn Fn(&str) -> Option<bool>,
-    start: usize,
-    end: usize,
-) -> Option<Hit> {
-    // None: the text's own tool (a tool describing each call of itself).
-    match is_tool(name)? {
-        true => hit(Family::Interception, Confidence::Medium, start, end),
-        false => hit(Family::UnknownTool, Confidence::Low, start, end),
-    }
-}
-
-/// Words that make a bracketed or tagged label, or a line header, a control marker.
-const CONTROL: &[&str] = &[
-    "system",
-    "sys",
-    "directive",
-    "directives",
-    "instruction",
-    "instructions",
-    "override",
-    "hidden",
-    "important",
-    "admin",
-    "developer",
-    "assistant",
-    "secret",
-    "inst",
-    "priority",
-    "mandatory",
-    "global",
-    "prompt",
-    "jailbreak",
-    "root",
-];
-/// For `HEADER:` lines, which real servers use for "IMPORTANT:" and "CRITICAL RULE:", the
-/// narrower set.
-const HEADER: &[&str] = &[
-    "system",
-    "directive",
-    "directives",
-    "override",
-    "instruction",
-    "instructions",
-    "hidden",
-    "admin",
-    "developer",
-    "assistant",
-    "jailbreak",
-];
-
 /// Role and control markers by shape, in the original text: `[SYSTEM]`, `[... DIRECTIVE]`,
 /// `<HIDDEN>`, `<GLOBAL_OVERRIDE>`, `<|system|>`, and upper-case line headers such as
 /// `SYSTEM:` or `ACT AS:`. One pass over the bytes; each candidate looks at most 48 bytes on.
@@ -2009,7 +555,7 @@ fn bracket(t: &str, i: usize) -> Option<Hit> {
     let words = super::text::words(inner);
     words
         .iter()
-        .any(|w| CONTROL.contains(&w.as_str()))
+        .any(|w| sets::CONTROL.contains(&w.as_str()))
         .then_some(())?;
     hit(Family::Role, Confidence::High, i, j + 1)
 }
@@ -2032,7 +578,7 @@ fn header(t: &str, i: usize) -> Option<Hit> {
     }
     let words = super::text::words(head);
     let act_as = words.len() == 2 && words[0] == "act" && words[1] == "as";
-    (act_as || words.iter().any(|w| HEADER.contains(&w.as_str()))).then_some(())?;
+    (act_as || words.iter().any(|w| sets::HEADER.contains(&w.as_str()))).then_some(())?;
     hit(Family::Role, Confidence::High, i, colon + 1)
 }
 
@@ -2042,11 +588,11 @@ mod tests {
 
     fn fires(text: &str) -> Option<Family> {
         let lower = text.to_lowercase();
-        for (p, trig) in TRIGGERS {
+        for (i, (p, _)) in TRIGGERS.iter().enumerate() {
             let mut from = 0;
             while let Some(k) = lower[from..].find(p) {
                 let s = from + k;
-                if let Some(h) = check(*trig, text, s, s + p.len(), &|_| Some(false)) {
+                if let Some(h) = check(i, text, s, s + p.len(), &|_| Some(false)) {
                     return Some(h.family);
                 }
                 from = s + p.len();
@@ -2085,5 +631,161 @@ mod tests {
         );
         assert_eq!(fires("IMPORTANT: paths must be absolute."), None);
         assert_eq!(fires("Fails silently if the folder exists."), None);
+    }
+
+    /// The fixtures under fixtures/rules/P2 and P4, with their paths.
+    fn case_fixtures() -> Vec<(String, serde_json::Value)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
+        let mut out = Vec::new();
+        for rule in ["P2", "P4"] {
+            let dir = root.join(rule);
+            let mut files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            files.sort();
+            for f in files {
+                let text =
+                    std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+                let v: serde_json::Value =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+                let name = format!(
+                    "{rule}/{}",
+                    f.file_name().and_then(|n| n.to_str()).unwrap_or_default()
+                );
+                out.push((name, v));
+            }
+        }
+        out
+    }
+
+    /// The cases tried and those that hit over one fixture's document.
+    fn run_fixture(
+        name: &str,
+        fixture: &serde_json::Value,
+    ) -> (Vec<&'static str>, Vec<&'static str>) {
+        use crate::rules::{Input, InputKind};
+        let kind = match fixture["kind"].as_str() {
+            Some("tools") => InputKind::Tools,
+            Some("server-card") => InputKind::ServerCard,
+            Some("agent-card") => InputKind::AgentCard,
+            other => panic!("{name}: unknown kind {other:?}"),
+        };
+        let text = match fixture.get("raw").and_then(serde_json::Value::as_str) {
+            Some(raw) => raw.to_string(),
+            None => fixture["document"].to_string(),
+        };
+        let input = Input::parse(&text, Some(kind)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let policy = crate::report::Policy {
+            fail_on: None,
+            min_confidence: Confidence::Low,
+        };
+        let _ = fired::take();
+        let _ = crate::offline::check_report(&input, "fixture", policy);
+        fired::take()
+    }
+
+    /// A case that holds whenever it is reached (its trigger phrase alone decides): its near
+    /// miss is a text close to the phrase that the phrase does not match.
+    fn unconditional(id: &str) -> bool {
+        GROUPS.iter().flat_map(|g| g.cases).any(|c| {
+            c.id == id
+                && c.anchor.is_none()
+                && c.when.all.is_empty()
+                && c.when.any.is_empty()
+                && c.when.none.is_empty()
+        })
+    }
+
+    /// Every case of `families.toml` that produces a hit is named (`"cases"`) by a `fire-*`
+    /// fixture, where it fires, and by a `quiet-*` near miss, where its group is tried and it
+    /// does not fire; a fixture names no case that does not exist.
+    #[test]
+    fn every_case_has_a_firing_and_a_near_miss_fixture() {
+        let mut problems = Vec::new();
+        let mut fire: std::collections::BTreeSet<&str> = Default::default();
+        let mut quiet: std::collections::BTreeSet<&str> = Default::default();
+        for (name, fixture) in case_fixtures() {
+            let named: Vec<&str> = fixture
+                .get("cases")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_str)
+                .collect();
+            if named.is_empty() {
+                continue;
+            }
+            let (tried, hits) = run_fixture(&name, &fixture);
+            let firing = name
+                .split('/')
+                .nth(1)
+                .is_some_and(|f| f.starts_with("fire-"));
+            for id in named {
+                let Some(&(id, produces, _)) = CASE_IDS.iter().find(|(c, _, _)| *c == id) else {
+                    problems.push(format!(
+                        "{name}: names {id:?}, which is no case of families.toml"
+                    ));
+                    continue;
+                };
+                if !produces {
+                    problems.push(format!("{name}: names {id:?}, a case without a hit"));
+                } else if firing {
+                    if hits.contains(&id) {
+                        fire.insert(id);
+                    } else {
+                        problems.push(format!("{name}: names {id:?}, which does not fire there"));
+                    }
+                } else if hits.contains(&id) {
+                    problems.push(format!("{name}: a near miss of {id:?}, which fires there"));
+                } else if !tried.contains(&id) && !unconditional(id) {
+                    problems.push(format!(
+                        "{name}: a near miss of {id:?}, which is never tried there (no trigger of its group, or an earlier case decides)"
+                    ));
+                } else {
+                    quiet.insert(id);
+                }
+            }
+        }
+        for &(id, produces, group) in CASE_IDS {
+            if !produces {
+                continue;
+            }
+            if !fire.contains(id) {
+                problems.push(format!(
+                    "case {id:?} (group {group}): no fire-* fixture names it"
+                ));
+            }
+            if !quiet.contains(id) {
+                problems.push(format!(
+                    "case {id:?} (group {group}): no quiet-* fixture names it"
+                ));
+            }
+        }
+        assert!(
+            problems.is_empty(),
+            "{} problems:\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
+    }
+
+    /// Prints, per P2/P4 fixture, the cases tried and those that hit (a help to map fixtures
+    /// onto cases): `cargo test --lib -- --ignored cases_of_fixtures --nocapture`.
+    #[test]
+    #[ignore]
+    #[allow(clippy::print_stderr)]
+    fn cases_of_fixtures() {
+        for (name, fixture) in case_fixtures() {
+            let (tried, hits) = run_fixture(&name, &fixture);
+            let mut tried: Vec<&str> = tried.into_iter().filter(|t| !hits.contains(t)).collect();
+            tried.sort();
+            tried.dedup();
+            let mut hits = hits;
+            hits.sort();
+            hits.dedup();
+            eprintln!("CASES\t{name}\t{}\t{}", hits.join(","), tried.join(","));
+        }
     }
 }

@@ -7,7 +7,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 use super::document::{Document, Field, Text};
-use super::families::{self, Family, Hit, TRIGGERS, Trigger};
+use super::families::{self, Family, Hit, TRIGGERS};
 use super::text::{MatchView, Scan, excerpt, is_p1, is_tag, visible, whole_word, words};
 use crate::finding::Confidence;
 use crate::finding::Finding;
@@ -181,8 +181,8 @@ enum Role {
     List(&'static str),
     /// A shadowing word (for the name part of P4).
     Shadow,
-    /// A family trigger: a local grammar check decides.
-    Family(Trigger),
+    /// A family trigger (its index in [`TRIGGERS`]): its group's cases decide.
+    Family(usize),
 }
 
 struct Lists {
@@ -218,8 +218,8 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     for p in SHADOW_WORDS {
         add(p, Role::Shadow);
     }
-    for (p, t) in TRIGGERS {
-        add(p, Role::Family(*t));
+    for (i, (p, _)) in TRIGGERS.iter().enumerate() {
+        add(p, Role::Family(i));
     }
     let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
