@@ -534,8 +534,9 @@ fn bracket(t: &str, i: usize) -> Option<Hit> {
             let target = rest
                 .get(..rest.find(')').unwrap_or(rest.len()))
                 .unwrap_or("");
+            // … nor a link to a heading of the same page, `[global search](#search-notes)`.
             let urlish = target.contains("://")
-                || target.starts_with(['/', '.'])
+                || target.starts_with(['/', '.', '#'])
                 || target.starts_with("www")
                 || target.contains('.');
             if urlish {

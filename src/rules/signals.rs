@@ -94,10 +94,16 @@ fn load(text: &str) -> Result<Tables, String> {
     let mut owner = Vec::new();
     for (i, c) in p.category.iter().enumerate() {
         if let Some(s) = c.shapes.iter().find(|s| !SHAPES.contains(&s.as_str())) {
-            return Err(format!("signals.toml: category {}: unknown shape {s}", c.id));
+            return Err(format!(
+                "signals.toml: category {}: unknown shape {s}",
+                c.id
+            ));
         }
         if c.shapes.is_empty() && c.phrases.is_empty() {
-            return Err(format!("signals.toml: category {} has nothing to match", c.id));
+            return Err(format!(
+                "signals.toml: category {} has nothing to match",
+                c.id
+            ));
         }
         match c.r#where.as_deref() {
             None => {
@@ -217,7 +223,10 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
         };
         let kinds: Vec<String> = found
             .iter()
-            .filter_map(|(i, w)| cats.get(*i).map(|c| format!("{} (\"{}\")", c.describe, visible(w))))
+            .filter_map(|(i, w)| {
+                cats.get(*i)
+                    .map(|c| format!("{} (\"{}\")", c.describe, visible(w)))
+            })
             .collect();
         let (s, e) = first_at.unwrap_or((0, 0));
         let pointer = format!("{}/description", tool.pointer);
@@ -284,8 +293,7 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
         .filter_map(|t| t.name)
         .flat_map(name_words)
         .collect();
-    let by_label: BTreeMap<String, &Tool<'_>> =
-        doc.tools.iter().map(|t| (t.label(), t)).collect();
+    let by_label: BTreeMap<String, &Tool<'_>> = doc.tools.iter().map(|t| (t.label(), t)).collect();
     let kind = |f: &Finding| -> Kind {
         if f.check != CHECK {
             return Kind::Other;
@@ -304,13 +312,15 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
             }
             ("P2", Some(s)) if g.families.iter().any(|x| x == s) => {
                 let claims = s == "preference"
-                    && quoted(f.message.as_deref().unwrap_or("")).iter().any(|q| {
-                        g.claim_phrases.iter().any(|c| c.eq_ignore_ascii_case(q))
-                    });
+                    && quoted(f.message.as_deref().unwrap_or(""))
+                        .iter()
+                        .any(|q| g.claim_phrases.iter().any(|c| c.eq_ignore_ascii_case(q)));
                 let tool = f.location.tool.as_deref().and_then(|l| by_label.get(l));
                 let text = tool.and_then(|t| t.description()).map(|(d, _)| d);
                 let foreign = text.is_some_and(|d| names_foreign(g, d, &server) || tampers(g, d));
-                let own_step = tool.zip(text).is_some_and(|(t, d)| names_own_tool(doc, t, d));
+                let own_step = tool
+                    .zip(text)
+                    .is_some_and(|(t, d)| names_own_tool(doc, t, d));
                 if f.confidence == Confidence::High || claims || foreign || !own_step {
                     Kind::Keep
                 } else {
@@ -338,8 +348,7 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
             kept.insert(f.location.tool.as_deref());
         }
     }
-    let kept: BTreeSet<Option<String>> =
-        kept.into_iter().map(|t| t.map(str::to_string)).collect();
+    let kept: BTreeSet<Option<String>> = kept.into_iter().map(|t| t.map(str::to_string)).collect();
     // (pointer, sub-code) -> the note, so two directives in one text make one note.
     let mut notes: BTreeMap<(String, &'static str), (Finding, Vec<String>)> = BTreeMap::new();
     let mut rest = Vec::with_capacity(out.len());
@@ -391,7 +400,10 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
 /// The words of a name: its parts (snake, kebab, camelCase, digits apart) and its pieces
 /// between separators, lower case (`list-k8s-contexts` holds `k8s` as well as `k`, `8`, `s`).
 fn name_words(name: &str) -> Vec<String> {
-    let mut w: Vec<String> = word_parts(name).into_iter().map(|w| w.into_owned()).collect();
+    let mut w: Vec<String> = word_parts(name)
+        .into_iter()
+        .map(|w| w.into_owned())
+        .collect();
     w.extend(
         name.split(|c: char| !c.is_ascii_alphanumeric())
             .filter(|p| !p.is_empty())
@@ -430,10 +442,14 @@ fn names_foreign(g: &GuidanceData, text: &str, server: &BTreeSet<String>) -> boo
     words.windows(2).any(|w| {
         g.foreign_nouns.iter().any(|n| *n == w[1])
             && !w[0].is_empty()
-            && w[0].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && w[0]
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
             && !g.not_names.iter().any(|x| *x == w[0])
             && !g.foreign_nouns.iter().any(|x| *x == w[0])
-            && !word_parts(&w[0]).iter().any(|p| server.contains(p.as_ref()))
+            && !word_parts(&w[0])
+                .iter()
+                .any(|p| server.contains(p.as_ref()))
     })
 }
 
@@ -442,7 +458,10 @@ fn tampers(g: &GuidanceData, text: &str) -> bool {
     let words: Vec<String> = text
         .split_whitespace()
         .take(400)
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_ascii_lowercase())
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_ascii_lowercase()
+        })
         .collect();
     words.iter().enumerate().any(|(i, w)| {
         g.tamper_verbs.iter().any(|v| v == w)
@@ -478,7 +497,9 @@ fn purpose(
             }
             tables.data.purpose.domain.iter().any(|d| {
                 d.phrases.iter().any(|p| p == phrase)
-                    && d.words.iter().any(|w| own.contains(w) || server.contains(w))
+                    && d.words
+                        .iter()
+                        .any(|w| own.contains(w) || server.contains(w))
             })
         })
 }

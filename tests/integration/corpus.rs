@@ -30,8 +30,8 @@ const BENIGN_MAX: usize = 3;
 /// Both corpora together: the share of poisoned files detected, at least, and of benign tools
 /// flagged, at most (issue 23: every poisoned file, at most 0.5 % of benign tools). Measured
 /// 2026-12-02 with the tool-level signals (src/rules/signals.toml): wild-dev 39 of 39 detected,
-/// 1 of 709 flagged; fixtures/corpus 51 of 51, 29 of 7,641; combined 90 of 90 (100 %), 30 of
-/// 8,350 (0.36 %). Before them: 41 of 90 (45.6 %), 66 of 8,350 (0.79 %).
+/// 2 of 709 flagged; fixtures/corpus 51 of 51, 37 of 7,641; combined 90 of 90 (100 %), 39 of
+/// 8,350 (0.47 %). Before them: 41 of 90 (45.6 %), 66 of 8,350 (0.79 %).
 const COMBINED_DETECTED_MIN_PERCENT: f64 = 100.0;
 const COMBINED_BENIGN_MAX_PERCENT: f64 = 0.5;
 
