@@ -293,6 +293,12 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
         .filter_map(|t| t.name)
         .flat_map(name_words)
         .collect();
+    let lower_names: BTreeSet<String> = doc
+        .tools
+        .iter()
+        .filter_map(|t| t.name)
+        .map(str::to_ascii_lowercase)
+        .collect();
     let by_label: BTreeMap<String, &Tool<'_>> = doc.tools.iter().map(|t| (t.label(), t)).collect();
     let kind = |f: &Finding| -> Kind {
         if f.check != CHECK {
@@ -320,7 +326,7 @@ pub fn settle(doc: &Document<'_>, out: &mut Vec<Finding>) {
                 let foreign = text.is_some_and(|d| names_foreign(g, d, &server) || tampers(g, d));
                 let own_step = tool
                     .zip(text)
-                    .is_some_and(|(t, d)| names_own_tool(doc, t, d));
+                    .is_some_and(|(t, d)| names_own_tool(&lower_names, t, d));
                 if f.confidence == Confidence::High || claims || foreign || !own_step {
                     Kind::Keep
                 } else {
@@ -412,20 +418,19 @@ fn name_words(name: &str) -> Vec<String> {
     w
 }
 
-/// Whether a tool's text names another of this server's tools, whole word, ASCII case aside
-/// (the first 1,000 tools are looked for).
-fn names_own_tool(doc: &Document<'_>, tool: &Tool<'_>, text: &str) -> bool {
-    // ASCII lower case keeps every byte offset.
-    let lower = text.to_ascii_lowercase();
-    doc.tools.iter().take(1000).any(|other| {
-        other.name.is_some_and(|n| {
-            n.len() >= 3
-                && Some(n) != tool.name
-                && lower
-                    .match_indices(&n.to_ascii_lowercase())
-                    .any(|(i, m)| whole_word(text, i, i + m.len()))
+/// Whether a tool's text names another of this server's tools (`names`: every tool name in
+/// ASCII lower case), whole word, ASCII case aside: one pass over the text's identifier-like
+/// words (at most 2,000), one set lookup each, however many tools the server has.
+fn names_own_tool(names: &BTreeSet<String>, tool: &Tool<'_>, text: &str) -> bool {
+    let own = tool.name.map(str::to_ascii_lowercase);
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .map(|w| w.trim_matches('.'))
+        .filter(|w| w.len() >= 3)
+        .take(2000)
+        .any(|w| {
+            let w = w.to_ascii_lowercase();
+            names.contains(&w) && own.as_deref() != Some(w.as_str())
         })
-    })
 }
 
 /// Whether a text names an operation, tool or function ("the minus operation", "the
