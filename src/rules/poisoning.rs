@@ -291,7 +291,15 @@ fn p5_kind(caps: &regex::Captures<'_>) -> Option<(&'static str, String)> {
     if caps.name("hidden").is_some() {
         return Some(("markup that hides text", String::new()));
     }
-    if caps.name("data").is_some() {
+    if let Some(m) = caps.name("data") {
+        // An image, sound, video or font is not text the model reads as instructions.
+        let media = m.as_str().get(5..).unwrap_or("").to_ascii_lowercase();
+        if ["image/", "audio/", "video/", "font/"]
+            .iter()
+            .any(|p| media.starts_with(p))
+        {
+            return None;
+        }
         return Some(("a data: URI", String::new()));
     }
     if caps.name("uescape").is_some() {
@@ -309,21 +317,13 @@ fn p5_kind(caps: &regex::Captures<'_>) -> Option<(&'static str, String)> {
             _ => None,
         };
     }
-    if let Some(m) = caps.name("hex") {
-        return Some((
-            "a long hex run",
-            format!(" ({} characters)", m.as_str().len()),
-        ));
+    // Long hex and base64 runs count only when they decode to readable text (found before
+    // this, by src/rules/encodings.rs): a digest or an identifier is not an attack on its own.
+    if caps.name("hex").is_some() {
+        return None;
     }
-    if let Some(m) = caps.name("b64") {
-        let s = m.as_str();
-        let mixed = s.bytes().any(|b| b.is_ascii_uppercase())
-            && s.bytes().any(|b| b.is_ascii_lowercase())
-            && s.bytes().any(|b| b.is_ascii_digit());
-        // A URL path (`org/repo/tree/main/...`) is long and base64-shaped but made of words.
-        let longest_segment = s.split('/').map(str::len).max().unwrap_or(0);
-        return (mixed && longest_segment >= 24)
-            .then(|| ("a long base64 run", format!(" ({} characters)", s.len())));
+    if caps.name("b64").is_some() {
+        return None;
     }
     None
 }
@@ -367,8 +367,8 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         if phrases(doc, text, &scan, &names, &mut out) {
             p4_names(doc, text, &names, &mut out);
         }
-        if scan.p5_candidate {
-            p5(doc, text, &mut out);
+        if scan.p5_candidate || super::encodings::separated_candidate(text.text.as_bytes()) {
+            p5(doc, text, &names, &mut out);
         }
         // A text of at most LONG_TEXT bytes has at most LONG_TEXT characters.
         let chars = if text.text.len() > LONG_TEXT {
@@ -725,8 +725,45 @@ fn phrases(
     shadow
 }
 
-fn p5(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
+fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
     let t = text.text;
+    // Encoded runs that decode to readable text (src/rules/encodings.rs): one P5 finding that
+    // quotes the first, and the phrase rules over each (what the model can decode, it reads).
+    let decoded = super::encodings::find(t);
+    if let Some(first) = decoded.first() {
+        let said = first
+            .text
+            .get(..first.text.floor_char_boundary(200))
+            .unwrap_or("");
+        out.push(
+            finding(doc, text, "P5")
+                .message(format!(
+                    "text encoded as {} decodes to \"{}\"",
+                    first.layers.join(" inside "),
+                    visible(said)
+                ))
+                .text(excerpt(t, first.start, first.end, CONTEXT))
+                .build(),
+        );
+        for d in decoded.iter().take(4) {
+            let inner_text = Text {
+                text: d.text.as_str(),
+                ..text.clone()
+            };
+            let mut inner = Vec::new();
+            let _ = phrases(doc, &inner_text, &Scan::of(&d.text), names, &mut inner);
+            for mut f in inner {
+                f.message = Some(format!(
+                    "{} (in text encoded as {})",
+                    f.message.unwrap_or_default(),
+                    d.layers.join(" inside ")
+                ));
+                f.fingerprint = f.compute_fingerprint();
+                out.push(f);
+            }
+        }
+        return; // one P5 finding per text
+    }
     for whole in MARKUP.find_iter(t) {
         let Some(caps) = MARKUP.captures_at(&t[..whole.end()], whole.start()) else {
             continue;
