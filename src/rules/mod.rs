@@ -10,6 +10,7 @@ pub mod agent_card;
 pub mod capabilities;
 pub mod definitions;
 pub mod document;
+pub mod embedded;
 pub mod encodings;
 pub mod families;
 pub mod hosts;

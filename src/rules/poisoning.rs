@@ -370,6 +370,17 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         if scan.p5_candidate || super::encodings::separated_candidate(text.text.as_bytes()) {
             p5(doc, text, &names, &mut out);
         }
+        if matches!(
+            text.field,
+            Field::ToolDescription
+                | Field::Instructions
+                | Field::SchemaText
+                | Field::PromptOrResource
+                | Field::CardText
+        ) && super::embedded::candidate(text.text)
+        {
+            embedded(doc, text, &names, &mut out);
+        }
         // A text of at most LONG_TEXT bytes has at most LONG_TEXT characters.
         let chars = if text.text.len() > LONG_TEXT {
             text.text.chars().count()
@@ -390,6 +401,50 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     super::signals::settle(doc, &mut out);
     super::signals::promotion(doc, &mut out);
     out
+}
+
+/// The keys and string values of a JSON, YAML or TOML block inside a text
+/// (src/rules/embedded.rs), read like texts of their own: the findings that the text as a whole
+/// did not already give, each saying where in the block it is.
+fn embedded(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
+    let pointer = doc.pointer(text.path);
+    let have = |out: &[Finding], f: &Finding| {
+        out.iter().any(|g| {
+            g.check == f.check
+                && g.rule == f.rule
+                && g.subcode == f.subcode
+                && g.location.pointer.as_deref() == Some(pointer.as_str())
+        })
+    };
+    for piece in super::embedded::pieces(text.text) {
+        let inner_text = Text {
+            text: piece.text.as_str(),
+            ..text.clone()
+        };
+        let mut inner = Vec::new();
+        if piece.is_key {
+            name_phrases(doc, &inner_text, names, &mut inner);
+        } else {
+            let scan = Scan::of(&piece.text);
+            let _ = phrases(doc, &inner_text, &scan, names, &mut inner);
+            if scan.p5_candidate || super::encodings::separated_candidate(piece.text.as_bytes()) {
+                p5(doc, &inner_text, names, &mut inner);
+            }
+        }
+        for mut f in inner {
+            if have(out, &f) {
+                continue;
+            }
+            f.message = Some(format!(
+                "{} (in an embedded {} block, at {})",
+                f.message.unwrap_or_default(),
+                piece.kind,
+                visible(&piece.path)
+            ));
+            f.fingerprint = f.compute_fingerprint();
+            out.push(f);
+        }
+    }
 }
 
 /// A property name, key or `required` entry that reads as a sentence (four words or more,

@@ -190,8 +190,15 @@ fn server_everything_over_streamable_http_sse_and_stdio() {
             transport: "streamable-http",
             tools: None,
             // The forged Origin accepted, the Host is not tested separately; an ended session
-            // id gets 400 instead of 404 (SESS-01 low).
-            fired: &["AUTH-01", "SESS-01", "TRANS-01(Origin)", "TRANS-03"],
+            // id gets 400 instead of 404 (SESS-01 low); get-env hands out the environment
+            // (META-03 C10) and gzip-file-as-resource reads any URL (C11).
+            fired: &[
+                "AUTH-01",
+                "META-03",
+                "SESS-01",
+                "TRANS-01(Origin)",
+                "TRANS-03",
+            ],
         },
     );
     let report = scan(&http.url);
@@ -214,7 +221,13 @@ fn server_everything_over_streamable_http_sse_and_stdio() {
             eras: &["2024-11-05"],
             transport: "http+sse",
             tools: None,
-            fired: &["AUTH-01", "PROTO-01", "TRANS-01(Origin)", "TRANS-03"],
+            fired: &[
+                "AUTH-01",
+                "META-03",
+                "PROTO-01",
+                "TRANS-01(Origin)",
+                "TRANS-03",
+            ],
         },
     );
     // Given the streamable path, the ladder still finds the legacy transport at /sse.
