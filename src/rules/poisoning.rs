@@ -364,8 +364,27 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         if text.field == Field::ToolName && !text.text.contains(' ') {
             name_phrases(doc, text, &names, &mut out);
         }
+        let before = out.len();
         if phrases(doc, text, &scan, &names, &mut out) {
             p4_names(doc, text, &names, &mut out);
+        }
+        // A label that marks text as hidden from the user (signals.toml [markers]), when the
+        // phrase rules found no concealment in this text.
+        let concealed = out[before..]
+            .iter()
+            .any(|f| f.subcode.as_deref() == Some("concealment"));
+        if !concealed && let Some((s, e)) = super::signals::concealment_marker(text.text) {
+            out.push(
+                finding(doc, text, "P2")
+                    .subcode("concealment")
+                    .confidence(Confidence::High)
+                    .message(format!(
+                        "concealment: a marker labels text as hidden from the user: \"{}\"",
+                        visible(text.text.get(s..e).unwrap_or(""))
+                    ))
+                    .text(excerpt(text.text, s, e, CONTEXT))
+                    .build(),
+            );
         }
         if scan.p5_candidate || super::encodings::separated_candidate(text.text.as_bytes()) {
             p5(doc, text, &names, &mut out);

@@ -25,6 +25,14 @@ struct Data {
     promotion: PromotionData,
     guidance: GuidanceData,
     purpose: PurposeData,
+    markers: MarkerData,
+}
+
+#[derive(Debug, Deserialize)]
+struct MarkerData {
+    labels: Vec<String>,
+    openers: Vec<String>,
+    closers: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -73,6 +81,8 @@ const SHAPES: &[&str] = &["hype-emoji", "grade-compound", "statistic"];
 
 struct Tables {
     data: Data,
+    /// The concealment labels of [markers].
+    labels: AhoCorasick,
     /// Every description phrase of every category (not the name-only ones), with its category.
     ac: AhoCorasick,
     owner: Vec<usize>,
@@ -122,7 +132,27 @@ fn load(text: &str) -> Result<Tables, String> {
         .kind(Some(AhoCorasickKind::DFA))
         .build(&patterns)
         .map_err(|e| format!("signals.toml: {e}"))?;
-    Ok(Tables { data, ac, owner })
+    let labels = AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(&data.markers.labels)
+        .map_err(|e| format!("signals.toml: markers: {e}"))?;
+    if data
+        .markers
+        .openers
+        .iter()
+        .chain(&data.markers.closers)
+        .any(|o| o.chars().count() != 1)
+    {
+        return Err("signals.toml: markers: openers and closers are single characters".into());
+    }
+    Ok(Tables {
+        data,
+        labels,
+        ac,
+        owner,
+    })
 }
 
 const HYPE: &[char] = &[
@@ -252,6 +282,38 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
                 .build(),
         );
     }
+}
+
+/// A concealment marker in `t` (see `[markers]` in signals.toml): where it is. A label counts
+/// when a marker character opens it (spaces aside, at most two of them) and one closes it or a
+/// colon follows, or when it leads its clause (the text's start, a line's, after ". ") and a
+/// colon follows.
+pub fn concealment_marker(t: &str) -> Option<(usize, usize)> {
+    let tables = TABLES.as_ref()?;
+    let m = &tables.data.markers;
+    let is = |c: char, set: &[String]| set.iter().any(|x| x.starts_with(c));
+    for hit in tables.labels.find_iter(t).take(64) {
+        let (s, e) = (hit.start(), hit.end());
+        if !whole_word(t, s, e) {
+            continue;
+        }
+        let before: Vec<char> = t[..s].chars().rev().take(3).collect();
+        let opened = before
+            .iter()
+            .skip_while(|c| **c == ' ')
+            .next()
+            .is_some_and(|c| is(*c, &m.openers));
+        let after = t[e..].trim_start_matches([' ', '\'']);
+        let first = after.chars().next();
+        let colon = first == Some(':');
+        let closed = first.is_some_and(|c| is(c, &m.closers));
+        let head = t[..s].trim_end_matches(' ');
+        let leads = head.is_empty() || head.ends_with(['\n', '.', '!', '?', ';']);
+        if (opened && closed) || (leads && colon) {
+            return Some((s, e));
+        }
+    }
+    None
 }
 
 /// The quoted phrases of a phrase-rule finding's message (`…: "a", "b"`, written by
