@@ -300,8 +300,7 @@ pub fn concealment_marker(t: &str) -> Option<(usize, usize)> {
         let before: Vec<char> = t[..s].chars().rev().take(3).collect();
         let opened = before
             .iter()
-            .skip_while(|c| **c == ' ')
-            .next()
+            .find(|c| **c != ' ')
             .is_some_and(|c| is(*c, &m.openers));
         let after = t[e..].trim_start_matches([' ', '\'']);
         let first = after.chars().next();
