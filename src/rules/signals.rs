@@ -605,6 +605,120 @@ mod tests {
         assert!(load("promotion = 1").is_err());
     }
 
+    /// What a fixture naming a table must show (fire-*) or must not (quiet-*).
+    fn shows(table: &str, f: &crate::finding::Finding) -> bool {
+        let (rule, sub) = (f.rule.as_deref(), f.subcode.as_deref());
+        let msg = f.message.as_deref().unwrap_or("");
+        f.check == CHECK
+            && match table {
+                "promotion" => rule == Some("P2") && msg.contains("advertising aimed at the model"),
+                "guidance" => rule == Some("P6") && sub == Some("guidance"),
+                "purpose" => rule == Some("P6") && sub == Some("purpose"),
+                "markers" => rule == Some("P2") && msg.contains("a marker labels text as hidden"),
+                _ => false,
+            }
+    }
+
+    /// Every table of signals.toml has three firing and three near-miss fixtures that name it
+    /// (`"signals": ["promotion"]`), each doing what its name says, and every promotion
+    /// category shows in a firing fixture's finding.
+    #[test]
+    fn every_table_has_fires_and_near_misses_that_name_it() {
+        use crate::finding::Confidence;
+        use crate::offline::check_report;
+        use crate::report::Policy;
+        let tables = ["promotion", "guidance", "purpose", "markers"];
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
+        let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();
+        let mut categories: BTreeSet<String> = BTreeSet::new();
+        let mut problems = Vec::new();
+        let mut files: Vec<_> = std::fs::read_dir(&root)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten())
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        for path in files {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let Ok(fx) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let named: Vec<&str> = fx["signals"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_str)
+                .collect();
+            if named.is_empty() {
+                continue;
+            }
+            let name = path.display().to_string();
+            let doc = fx["document"].to_string();
+            let input = match super::super::Input::parse(&doc, None) {
+                Ok(i) => i,
+                Err(e) => {
+                    problems.push(format!("{name}: {e}"));
+                    continue;
+                }
+            };
+            let policy = Policy {
+                fail_on: None,
+                min_confidence: Confidence::Low,
+            };
+            let found = check_report(&input, "fixture", policy).findings;
+            let fire = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("fire-"));
+            for t in named {
+                let Some(&t) = tables.iter().find(|x| **x == t) else {
+                    problems.push(format!("{name}: names {t:?}, no table of signals.toml"));
+                    continue;
+                };
+                let shown: Vec<_> = found.iter().filter(|f| shows(t, f)).collect();
+                if fire == shown.is_empty() {
+                    problems.push(format!(
+                        "{name}: {} {t}",
+                        if fire { "does not show" } else { "shows" }
+                    ));
+                    continue;
+                }
+                *counts.entry((t, fire)).or_default() += 1;
+                for f in shown {
+                    categories.insert(f.message.clone().unwrap_or_default());
+                }
+            }
+        }
+        for t in tables {
+            for fire in [true, false] {
+                let n = counts.get(&(t, fire)).copied().unwrap_or(0);
+                if n < 3 {
+                    problems.push(format!(
+                        "{t}: {n} {} fixtures name it (3 needed)",
+                        if fire { "fire-*" } else { "quiet-*" }
+                    ));
+                }
+            }
+        }
+        let all = categories.into_iter().collect::<Vec<_>>().join("\n");
+        if let Some(t) = &*TABLES {
+            for c in &t.data.promotion.category {
+                if !all.contains(&format!("{} (", c.describe)) {
+                    problems.push(format!(
+                        "promotion category {}: no firing fixture shows it",
+                        c.id
+                    ));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
     #[test]
     fn shapes() {
         assert_eq!(grade_compound("An enterprise-grade engine"), Some((3, 19)));
