@@ -428,6 +428,14 @@ impl<'a> Walker<'a, '_> {
                         self.schema(sub, p, tool, depth + 1);
                     }
                 }
+                // A `format` or `pattern` written as a sentence (four words or more, as no
+                // format name or ordinary pattern is) is text the model reads.
+                ("format" | "pattern" | "contentMediaType", Json::String(s))
+                    if s.split_whitespace().nth(3).is_some() =>
+                {
+                    let p = self.key(at, key);
+                    self.push(p, tool, Field::SchemaText, s);
+                }
                 // A `type` that is not a JSON Schema type is text the model reads.
                 ("type", Json::String(s)) if !JSON_TYPES.contains(&s.as_ref()) => {
                     let p = self.key(at, key);
