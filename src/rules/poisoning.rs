@@ -158,6 +158,8 @@ const SHADOW_WORDS: &[&str] = &[
     "override",
     "overrides",
     "ignore",
+    "supersedes",
+    "supersede",
 ];
 
 /// Over this many characters a text gets P6.
