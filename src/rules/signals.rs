@@ -187,6 +187,12 @@ fn grade_compound(t: &str) -> Option<(usize, usize)> {
 pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
     let Some(tables) = &*TABLES else { return };
     let cats = &tables.data.promotion.category;
+    // The texts the phrase rules already found preference manipulation in (looked up per tool).
+    let preferred: BTreeSet<String> = out
+        .iter()
+        .filter(|f| f.check == CHECK && f.subcode.as_deref() == Some("preference"))
+        .filter_map(|f| f.location.pointer.clone())
+        .collect();
     for tool in &doc.tools {
         if doc.stopped() {
             break;
@@ -261,11 +267,7 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
         let (s, e) = first_at.unwrap_or((0, 0));
         let pointer = format!("{}/description", tool.pointer);
         // The phrase rules' preference finding on the same text, when there is one, stands.
-        if out.iter().any(|f| {
-            f.check == CHECK
-                && f.subcode.as_deref() == Some("preference")
-                && f.location.pointer.as_deref() == Some(pointer.as_str())
-        }) {
+        if preferred.contains(&pointer) {
             continue;
         }
         out.push(
