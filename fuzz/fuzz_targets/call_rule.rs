@@ -1,11 +1,13 @@
 //! The active call rule on arbitrary text: a tool's name, title, description and one
 //! parameter's name, description and offered value cut from the input at NUL bytes. Never
-//! panics, and a tool it allows has a name of ASCII letters, digits and separators only.
+//! panics, and a tool it allows has a name whose NFKC form (what the rule reads: fullwidth
+//! `ｇｅｔ` is `get`, `ǌ` is `nj`) is ASCII letters, digits and separators only.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use mcpprobe::active::{CallPolicy, words};
 use serde_json::json;
+use unicode_normalization::UnicodeNormalization;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
@@ -26,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(allowed) = policy.decide(&tool) {
         assert!(
             allowed
-                .chars()
+                .nfkc()
                 .all(|c| c.is_ascii_alphanumeric() || "_-./: ".contains(c)),
             "{allowed:?}"
         );

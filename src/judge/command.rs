@@ -152,9 +152,13 @@ impl Running {
         if self.framer.pending() > 0 {
             return true;
         }
+        // read(2) on the pipe itself, not a poll through the runtime: the runtime learns of
+        // data only once its reactor has run, so a line already in the pipe could be missed
+        // (seen on a loaded machine: an extra answer taken for the next tool's). The pipe is
+        // non-blocking (tokio made it so): an empty one answers EAGAIN at once.
         let mut probe = [0u8; 256];
-        match futures_util::FutureExt::now_or_never(self.stdout.read(&mut probe)) {
-            Some(Ok(n)) if n > 0 => {
+        match rustix::io::read(std::os::fd::AsFd::as_fd(&self.stdout), &mut probe[..]) {
+            Ok(n) if n > 0 => {
                 self.framer.push(&probe[..n]);
                 true
             }

@@ -306,11 +306,15 @@ fn a_live_scan_judges_every_tool_and_the_judge_sees_no_secret() {
 #[test]
 fn answers_out_of_step_with_the_tools_are_an_error_not_findings_on_the_wrong_tool() {
     // Two lines for the first tool: the second would be read as the answer for the next one.
+    // Both go out in one write, so both are in the pipe before the next question: the engine
+    // reads the pipe itself before each question and must see the extra line. (A judge that
+    // writes its extra line later is caught when it exits — META-01 still errors — but what it
+    // said for the next tool cannot be told from a real answer before then.)
     let dir = tempfile::tempdir().expect("dir");
     let script = dir.path().join("twice.py");
     std::fs::write(
         &script,
-        "import sys\nfor line in sys.stdin:\n    print('[]')\n    print('[{\"severity\": \"critical\", \"reason\": \"about the first tool\"}]', flush=True)\n",
+        "import sys\nfor line in sys.stdin:\n    sys.stdout.write('[]\\n[{\"severity\": \"critical\", \"reason\": \"about the first tool\"}]\\n')\n    sys.stdout.flush()\n",
     )
     .expect("write the judge");
     let judge = format!("python3 {}", script.display());
