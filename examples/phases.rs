@@ -41,6 +41,16 @@ fn main() {
     let t = Instant::now();
     let _ = input.tools_sha256();
     let hash = t.elapsed();
+    if std::env::var_os("PHASES_CHECKS").is_some() {
+        for entry in &mcpprobe::catalogue::catalogue().entries {
+            let t = Instant::now();
+            let _ = mcpprobe::offline::run_offline(entry.check, &input, &doc);
+            let took = t.elapsed();
+            if took.as_micros() > 500 {
+                println!("{} {took:.1?}", entry.meta.id);
+            }
+        }
+    }
     let t = Instant::now();
     let report = mcpprobe::offline::check_document(&input, &doc, "bench", Default::default());
     let rules = t.elapsed();
