@@ -32,6 +32,10 @@ pub struct Decoded {
     pub text: String,
 }
 
+/// The groups of [`RUNS`] whose shape names their encoding (a base64-alphabet run may be
+/// several: [`b64_kinds`]).
+const MARKED: [&str; 7] = ["uesc", "ents", "xesc", "zerox", "bin", "hexsep", "pct"];
+
 static RUNS: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?P<uesc>(?:\\u[0-9A-Fa-f]{4}|\\u\{[0-9A-Fa-f]{1,6}\}){4,})",
@@ -273,7 +277,7 @@ fn whole_run(t: &str) -> Option<(&'static str, String)> {
     if whole.start() != 0 || whole.end() != t.len() {
         return None;
     }
-    for k in ["uesc", "ents", "xesc", "zerox", "bin", "hexsep", "pct"] {
+    for k in MARKED {
         if caps.name(k).is_some() {
             return decode(k, t).map(|s| (k, s));
         }
@@ -304,10 +308,7 @@ pub fn find(t: &str) -> Vec<Decoded> {
         let kinds: &[&'static str] = if caps.name("b64").is_some() {
             b64_kinds(run)
         } else {
-            match ["uesc", "ents", "xesc", "zerox", "bin", "hexsep", "pct"]
-                .iter()
-                .find(|k| caps.name(k).is_some())
-            {
+            match MARKED.iter().find(|k| caps.name(k).is_some()) {
                 Some(k) => std::slice::from_ref(k),
                 None => continue,
             }

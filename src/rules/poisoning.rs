@@ -355,6 +355,8 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
             _ => None,
         };
         let scan = shared.unwrap_or_else(|| Scan::of(text.text));
+        // Where this text's findings begin (the embedded blocks add only what they lack).
+        let text_start = out.len();
         if scan.non_ascii {
             p1(doc, text, &names, &mut out);
         }
@@ -400,7 +402,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
                 | Field::CardText
         ) && super::embedded::candidate(text.text)
         {
-            embedded(doc, text, &names, &mut out);
+            embedded(doc, text, &names, &mut out, text_start);
         }
         // A text of at most LONG_TEXT bytes has at most LONG_TEXT characters.
         let chars = if text.text.len() > LONG_TEXT {
@@ -427,10 +429,18 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
 /// The keys and string values of a JSON, YAML or TOML block inside a text
 /// (src/rules/embedded.rs), read like texts of their own: the findings that the text as a whole
 /// did not already give, each saying where in the block it is.
-fn embedded(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
+fn embedded(
+    doc: &Document<'_>,
+    text: &Text<'_>,
+    names: &ToolNames,
+    out: &mut Vec<Finding>,
+    from: usize,
+) {
     let pointer = doc.pointer(text.path);
+    // Only this text's findings are compared (not the whole document's: quadratic on a list
+    // of many tools with blocks).
     let have = |out: &[Finding], f: &Finding| {
-        out.iter().any(|g| {
+        out.get(from..).unwrap_or_default().iter().any(|g| {
             g.check == f.check
                 && g.rule == f.rule
                 && g.subcode == f.subcode
