@@ -275,7 +275,7 @@ pub fn save(path: &Path, baseline: &Baseline) -> Result<(), BaselineError> {
     };
     let text = baseline.to_pretty_json().map_err(|e| write_err(e.into()))?;
     // A baseline is a file to commit and share: it keeps the old file's permissions (0644 new).
-    crate::gate::state::write_atomically(path, &text, crate::gate::state::Visibility::Shared)
+    crate::util::atomic::write_atomically(path, &text, crate::util::atomic::Visibility::Shared)
         .map_err(write_err)
 }
 
@@ -287,7 +287,7 @@ pub fn save_new(path: &Path, baseline: &Baseline) -> Result<(), BaselineError> {
         source,
     };
     let text = baseline.to_pretty_json().map_err(|e| write_err(e.into()))?;
-    crate::gate::state::write_new_atomically(path, &text, crate::gate::state::Visibility::Shared)
+    crate::util::atomic::write_new_atomically(path, &text, crate::util::atomic::Visibility::Shared)
         .map_err(write_err)
 }
 

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::catalogue::catalogue;
 use crate::finding::{Confidence, Severity};
-use crate::report::FailOn;
+use crate::model::FailOn;
 use crate::review::Suppression;
 
 /// The file a host looks for in the working folder when `--config` is not given.

@@ -6,9 +6,9 @@ use std::io::Read as _;
 
 use crate::catalogue::catalogue;
 use crate::fingerprint::ToolDiff;
-use crate::report::Report;
-use crate::report::escape::escape;
+use crate::model::Report;
 use crate::rules::{Input, InputKind};
+use crate::util::escape::escape;
 
 /// The largest document `check`, `fingerprint` and `diff` read.
 pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
@@ -62,7 +62,7 @@ pub fn parse<'a>(path: &str, text: &'a [u8], kind: Option<InputKind>) -> Result<
 }
 
 /// The runs of `mcpprobe check`: every catalogue check, over one offline document.
-pub fn check_report(input: &Input<'_>, target: &str, policy: crate::report::Policy) -> Report {
+pub fn check_report(input: &Input<'_>, target: &str, policy: crate::model::Policy) -> Report {
     check_document(input, &input.document(), target, policy)
 }
 
@@ -71,7 +71,7 @@ pub fn check_document(
     input: &Input<'_>,
     doc: &crate::rules::Document<'_>,
     target: &str,
-    policy: crate::report::Policy,
+    policy: crate::model::Policy,
 ) -> Report {
     check_selected(input, doc, target, policy, &crate::engine::Selection::all())
 }
@@ -81,7 +81,7 @@ pub fn check_selected(
     input: &Input,
     doc: &crate::rules::Document<'_>,
     target: &str,
-    policy: crate::report::Policy,
+    policy: crate::model::Policy,
     selection: &crate::engine::Selection,
 ) -> Report {
     let mut report = Report::new(target, policy);
@@ -126,7 +126,7 @@ pub fn check_capped(
     input: &Input<'_>,
     doc: &mut crate::rules::Document<'_>,
     target: &str,
-    policy: crate::report::Policy,
+    policy: crate::model::Policy,
     selection: &crate::engine::Selection,
     cap: std::time::Duration,
 ) -> Report {

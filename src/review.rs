@@ -7,11 +7,11 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::config::SeverityOverride;
 use crate::finding::{Finding, Suppressed};
-use crate::report::Report;
+use crate::model::Report;
 
 /// One `[[suppress]]` entry: a reviewed exception with a reason and, perhaps, an expiry.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -148,49 +148,7 @@ impl Suppression {
     }
 }
 
-/// What became of one suppression in a report (JSON `suppressions`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SuppressionStatus {
-    /// It matched findings and holds.
-    Active,
-    /// It matched findings, but its `until` has passed: they count again.
-    Expired,
-    /// Its check ran and it matched nothing: remove or correct it.
-    Stale,
-    /// Its check did not run in this report (an offline `check`, a skipped check): unknown.
-    NotRun,
-}
-
-/// A suppression as the report records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SuppressionRecord {
-    pub check: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rule: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pointer: Option<String>,
-    pub reason: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub until: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    pub status: SuppressionStatus,
-    /// Findings it matched.
-    pub matched: usize,
-}
-
-/// What `--fail-on-new` compared with (JSON `previous_report`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreviousRecord {
-    pub file: String,
-    /// Findings of this report whose fingerprint the previous report did not have.
-    pub new: usize,
-    /// Findings it already had.
-    pub known: usize,
-}
+pub use crate::model::{PreviousRecord, SuppressionRecord, SuppressionStatus};
 
 /// The fingerprints of a previous JSON report (`--fail-on-new PREVIOUS.json`).
 #[derive(Debug, Clone)]
@@ -256,7 +214,7 @@ impl PreviousReport {
             fingerprint: String,
         }
         let head: Head = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        if head.version != crate::report::REPORT_VERSION || head.tool.name != "mcpprobe" {
+        if head.version != crate::model::REPORT_VERSION || head.tool.name != "mcpprobe" {
             return Err(format!(
                 "written by {:?}, report version {}",
                 head.tool.name, head.version
@@ -273,7 +231,7 @@ impl PreviousReport {
     }
 }
 
-/// Everything a host applies to a report beside its [`crate::report::Policy`].
+/// Everything a host applies to a report beside its [`crate::model::Policy`].
 #[derive(Debug, Clone, Default)]
 pub struct Review {
     pub severities: Vec<SeverityOverride>,
@@ -325,7 +283,7 @@ impl Review {
             let ran = report
                 .checks
                 .iter()
-                .any(|c| c.id == s.check && c.status == crate::report::CheckStatus::Ran);
+                .any(|c| c.id == s.check && c.status == crate::model::CheckStatus::Ran);
             let status = if n == 0 && !ran {
                 SuppressionStatus::NotRun
             } else if n == 0 {

@@ -18,7 +18,7 @@ use mcpprobe::finding::{Confidence, Severity};
 use mcpprobe::judge::{
     Judge, JudgeConfig, JudgeError, JudgeLimits, Reviewer, Verdict, parse_answer,
 };
-use mcpprobe::report::{Policy, Report};
+use mcpprobe::model::{Policy, Report};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use serde_json::Value;
@@ -97,10 +97,7 @@ impl Judge for SharedJudge {
 
 fn raised(e: PyErr) -> JudgeError {
     // An exception's message can be anything: at most 500 characters of it, escaped.
-    JudgeError::Raised(mcpprobe::report::escape::escape_trimmed(
-        &e.to_string(),
-        500,
-    ))
+    JudgeError::Raised(mcpprobe::util::escape::escape_trimmed(&e.to_string(), 500))
 }
 
 impl PyReviewer {
@@ -131,9 +128,9 @@ impl PyReviewer {
                     let answer = if ok {
                         Ok(text)
                     } else {
-                        Err(JudgeError::Raised(
-                            mcpprobe::report::escape::escape_trimmed(&text, 500),
-                        ))
+                        Err(JudgeError::Raised(mcpprobe::util::escape::escape_trimmed(
+                            &text, 500,
+                        )))
                     };
                     if let Some(tx) = slot.lock().ok().and_then(|mut s| s.take()) {
                         let _ = tx.send(answer);

@@ -442,7 +442,7 @@ pub async fn run(
                 format!(
                     "dry run (--dry-run): {} of {budget} calls planned: {}{then}",
                     planned.len(),
-                    crate::report::escape::escape(&calls.join("; "))
+                    crate::util::escape::escape(&calls.join("; "))
                 )
             };
             stage
@@ -579,7 +579,7 @@ pub fn describe(check: &dyn ActiveCheck, budget: u32, tools: &[Value]) -> String
     }
     let list: Vec<String> = per_tool
         .iter()
-        .map(|(t, n)| format!("`{}` ×{n}", crate::report::escape::escape_trimmed(t, 60)))
+        .map(|(t, n)| format!("`{}` ×{n}", crate::util::escape::escape_trimmed(t, 60)))
         .collect();
     format!(
         "with --scope '*' it would make {} of its {budget} calls: {}",
@@ -680,7 +680,7 @@ fn not_called_note(not_called: &[(String, String)]) -> String {
     let list: Vec<String> = not_called
         .iter()
         .take(20)
-        .map(|(n, why)| format!("`{}`: {why}", crate::report::escape::escape(n)))
+        .map(|(n, why)| format!("`{}`: {why}", crate::util::escape::escape(n)))
         .collect();
     let more = not_called.len().saturating_sub(20);
     format!(

@@ -73,13 +73,13 @@ impl Permit {
         if !self.allowed.contains(tool) {
             return Err(format!(
                 "tools/call of `{}` refused: the call rule does not allow it in this run",
-                crate::report::escape::escape(tool)
+                crate::util::escape::escape(tool)
             ));
         }
         if !self.tools.contains(tool) {
             return Err(format!(
                 "tools/call of `{}` refused: not a tool {} may call (scope, exclusions, annotations, effects)",
-                crate::report::escape::escape(tool),
+                crate::util::escape::escape(tool),
                 self.check
             ));
         }
@@ -120,7 +120,7 @@ pub fn admit(msg: &Value) -> Result<(), String> {
             Err(_) => {
                 return Err(format!(
                     "tools/call of `{}` refused: no active check's permit (only the gate's authorisation makes one)",
-                    crate::report::escape::escape(name)
+                    crate::util::escape::escape(name)
                 ));
             }
         }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use unicode_normalization::UnicodeNormalization;
 
 use super::words::{self, EffectClass, Tier, Vocabulary};
-use crate::report::escape::{escape, escape_trimmed};
+use crate::util::escape::{escape, escape_trimmed};
 
 /// The user's scope and exclusions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -6,15 +6,7 @@ use crate::catalogue::{CheckMeta, catalogue};
 use crate::finding::Finding;
 use crate::rules::{Document, Input};
 
-/// What one check did in one run. A check is never silently absent from a report: it ran
-/// (with zero or more findings), was skipped (and says why), is not implemented, or failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Ran(Vec<Finding>),
-    Skipped(String),
-    NotImplemented(String),
-    Error(String),
-}
+pub use crate::model::Outcome;
 
 /// The part of a check that is code. Everything else about it is in the catalogue.
 pub trait Check: Sync + Send {
@@ -156,12 +148,7 @@ impl Live<'_> {
 pub mod oauth;
 pub mod probe;
 
-/// Reason every active stub gives in every report (SPEC §1.3: registered stubs in v0.1).
-pub const ACTIVE_NOT_IMPLEMENTED: &str =
-    "not implemented yet: this active check is a registered stub with a plan; no payload is sent";
-
-/// Why an implemented active check did not run: the gate did not authorise it (SPEC §1.3).
-pub const ACTIVE_NOT_AUTHORISED: &str = "not authorised: --active (with --authorised-by, --scope and --verify) was not given; nothing was called";
+pub use crate::model::{ACTIVE_NOT_AUTHORISED, ACTIVE_NOT_IMPLEMENTED};
 
 /// One generated registry entry.
 pub struct CatalogueSource {

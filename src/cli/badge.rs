@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 
 use crate::cli::{print_out, usage_error};
+use crate::model::{REPORT_VERSION, Report};
 use crate::report::badge::{self, Badge};
-use crate::report::{REPORT_VERSION, Report};
 
 /// What `badge --format` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -62,7 +62,7 @@ fn load(path: &Path) -> Result<Report, String> {
     if report.version != REPORT_VERSION || report.tool.name != "mcpprobe" {
         return Err(not_ours(format!(
             "written by {:?}, report version {}",
-            crate::report::escape::escape_trimmed(&report.tool.name, 60),
+            crate::util::escape::escape_trimmed(&report.tool.name, 60),
             report.version
         )));
     }

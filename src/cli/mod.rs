@@ -18,7 +18,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::catalogue::catalogue;
 use crate::exit::ExitCode;
 use crate::finding::Confidence;
-use crate::report::{Format, Policy, Report};
+use crate::model::{Policy, Report};
+use crate::report::Format;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -122,7 +123,7 @@ pub enum DiffFormat {
 
 pub use crate::docs::ListFormat;
 
-pub use crate::report::FailOn;
+pub use crate::model::FailOn;
 
 /// The META-01 judge (SPEC §12): off unless `--judge-command` is given.
 #[derive(Debug, Args)]
@@ -523,7 +524,7 @@ pub fn emit(report: &Report, output: &OutputArgs, artifact: crate::report::Artif
         output.output.is_none() && output.format == Format::Terminal && stdout_wants_color();
     if output.format != Format::Terminal || output.output.is_some() {
         for w in &report.warnings {
-            eprintln!("mcpprobe: warning: {}", crate::report::escape::escape(w));
+            eprintln!("mcpprobe: warning: {}", crate::util::escape::escape(w));
         }
     }
     let options = settings::render_options(artifact, color);

@@ -11,8 +11,8 @@ use crate::engine::{
     ScannerConfig, Secret, SecretSource, Selection, Target,
 };
 use crate::gate::state::StateDir;
+use crate::model::{Report, RunOutcome};
 use crate::net::redact::Secrets;
-use crate::report::{Report, RunOutcome};
 
 /// The state folder of this process's environment (see [`StateDir::locate`]).
 pub fn state_dir_from_env() -> Result<PathBuf, String> {
@@ -253,7 +253,7 @@ pub fn say_outcome(report: &Report) {
     if report.outcome != RunOutcome::Complete
         && let Some(why) = &report.reason
     {
-        eprintln!("mcpprobe: {}", crate::report::escape::escape(why));
+        eprintln!("mcpprobe: {}", crate::util::escape::escape(why));
     }
 }
 

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::cli::{ConfigArgs, OutputArgs};
 use crate::config::{Config, DEFAULT_FILE};
 use crate::finding::Confidence;
-use crate::report::{Artifact, FailOn, Policy, RenderOptions};
+use crate::model::{FailOn, Policy};
+use crate::report::{Artifact, RenderOptions};
 use crate::review::{PreviousReport, Review};
 
 /// The configuration in use, and where it came from.

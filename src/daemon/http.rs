@@ -186,7 +186,7 @@ fn badge_of(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Badge {
     use super::store::RunStatus;
-    use crate::report::RunOutcome;
+    use crate::model::RunOutcome;
     let outcome = run.and_then(|r| match r.status {
         RunStatus::Complete => Some(RunOutcome::Complete),
         RunStatus::Refused => Some(RunOutcome::Refused),
@@ -375,7 +375,7 @@ async fn run(
         return match found {
             Ok((Some(r), docs, old)) => {
                 let report = docs.as_ref().and_then(|d| {
-                    serde_json::from_str::<crate::report::Report>(&d.report_json).ok()
+                    serde_json::from_str::<crate::model::Report>(&d.report_json).ok()
                 });
                 let parse = |json: &str| {
                     crate::baseline::parse(json.as_bytes(), std::path::Path::new("stored")).ok()

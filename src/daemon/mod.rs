@@ -25,8 +25,8 @@ use crate::engine::{
     Target,
 };
 use crate::finding::Confidence;
+use crate::model::{FailOn, Policy, Report, RunOutcome};
 use crate::net::redact::Secrets;
-use crate::report::{FailOn, Policy, Report, RunOutcome};
 use crate::review::{Review, Suppression};
 use store::{Claim, Claimed, Counts, Finished, RunStatus, Store, StoreError, TargetRow};
 
@@ -562,7 +562,7 @@ impl Runner {
             report_json: report.to_json(),
             observed_json: observed_json.clone(),
             compared_with: accepted.as_ref().map(|b| b.id),
-            refusal: report.refusal.map(crate::report::Refusal::as_str),
+            refusal: report.refusal.map(crate::model::Refusal::as_str),
             duration_ms: i64::try_from(duration.as_millis()).unwrap_or(i64::MAX),
             proof: proof.as_ref().map(store::ProofRecord::of),
         };

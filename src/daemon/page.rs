@@ -5,7 +5,7 @@
 //! Everything on these pages came from servers that may be hostile: target URLs, tool names and
 //! definitions, finding titles, messages, evidence and exchanges, reasons. Each such string is
 //! first shown with its control, ANSI, bidi and invisible characters made visible as
-//! `[U+200B]` ([`crate::report::escape`], the terminal's escaper), then HTML-escaped by maud.
+//! `[U+200B]` ([`crate::util::escape`], the terminal's escaper), then HTML-escaped by maud.
 //!
 //! Pure functions: documents in, full HTML documents out (as [`Markup`]; `into_string()` gives
 //! the text). No store, no clock, no network. The link targets are the constants below.
@@ -19,9 +19,9 @@ use similar::{ChangeTag, TextDiff};
 use crate::baseline::Baseline;
 use crate::daemon::store::{Counts, RunStatus, RunSummary, TargetRow};
 use crate::finding::{Exchange, Finding, Message, Severity};
-use crate::report::Report;
+use crate::model::Report;
 use crate::report::badge::Badge;
-use crate::report::escape::{escape, escape_multiline, escape_trimmed};
+use crate::util::escape::{escape, escape_multiline, escape_trimmed};
 
 /// The dashboard (the list of targets).
 pub const HOME_PATH: &str = "/";
@@ -722,7 +722,7 @@ fn word_diff(old: Option<&str>, new: Option<&str>) -> (Markup, Markup) {
 mod tests {
     use super::*;
     use crate::finding::{Confidence, Evidence, Location};
-    use crate::report::Policy;
+    use crate::model::Policy;
     use crate::report::badge::{self, BadgeColor};
 
     const HOSTILE: &str =

@@ -78,7 +78,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn of(report: &crate::report::Report) -> Counts {
+    pub fn of(report: &crate::model::Report) -> Counts {
         let mut c = Counts::default();
         for f in report.counting() {
             let n = match f.severity {
@@ -194,7 +194,7 @@ pub struct Finished {
     pub observed_json: Option<String>,
     /// The id of the accepted baseline it was compared with.
     pub compared_with: Option<i64>,
-    /// For a refused run: its [`crate::report::Refusal`] (`opted_out`, `ownership`, …).
+    /// For a refused run: its [`crate::model::Refusal`] (`opted_out`, `ownership`, …).
     pub refusal: Option<&'static str>,
     pub duration_ms: i64,
     /// The ownership proof the gate accepted.

@@ -8,7 +8,7 @@
 //!
 //! ```no_run
 //! use mcpprobe::engine::{ScanRequest, Scanner, ScannerConfig, Selection, Target};
-//! use mcpprobe::report::Policy;
+//! use mcpprobe::model::Policy;
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # async fn example() -> Result<(), mcpprobe::engine::ConfigError> {
@@ -44,12 +44,12 @@ use crate::catalogue::{Kind, catalogue};
 use crate::checks::{Check, Live, Outcome};
 use crate::gate::state::StateDir;
 use crate::gate::{self, HttpTarget, Stop};
+use crate::model::{GateRecord, Report, RunOutcome};
 use crate::net::dns::Dns;
 use crate::net::{Network, Politeness, Settings};
 use crate::protocol::inventory::{self, Inventory};
 use crate::protocol::ladder::{self, Fingerprint};
 use crate::protocol::session::Session;
-use crate::report::{GateRecord, Report, RunOutcome};
 
 /// How long an interrupted scan may take to end its sessions (they are ended concurrently, each
 /// within a limiter wait and a reply of [`crate::net::CLOSING_TIMEOUT`]).
@@ -404,7 +404,7 @@ impl Scanner {
             Err(halted) => {
                 let gate::Halted { stop, record } = *halted;
                 report.gate = Some(record);
-                use crate::report::Refusal;
+                use crate::model::Refusal;
                 let (outcome, why, skip) = match stop {
                     Stop::OptedOut(why) => {
                         report.refusal = Some(Refusal::OptedOut);
@@ -695,7 +695,7 @@ impl Scanner {
             oauth: None,
             rules: rules.as_ref(),
         };
-        let mut fingerprint = crate::report::Fingerprint {
+        let mut fingerprint = crate::model::Fingerprint {
             eras: fp.eras.clone(),
             transport: fp.transport.clone(),
             ..Default::default()
@@ -849,7 +849,7 @@ impl Scanner {
                             .iter()
                             .take(20)
                             .map(|(n, why)| {
-                                format!("`{}`: {why}", crate::report::escape::escape_trimmed(n, 80))
+                                format!("`{}`: {why}", crate::util::escape::escape_trimmed(n, 80))
                             })
                             .collect();
                         let more = stage.not_called.len().saturating_sub(20);
@@ -1131,7 +1131,7 @@ struct ActiveRun {
 fn refuse_active(report: &mut Report, why: String) {
     tracing::warn!("{why}");
     report.outcome = RunOutcome::Refused;
-    report.refusal = Some(crate::report::Refusal::ActiveNotAuthorised);
+    report.refusal = Some(crate::model::Refusal::ActiveNotAuthorised);
     report.reason = Some(why);
     report.skip_rest("stopped by the gate: active mode not authorised");
 }

@@ -22,10 +22,10 @@ use std::net::IpAddr;
 use chrono::{DateTime, Utc};
 use url::Url;
 
+use crate::model::GateRecord;
 use crate::net::dns::{Dns, DnsFailure, is_loopback};
 use crate::net::scope;
 use crate::net::{Client, NetError, Network};
-use crate::report::GateRecord;
 use state::{StateDir, StoredProof, normalise_host, record_name, record_text};
 
 /// The text of a TXT record that opts a host out of every scan.

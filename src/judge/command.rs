@@ -142,7 +142,7 @@ impl Running {
                 .collect();
             format!(
                 " (its stderr ends: {})",
-                crate::report::escape::escape(&short)
+                crate::util::escape::escape(&short)
             )
         }
     }

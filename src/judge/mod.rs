@@ -208,7 +208,7 @@ pub fn parse_answer(answer: &[u8], tool: &Value) -> Result<Vec<Verdict>, JudgeEr
 
 /// At most 40 characters of what a judge wrote, escaped, for an error message.
 fn short(s: &str) -> String {
-    crate::report::escape::escape_trimmed(s, 40)
+    crate::util::escape::escape_trimmed(s, 40)
 }
 
 fn parse_verdict(item: &Value, tool: &Value) -> Result<Verdict, String> {
@@ -231,7 +231,7 @@ fn parse_verdict(item: &Value, tool: &Value) -> Result<Verdict, String> {
     if !rule_ok {
         return Err(format!(
             "rule {:?} is not a rule code (a letter, then letters, digits, - or _; at most 16)",
-            crate::report::escape::escape(&rule.chars().take(40).collect::<String>())
+            crate::util::escape::escape(&rule.chars().take(40).collect::<String>())
         ));
     }
     let severity = match text("severity")? {
@@ -262,7 +262,7 @@ fn parse_verdict(item: &Value, tool: &Value) -> Result<Verdict, String> {
         Some(p) => {
             return Err(format!(
                 "pointer {:?} names nothing in the tool it was shown",
-                crate::report::escape::escape(&p.chars().take(80).collect::<String>())
+                crate::util::escape::escape(&p.chars().take(80).collect::<String>())
             ));
         }
     };
@@ -289,7 +289,7 @@ pub struct JudgeRun {
 impl JudgeRun {
     /// Records META-01 in `report`: its findings, and an error when the judge failed (the
     /// findings it made before are kept and count).
-    pub fn record(self, report: &mut crate::report::Report) {
+    pub fn record(self, report: &mut crate::model::Report) {
         match self.error {
             None => report.record("META-01", Outcome::Ran(self.findings)),
             Some(why) => report.record_error_with("META-01", why, self.findings),
@@ -341,7 +341,7 @@ pub async fn review(
     for (index, tool) in tools.iter().enumerate() {
         let mut view = tool_view(tool);
         crate::net::redact::redact_value(&mut view, redact);
-        let tool_name = crate::report::escape::escape_trimmed(
+        let tool_name = crate::util::escape::escape_trimmed(
             tool.get("name")
                 .and_then(Value::as_str)
                 .unwrap_or("(unnamed)"),

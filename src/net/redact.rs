@@ -492,22 +492,7 @@ impl Secrets {
     }
 }
 
-/// Applies `redact` to every string of `v`, object keys included.
-pub fn redact_value(v: &mut serde_json::Value, redact: &dyn Fn(&str) -> String) {
-    use serde_json::Value;
-    match v {
-        Value::String(s) => *s = redact(s),
-        Value::Array(items) => items.iter_mut().for_each(|i| redact_value(i, redact)),
-        Value::Object(m) => {
-            let old = std::mem::take(m);
-            for (k, mut x) in old {
-                redact_value(&mut x, redact);
-                m.insert(redact(&k), x);
-            }
-        }
-        _ => {}
-    }
-}
+pub use crate::util::json::map_strings as redact_value;
 
 /// A `tracing` writer to stderr that redacts each event (one `write` per event by the `fmt`
 /// layer; the redaction runs when the event's writer is dropped): hosts install it so no log

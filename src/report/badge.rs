@@ -18,9 +18,9 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
-use super::escape::escape_trimmed;
-use super::{Report, RunOutcome};
 use crate::finding::Severity;
+use crate::model::{Report, RunOutcome};
+use crate::util::escape::escape_trimmed;
 
 /// The badge's label.
 pub const LABEL: &str = "mcpprobe";
@@ -208,7 +208,7 @@ pub fn endpoint_json(b: &Badge) -> Value {
 mod tests {
     use super::*;
     use crate::finding::{Confidence, Evidence, Finding, Location, Suppressed};
-    use crate::report::Policy;
+    use crate::model::Policy;
     use chrono::TimeZone;
 
     fn now() -> DateTime<Utc> {

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::escape::escape_trimmed;
-use super::{Report, RunOutcome};
+use crate::model::{Report, RunOutcome};
+use crate::util::escape::escape_trimmed;
 
 /// Most findings listed in the table (the JSON report and SARIF have them all).
 const MAX_ROWS: usize = 100;

@@ -11,10 +11,11 @@ use serde_sarif::sarif::{
     Result as SarifResult, ResultLevel, Run, Sarif, Suppression, Tool, ToolComponent,
 };
 
-use super::escape::escape_trimmed;
-use super::{RenderOptions, Report};
+use super::RenderOptions;
 use crate::catalogue::{CheckMeta, RuleMeta, catalogue};
 use crate::finding::{Confidence, Finding, Severity};
+use crate::model::Report;
+use crate::util::escape::escape_trimmed;
 
 pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 const INFORMATION_URI: &str = "https://github.com/mcpprobe/mcpprobe";

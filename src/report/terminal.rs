@@ -1,15 +1,15 @@
 //! The terminal summary: findings grouped by severity, each with its evidence and fix.
 //!
 //! Every string that came from a server (or from a file the user checked) goes through
-//! [`escape`](super::escape::escape); colour is only added when the caller says the output is a
+//! [`escape`](crate::util::escape::escape); colour is only added when the caller says the output is a
 //! TTY without `NO_COLOR`.
 
 use std::fmt::Write as _;
 
-use super::escape::{escape, escape_trimmed};
-use super::{CheckStatus, Report, RunOutcome};
 use crate::catalogue::catalogue;
 use crate::finding::{Finding, Severity};
+use crate::model::{CheckStatus, Report, RunOutcome};
+use crate::util::escape::{escape, escape_trimmed};
 
 /// Longest evidence excerpt shown in the terminal (the JSON report has it all).
 const EVIDENCE_CHARS: usize = 240;

@@ -678,7 +678,7 @@ mod tests {
             None => fixture["document"].to_string(),
         };
         let input = Input::parse(&text, Some(kind)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let policy = crate::report::Policy {
+        let policy = crate::model::Policy {
             fail_on: None,
             min_confidence: Confidence::Low,
         };

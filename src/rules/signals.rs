@@ -627,8 +627,8 @@ mod tests {
     #[test]
     fn every_table_has_fires_and_near_misses_that_name_it() {
         use crate::finding::Confidence;
+        use crate::model::Policy;
         use crate::offline::check_report;
-        use crate::report::Policy;
         let tables = ["promotion", "guidance", "purpose", "markers"];
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
         let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();

@@ -1,7 +1,7 @@
 //! Text helpers for the rules: the invisible-character table (P1), a matching view of a text
 //! that maps back to the original, identifier tokenisation for capability words, and excerpts.
 
-use crate::report::escape::escape;
+use crate::util::escape::escape;
 
 /// P1's characters (SPEC §3.1): zero-width, bidi controls, word joiner and invisible operators,
 /// BOM, and the Unicode tag block.

@@ -551,7 +551,7 @@ fn a_tampered_tool_list_sha256_is_corrupt() {
 #[test]
 fn a_report_or_another_version_is_foreign() {
     let dir = tempfile::tempdir().expect("tmp");
-    let report = mcpprobe::report::Report::new("http://x.example.invalid/mcp", Default::default());
+    let report = mcpprobe::model::Report::new("http://x.example.invalid/mcp", Default::default());
     let (_, new) = old_new();
     let mut v2: Value = serde_json::from_str(&new.to_pretty_json().expect("json")).expect("json");
     v2["version"] = json!(2);
@@ -605,7 +605,7 @@ fn terminal_rendering_escapes_and_shows_each_change() {
     new.tools[i]["description"] = json!("Export the staff contact list.\u{1b}[2J");
     new.tool_list_sha256 = mcpprobe::fingerprint::tools_sha256(&new.tools);
     let findings = baseline::compare(&old, &new);
-    let mut report = mcpprobe::report::Report::new(new.target.clone(), Default::default());
+    let mut report = mcpprobe::model::Report::new(new.target.clone(), Default::default());
     let (base01, base02): (Vec<Finding>, Vec<Finding>) =
         findings.into_iter().partition(|f| f.check == "BASE-01");
     report.record("BASE-01", Outcome::Ran(base01));

@@ -11,7 +11,7 @@ use axum::routing::get;
 use mcpprobe::baseline::Baseline;
 use mcpprobe::daemon::page;
 use mcpprobe::daemon::store::{Counts, RunStatus, RunSummary, TargetRow};
-use mcpprobe::report::Report;
+use mcpprobe::model::Report;
 use mcpprobe::report::badge;
 
 use crate::support::{browser, mcpprobe, root, runtime};

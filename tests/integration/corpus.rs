@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use mcpprobe::finding::{Confidence, Finding};
+use mcpprobe::model::Policy;
 use mcpprobe::offline::check_report;
-use mcpprobe::report::Policy;
 use mcpprobe::rules::Input;
 use std::fmt::Write as _;
 

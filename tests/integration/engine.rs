@@ -10,7 +10,7 @@ use mcpprobe::demo::server::{self, Behaviour, Running};
 use mcpprobe::engine::{
     ConfigError, ScanLimits, ScanRequest, Scanner, ScannerConfig, Selection, Target,
 };
-use mcpprobe::report::{CheckStatus, Report, RunOutcome};
+use mcpprobe::model::{CheckStatus, Report, RunOutcome};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::state_dir;
@@ -42,7 +42,7 @@ fn request(url: &str, rate: u32) -> ScanRequest {
     req
 }
 
-fn status<'r>(r: &'r Report, id: &str) -> &'r mcpprobe::report::CheckRecord {
+fn status<'r>(r: &'r Report, id: &str) -> &'r mcpprobe::model::CheckRecord {
     r.checks
         .iter()
         .find(|c| c.id == id)

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use mcpprobe::exit::ExitCode;
+use mcpprobe::model::CheckStatus;
 use mcpprobe::offline::check_report;
-use mcpprobe::report::CheckStatus;
 use mcpprobe::rules::{Input, work};
 use serde_json::{Value, json};
 
@@ -20,7 +20,7 @@ fn two_tools(text: &str) -> Value {
 }
 
 /// The bytes examined by every check of `mcpprobe check` on the document, and the report.
-fn examined(doc: Value) -> (u64, mcpprobe::report::Report) {
+fn examined(doc: Value) -> (u64, mcpprobe::model::Report) {
     let input = Input::from_value(doc, None).expect("a tool list");
     work::reset();
     let report = check_report(&input, "adversarial", Default::default());

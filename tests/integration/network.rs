@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use mcpprobe::gate::state::StateDir;
 use mcpprobe::gate::{self, HttpTarget};
+use mcpprobe::model::GateRecord;
 use mcpprobe::net::dns::Dns;
 use mcpprobe::net::{Client, NetError, Network, Request, Settings};
-use mcpprobe::report::GateRecord;
 use url::Url;
 
 use crate::support::http::{Answer, TestHttp};

@@ -3,8 +3,8 @@
 //! definition findings judged correct (snapshot, reviewed).
 
 use mcpprobe::finding::Confidence;
+use mcpprobe::model::Policy;
 use mcpprobe::offline::check_report;
-use mcpprobe::report::Policy;
 use mcpprobe::rules::Input;
 
 use crate::support::root;

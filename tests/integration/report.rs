@@ -4,7 +4,8 @@
 use mcpprobe::catalogue::catalogue;
 use mcpprobe::checks::{Outcome, finding};
 use mcpprobe::finding::{Confidence, Exchange, Message, Severity, Suppressed};
-use mcpprobe::report::{Format, Policy, Report, RunOutcome, render};
+use mcpprobe::model::{Policy, Report, RunOutcome};
+use mcpprobe::report::{Format, render};
 
 use crate::support::assert_valid;
 

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use mcpprobe::catalogue::catalogue;
 use mcpprobe::finding::{Confidence, Finding};
+use mcpprobe::model::Policy;
 use mcpprobe::offline::check_report;
-use mcpprobe::report::Policy;
 use mcpprobe::rules::{Input, InputKind};
 use serde_json::Value;
 

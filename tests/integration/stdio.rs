@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcpprobe::engine::{ScanRequest, Scanner, ScannerConfig, Target};
+use mcpprobe::model::{Report, RunOutcome};
 use mcpprobe::protocol::stdio::{MAX_LINE, MAX_STDOUT, SILENCE_BUDGET, WRITE_TIMEOUT};
-use mcpprobe::report::{Report, RunOutcome};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

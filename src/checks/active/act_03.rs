@@ -95,7 +95,7 @@ impl ActiveCheck for Act03 {
                 .message(format!(
                     "{}: the server requested it ({}){}",
                     c.planned.purpose,
-                    crate::report::escape::escape_trimmed(&hits[0], 120),
+                    crate::util::escape::escape_trimmed(&hits[0], 120),
                     if returned {
                         ", and returned what it fetched to the caller (the listener's random body is in the result)"
                     } else {
