@@ -8,8 +8,7 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checks::{CatalogueSource, Check, SOURCES};
-use crate::finding::{Confidence, Severity};
+use crate::finding::{Confidence, Evidence, Finding, FindingBuilder, Location, Severity};
 
 /// passive, active or other: SPEC §3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -78,6 +77,46 @@ pub struct CheckMeta {
 }
 
 impl CheckMeta {
+    /// Starts a finding of this check (and of one of its rules), taking title, severity, confidence,
+    /// references and fix from the catalogue, so a check cannot get them wrong.
+    pub fn finding(&self, rule: Option<&RuleMeta>) -> FindingBuilder {
+        let (title, severity, confidence, mcp, asi, fix) = match rule {
+            Some(r) => (
+                r.title.clone(),
+                r.severity,
+                r.confidence,
+                &r.owasp_mcp,
+                &r.owasp_asi,
+                r.fix.clone(),
+            ),
+            None => (
+                self.title.clone(),
+                self.severity,
+                self.confidence,
+                &self.owasp_mcp,
+                &self.owasp_asi,
+                self.fix_line.clone(),
+            ),
+        };
+        FindingBuilder::new(Finding {
+            check: self.id.clone(),
+            rule: rule.map(|r| r.code.clone()),
+            subcode: None,
+            title,
+            message: None,
+            severity,
+            confidence,
+            location: Location::default(),
+            evidence: Evidence::default(),
+            references: mcp.iter().chain(asi.iter()).cloned().collect(),
+            fix,
+            fingerprint: String::new(),
+            suppressed: None,
+            default_severity: None,
+            new: None,
+        })
+    }
+
     pub fn rule(&self, code: &str) -> Option<&RuleMeta> {
         self.rules.iter().find(|r| r.code == code)
     }
@@ -101,11 +140,24 @@ impl Taxonomy {
     }
 }
 
-/// A catalogue entry: its metadata and its implementation.
+/// One `checks/<kind>/<ID>.toml`, embedded by build.rs.
+#[derive(Debug, Clone, Copy)]
+pub struct Source {
+    pub id: &'static str,
+    /// The folder: `passive`, `active` or `other`.
+    pub kind: &'static str,
+    /// The file, relative to the repository.
+    pub path: &'static str,
+    pub toml: &'static str,
+}
+
+include!(concat!(env!("OUT_DIR"), "/catalogue.rs"));
+
+/// A catalogue entry: its metadata and where it was written. The implementation is
+/// `crate::checks::get(id)`, a floor above.
 pub struct Entry {
     pub meta: CheckMeta,
     pub path: &'static str,
-    pub check: &'static dyn Check,
 }
 
 pub struct Catalogue {
@@ -151,7 +203,7 @@ impl Catalogue {
     }
 }
 
-fn load(sources: &[CatalogueSource], taxonomy: &str) -> Result<Catalogue, String> {
+fn load(sources: &[Source], taxonomy: &str) -> Result<Catalogue, String> {
     let taxonomy: Taxonomy =
         toml::from_str(taxonomy).map_err(|e| format!("checks/taxonomy.toml: {e}"))?;
     let mut entries = Vec::new();
@@ -166,13 +218,6 @@ fn load(sources: &[CatalogueSource], taxonomy: &str) -> Result<Catalogue, String
         }
         if meta.kind.as_str() != src.kind {
             return fail(format!("kind {:?} differs from the folder", meta.kind));
-        }
-        if src.check.id() != meta.id {
-            return fail(format!(
-                "the implementation names id {:?}, the catalogue {:?}",
-                src.check.id(),
-                meta.id
-            ));
         }
         if !seen.insert(meta.id.clone()) {
             return fail("duplicate id".into());
@@ -229,7 +274,6 @@ fn load(sources: &[CatalogueSource], taxonomy: &str) -> Result<Catalogue, String
         entries.push(Entry {
             meta,
             path: src.path,
-            check: src.check,
         });
     }
     // Display order: passive, active, other; by id within a kind.
@@ -254,10 +298,10 @@ mod tests {
                 toml::to_string(&t).expect("serialises")
             })
             .collect();
-        let sources: Vec<CatalogueSource> = SOURCES
+        let sources: Vec<Source> = SOURCES
             .iter()
             .zip(&texts)
-            .map(|(s, t)| CatalogueSource {
+            .map(|(s, t)| Source {
                 toml: Box::leak(t.clone().into_boxed_str()),
                 ..*s
             })

@@ -5,8 +5,6 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::catalogue::{CheckMeta, RuleMeta};
-
 /// How bad a finding is. Ordered: `Info < Low < Medium < High < Critical`.
 #[derive(
     Debug,
@@ -205,48 +203,6 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// Starts a finding of `meta` (and of one of its rules), taking title, severity, confidence,
-    /// references and fix from the catalogue, so a check cannot get them wrong.
-    pub fn of(meta: &CheckMeta, rule: Option<&RuleMeta>) -> FindingBuilder {
-        let (title, severity, confidence, mcp, asi, fix) = match rule {
-            Some(r) => (
-                r.title.clone(),
-                r.severity,
-                r.confidence,
-                &r.owasp_mcp,
-                &r.owasp_asi,
-                r.fix.clone(),
-            ),
-            None => (
-                meta.title.clone(),
-                meta.severity,
-                meta.confidence,
-                &meta.owasp_mcp,
-                &meta.owasp_asi,
-                meta.fix_line.clone(),
-            ),
-        };
-        FindingBuilder {
-            finding: Finding {
-                check: meta.id.clone(),
-                rule: rule.map(|r| r.code.clone()),
-                subcode: None,
-                title,
-                message: None,
-                severity,
-                confidence,
-                location: Location::default(),
-                evidence: Evidence::default(),
-                references: mcp.iter().chain(asi.iter()).cloned().collect(),
-                fix,
-                fingerprint: String::new(),
-                suppressed: None,
-                default_severity: None,
-                new: None,
-            },
-        }
-    }
-
     /// SHA-256 over check, rule, location and evidence text: the same problem in the same place
     /// gets the same fingerprint in every run (used for SARIF `partialFingerprints` and
     /// `--fail-on-new`). Exchanges are left out: session ids and dates differ between runs.
@@ -290,6 +246,10 @@ pub struct FindingBuilder {
 }
 
 impl FindingBuilder {
+    /// Builds on `finding` (the catalogue starts every finding: [`crate::catalogue::CheckMeta::finding`]).
+    pub fn new(finding: Finding) -> FindingBuilder {
+        FindingBuilder { finding }
+    }
     /// The sub-code that tells this finding from the check's other findings (`TRANS-01/host`).
     pub fn subcode(mut self, subcode: impl Into<String>) -> Self {
         self.finding.subcode = Some(subcode.into());

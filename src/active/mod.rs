@@ -664,7 +664,7 @@ async fn execute(
 /// An info finding that says a check learned nothing (SPEC §3: indeterminate, never a pass).
 fn indeterminate(id: &str, why: String, exchange: Exchange) -> crate::finding::Finding {
     let meta = crate::catalogue::catalogue().meta(id);
-    crate::finding::Finding::of(meta, None)
+    meta.finding(None)
         .subcode("calls/indeterminate")
         .severity(crate::finding::Severity::Info)
         .confidence(crate::finding::Confidence::Low)

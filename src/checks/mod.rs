@@ -150,16 +150,22 @@ pub mod probe;
 
 pub use crate::model::{ACTIVE_NOT_AUTHORISED, ACTIVE_NOT_IMPLEMENTED};
 
-/// One generated registry entry.
-pub struct CatalogueSource {
-    pub id: &'static str,
-    pub kind: &'static str,
-    pub path: &'static str,
-    pub toml: &'static str,
-    pub check: &'static dyn Check,
+include!(concat!(env!("OUT_DIR"), "/registry.rs"));
+
+/// Every check's implementation, in the catalogue's file order (build.rs generates the list
+/// from `checks/*/*.toml`: a catalogue entry without its file does not compile).
+pub fn registry() -> &'static [&'static dyn Check] {
+    REGISTRY
 }
 
-include!(concat!(env!("OUT_DIR"), "/registry.rs"));
+/// What a report says of a catalogue entry with no implementation in the registry (build.rs
+/// makes that a compile error; an engine's test overrides are the only other source).
+pub const NO_IMPLEMENTATION: &str = "no implementation of this check is registered in this build";
+
+/// The implementation of check `id`.
+pub fn get(id: &str) -> Option<&'static dyn Check> {
+    REGISTRY.iter().copied().find(|c| c.id() == id)
+}
 
 /// Helper for check files: a finding of this check (optionally of one rule code).
 pub fn finding(check: &dyn Check, rule: Option<&str>) -> crate::finding::FindingBuilder {
@@ -168,5 +174,5 @@ pub fn finding(check: &dyn Check, rule: Option<&str>) -> crate::finding::Finding
         Some(r) => r,
         None => panic!("{} has no rule {code} in its catalogue entry", meta.id),
     });
-    Finding::of(meta, rule)
+    meta.finding(rule)
 }

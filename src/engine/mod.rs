@@ -204,12 +204,12 @@ impl Scanner {
         self.clock.now()
     }
 
-    fn check(&self, id: &str, default: &'static dyn Check) -> &'static dyn Check {
+    fn check(&self, id: &str) -> Option<&'static dyn Check> {
         self.overrides
             .iter()
             .copied()
             .find(|c| c.id() == id)
-            .unwrap_or(default)
+            .or_else(|| crate::checks::get(id))
     }
 
     /// Runs one scan. The future is `Send`; it ends promptly once `cancel` fires (sessions are
@@ -615,7 +615,7 @@ impl Scanner {
             .filter(|e| {
                 RULE_CHECKS.contains(&e.meta.id.as_str()) && req.checks.includes(&e.meta.id)
             })
-            .map(|e| self.check(&e.meta.id, e.check))
+            .filter_map(|e| self.check(&e.meta.id))
             .collect();
         let stop = StopOnDrop(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
             false,
@@ -745,7 +745,10 @@ impl Scanner {
             Vec::new();
         for entry in &catalogue().entries {
             let id = entry.meta.id.as_str();
-            let check = self.check(id, entry.check);
+            let Some(check) = self.check(id) else {
+                report.record(id, Outcome::Error(crate::checks::NO_IMPLEMENTATION.into()));
+                continue;
+            };
             if entry.meta.kind == Kind::Active {
                 if !req.checks.includes(id) {
                     report.record(id, Outcome::Skipped(NOT_SELECTED.into()));
@@ -1089,7 +1092,7 @@ impl Scanner {
             .entries
             .iter()
             .filter(|e| e.meta.kind == Kind::Active && req.checks.includes(&e.meta.id))
-            .filter(|e| e.check.active().is_some())
+            .filter(|e| self.check(&e.meta.id).is_some_and(|c| c.active().is_some()))
             .map(|e| e.meta.id.as_str())
             .collect();
         let record = serde_json::json!({

@@ -25,14 +25,14 @@ use serde_json::Value;
 pub use json::Json;
 
 use crate::catalogue::catalogue;
-use crate::finding::{Finding, FindingBuilder};
+use crate::finding::FindingBuilder;
 pub use document::Document;
 
 /// A finding of a rules check, with the rule's metadata from the catalogue.
 pub(crate) fn finding(check: &str, rule: &str) -> FindingBuilder {
     let meta = catalogue().meta(check);
     match meta.rule(rule) {
-        Some(r) => Finding::of(meta, Some(r)),
+        Some(r) => meta.finding(Some(r)),
         None => panic!("{check} has no rule {rule} in its catalogue entry"),
     }
 }

@@ -61,8 +61,24 @@ fn every_implementation_file_has_a_catalogue_entry() {
             );
         }
     }
+    // The registry holds one implementation per catalogue entry, in the catalogue's file
+    // order, each naming its own entry's id; every active entry's is an active check.
+    let registry: Vec<&str> = mcpprobe::checks::registry()
+        .iter()
+        .map(|c| c.id())
+        .collect();
+    let sources: Vec<&str> = mcpprobe::catalogue::SOURCES.iter().map(|s| s.id).collect();
+    assert_eq!(registry, sources);
+    assert_eq!(registry.len(), catalogue().entries.len());
     for e in &catalogue().entries {
-        assert_eq!(e.check.id(), e.meta.id, "{}", e.path);
+        let check = mcpprobe::checks::get(&e.meta.id).expect("registered");
+        assert_eq!(check.id(), e.meta.id, "{}", e.path);
+        assert_eq!(
+            check.active().is_some(),
+            e.meta.kind == mcpprobe::catalogue::Kind::Active,
+            "{}: an active entry has an active implementation, and only it",
+            e.path
+        );
     }
 }
 

@@ -12,7 +12,7 @@ use crate::support::assert_valid;
 const HOSTILE: &str = "weather\u{1b}[2J\u{7}\rspoof\u{202E}txt\u{E0041}\u{E0042}\u{200B}end";
 
 fn check(id: &str) -> &'static dyn mcpprobe::checks::Check {
-    catalogue().get(id).expect("id in catalogue").check
+    mcpprobe::checks::get(id).expect("id in the registry")
 }
 
 /// A report that holds a finding of every severity, an exchange, a suppressed finding and a

@@ -5,7 +5,6 @@
 use serde_json::Value;
 
 use crate::checks::{BoxFuture, Check, Live, Outcome};
-use crate::finding::Finding;
 
 pub struct Info01;
 
@@ -42,7 +41,7 @@ impl Check for Info01 {
                 message.push_str("; some rungs answered 401/403 (needs authentication)");
             }
             let ladder: Vec<String> = fp.rungs.iter().map(|r| format!("{}: {}", r.step, r.verdict)).collect();
-            let mut b = Finding::of(self.meta(), None).message(message).text(ladder.join("\n"));
+            let mut b = self.meta().finding(None).message(message).text(ladder.join("\n"));
             for x in &fp.exchanges {
                 b = b.exchange(x.clone());
             }

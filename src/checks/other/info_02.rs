@@ -4,7 +4,6 @@
 
 
 use crate::checks::{BoxFuture, Check, Live, Outcome};
-use crate::finding::Finding;
 use crate::rules::{Document, Input, InputKind, Json};
 
 pub struct Info02;
@@ -33,7 +32,7 @@ impl Check for Info02 {
             return Outcome::Skipped("the input is a card, not an inventory".into());
         }
         let sha = input.tools_sha256();
-        let finding = Finding::of(self.meta(), None)
+        let finding = self.meta().finding(None)
             .pointer("/tools")
             .message(format!("{}; tool-list sha256 {sha}", counts(&input.value)))
             .build();
@@ -45,7 +44,7 @@ impl Check for Info02 {
             let (Some(inv), Some(input)) = (cx.inventory, cx.input) else {
                 return Outcome::Skipped("no inventory could be read".into());
             };
-            let mut b = Finding::of(self.meta(), None)
+            let mut b = self.meta().finding(None)
                 .pointer("/tools")
                 .message(format!("{}; tool-list sha256 {}", counts(&input.value), input.tools_sha256()));
             if let Some(call) = &inv.first_tools_call {
