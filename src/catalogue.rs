@@ -29,6 +29,35 @@ impl Kind {
     }
 }
 
+/// Which pipeline stage runs a check (its TOML's `stage`): the engine schedules by this, and
+/// names no check id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// The metadata rules over the inventory as a document: offline (`mcpprobe check`) too,
+    /// and in a scan on a blocking thread.
+    Rules,
+    /// The judge (META-01): after the sessions are closed, only with a judge configured.
+    Judge,
+    /// Against the live target that passed the gate, after the inventory was read.
+    Live,
+    /// Only when authorised (SPEC §1.3), after every passive check.
+    Active,
+}
+
+/// What else a check needs before it runs (its TOML's `needs`): the engine runs that part of
+/// the pipeline when a selected check needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Need {
+    /// OAuth discovery (an anonymous handshake and the metadata documents).
+    Oauth,
+    /// A loopback listener the target is pointed at (local targets only).
+    Listener,
+    /// The pinned baseline: compared, and written when the scan completes.
+    Baseline,
+}
+
 /// One rule code of a rules check (P1…A10).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,6 +91,9 @@ pub struct CheckMeta {
     /// enforced by the client: a check that tries to send more is an error. The ladder, the
     /// inventory and OAuth discovery are pipeline stages with their own requests.
     pub requests: u32,
+    pub stage: Stage,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<Need>,
     /// A record of what was seen (INFO-01, INFO-02), not a problem: its findings never count
     /// for the exit code.
     #[serde(default)]
@@ -198,6 +230,11 @@ impl Catalogue {
         }
     }
 
+    /// The checks of `stage`, in display order.
+    pub fn in_stage(&self, stage: Stage) -> impl Iterator<Item = &CheckMeta> {
+        self.metas().filter(move |m| m.stage == stage)
+    }
+
     pub fn metas(&self) -> impl Iterator<Item = &CheckMeta> {
         self.entries.iter().map(|e| &e.meta)
     }
@@ -218,6 +255,15 @@ fn load(sources: &[Source], taxonomy: &str) -> Result<Catalogue, String> {
         }
         if meta.kind.as_str() != src.kind {
             return fail(format!("kind {:?} differs from the folder", meta.kind));
+        }
+        if (meta.kind == Kind::Active) != (meta.stage == Stage::Active) {
+            return fail(format!(
+                "stage {:?} does not fit kind {:?}: active checks, and only they, run in the active stage",
+                meta.stage, meta.kind
+            ));
+        }
+        if meta.needs.contains(&Need::Listener) && meta.stage != Stage::Active {
+            return fail("only an active check can need the loopback listener".into());
         }
         if !seen.insert(meta.id.clone()) {
             return fail("duplicate id".into());
@@ -354,5 +400,43 @@ mod tests {
                 .unwrap_or_default()
                 .contains("rules P1 and P4 share one fix")
         );
+    }
+
+    #[test]
+    fn a_stage_must_fit_the_kind() {
+        let active_live = load_edited("ACT-01", |t| {
+            t.insert("stage".into(), "live".into());
+        });
+        let e = active_live.err().unwrap_or_default();
+        assert!(
+            e.contains("ACT-01") && e.contains("stage Live does not fit kind Active"),
+            "{e}"
+        );
+        let passive_active = load_edited("AUTH-01", |t| {
+            t.insert("stage".into(), "active".into());
+        });
+        assert!(
+            passive_active
+                .err()
+                .unwrap_or_default()
+                .contains("stage Active does not fit kind Passive")
+        );
+        let listener = load_edited("AUTH-01", |t| {
+            t.insert("needs".into(), toml::Value::Array(vec!["listener".into()]));
+        });
+        assert!(
+            listener
+                .err()
+                .unwrap_or_default()
+                .contains("only an active check can need the loopback listener")
+        );
+        let unknown = load_edited("AUTH-01", |t| {
+            t.insert("needs".into(), toml::Value::Array(vec!["tea".into()]));
+        });
+        assert!(unknown.err().unwrap_or_default().contains("AUTH-01"));
+        let missing = load_edited("AUTH-01", |t| {
+            t.remove("stage");
+        });
+        assert!(missing.err().unwrap_or_default().contains("stage"));
     }
 }

@@ -112,7 +112,10 @@ pub async fn judge(
     selection: &crate::engine::Selection,
     cancel: &tokio_util::sync::CancellationToken,
 ) {
-    if !selection.includes("META-01") {
+    let judged = crate::catalogue::catalogue()
+        .in_stage(crate::catalogue::Stage::Judge)
+        .any(|m| selection.includes(&m.id));
+    if !judged {
         return;
     }
     let tools: Vec<serde_json::Value> = input.tools().iter().map(|t| t.to_value()).collect();

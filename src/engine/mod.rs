@@ -40,7 +40,7 @@ pub use request::{
     SecretSource, Selection, StoredBaseline, Target,
 };
 
-use crate::catalogue::{Kind, catalogue};
+use crate::catalogue::{Kind, Need, Stage, catalogue};
 use crate::checks::{Check, Live, Outcome};
 use crate::gate::state::StateDir;
 use crate::gate::{self, HttpTarget, Stop};
@@ -59,8 +59,16 @@ pub const GRACE: Duration = Duration::from_secs(5);
 pub const NOT_SELECTED: &str =
     "not selected (--checks / --skip-checks, or the configuration's checks / skip_checks)";
 
-/// The checks that are metadata rules only: run off the async threads (see `run_rules`).
-const RULE_CHECKS: &[&str] = &["META-02", "META-03", "META-04"];
+/// The ids of the selected checks that need `need` (their TOML's `needs`); an active check
+/// counts only when the active stage is authorised.
+fn needing(req: &ScanRequest, need: Need, authorised: bool) -> Vec<&'static str> {
+    catalogue()
+        .metas()
+        .filter(|m| m.needs.contains(&need) && req.checks.includes(&m.id))
+        .filter(|m| m.stage != Stage::Active || authorised)
+        .map(|m| m.id.as_str())
+        .collect()
+}
 
 /// Asks the rules to stop when the scan future that waits for them is dropped.
 struct StopOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
@@ -582,12 +590,19 @@ impl Scanner {
         let Some(config) = &req.judge else {
             return;
         };
-        if !req.checks.includes("META-01") || net.cancelled().is_cancelled() {
+        let judged: Vec<&str> = catalogue()
+            .in_stage(Stage::Judge)
+            .filter(|m| req.checks.includes(&m.id))
+            .map(|m| m.id.as_str())
+            .collect();
+        if judged.is_empty() || net.cancelled().is_cancelled() {
             return;
         }
         let Some(inv) = inventory else {
             let why = "no inventory was read: the judge had nothing to review";
-            report.record("META-01", Outcome::Skipped(why.into()));
+            for id in judged {
+                report.record(id, Outcome::Skipped(why.into()));
+            }
             return;
         };
         tracing::info!(target: "mcpprobe::progress", "asking the judge about {} tools", inv.tools().len());
@@ -598,7 +613,7 @@ impl Scanner {
             .record(report);
     }
 
-    /// The metadata rules (META-02, META-03, META-04) over the inventory, on a blocking thread
+    /// The rules stage's checks (`stage = "rules"`: the metadata rules) over the inventory, on a blocking thread
     /// so that a large or hostile inventory never holds an async worker. A cancelled scan (or
     /// its whole-scan cap) stops them between texts; a dropped scan future does too.
     async fn run_rules(
@@ -612,9 +627,7 @@ impl Scanner {
         let checks: Vec<&'static dyn Check> = catalogue()
             .entries
             .iter()
-            .filter(|e| {
-                RULE_CHECKS.contains(&e.meta.id.as_str()) && req.checks.includes(&e.meta.id)
-            })
+            .filter(|e| e.meta.stage == Stage::Rules && req.checks.includes(&e.meta.id))
             .filter_map(|e| self.check(&e.meta.id))
             .collect();
         let stop = StopOnDrop(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
@@ -719,10 +732,9 @@ impl Scanner {
         } else {
             None
         };
-        // OAuth discovery is a stage of its own: AUTH-02 and AUTH-03 each read its value.
-        if (req.checks.includes("AUTH-02")
-            || req.checks.includes("AUTH-03")
-            || (parts.authorised.is_some() && req.checks.includes("ACT-06")))
+        // OAuth discovery is a stage of its own, run when a selected check needs it (an
+        // active one only when authorised); each reads its value.
+        if !needing(req, Need::Oauth, parts.authorised.is_some()).is_empty()
             && parts.client.is_some()
         {
             let discovery = std::panic::AssertUnwindSafe(crate::checks::oauth::discover(&cx))
@@ -735,7 +747,7 @@ impl Scanner {
                         "OAuth discovery panicked: {}",
                         panic_message(panic.as_ref())
                     );
-                    for id in ["AUTH-02", "AUTH-03"] {
+                    for id in needing(req, Need::Oauth, false) {
                         report.record(id, Outcome::Error(why.clone()));
                     }
                 }
@@ -789,7 +801,7 @@ impl Scanner {
             if net.cancelled().is_cancelled() {
                 break;
             }
-            if id == "META-01" && req.judge.is_some() {
+            if entry.meta.stage == Stage::Judge && req.judge.is_some() {
                 // The judge is a stage of its own, after the sessions are closed.
                 continue;
             }
@@ -826,7 +838,7 @@ impl Scanner {
                         include_unannotated: active.include_unannotated,
                     };
                     tracing::info!(target: "mcpprobe::progress", "active checks (scope {})", auth.scope());
-                    let listener = parts.loopback && req.checks.includes("ACT-03");
+                    let listener = parts.loopback && !needing(req, Need::Listener, true).is_empty();
                     let env = self
                         .stage_env(&cx, inv, &policy, listener, parts.loopback, session)
                         .await;
@@ -905,9 +917,13 @@ impl Scanner {
                     tracing::info!(target: "mcpprobe::progress", "baseline written to {}", path.display())
                 }
                 Err(e) => {
-                    for id in ["BASE-01", "BASE-02"] {
+                    // Selected or not: the pinned file the user keeps was not written.
+                    for m in catalogue()
+                        .metas()
+                        .filter(|m| m.needs.contains(&Need::Baseline))
+                    {
                         report.record(
-                            id,
+                            &m.id,
                             Outcome::Error(format!("the baseline could not be written: {e}")),
                         );
                     }
@@ -945,7 +961,7 @@ impl Scanner {
                 }
             }
         } else if local {
-            env.no_listener = Some("ACT-03 was not selected".into());
+            env.no_listener = Some("no selected check needs the loopback listener".into());
         } else {
             env.no_listener = Some(
                 "the target is not local: its loopback is not mcpprobe's, and a remote server is never pointed at its own (a --collaborator URL is not supported yet)"
