@@ -22,6 +22,7 @@ pub mod judge;
 pub mod model;
 pub mod net;
 pub mod offline;
+pub mod permit;
 pub mod protocol;
 pub mod report;
 pub mod review;

@@ -64,6 +64,8 @@ struct Collector {
     /// The module path at the current point (the file's, plus inline modules entered).
     path: Vec<String>,
     imports: Vec<Import>,
+    /// Calls of the gate's mints (`Authorised::mint`, `Admission::mint`), by line.
+    mints: Vec<(usize, String)>,
 }
 
 impl Collector {
@@ -181,6 +183,17 @@ impl<'ast> Visit<'ast> for Collector {
 
     fn visit_path(&mut self, p: &'ast syn::Path) {
         let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        if let [.., ty, f] = segments.as_slice()
+            && (ty == "Authorised" || ty == "Admission")
+            && f == "mint"
+        {
+            let line = p
+                .segments
+                .first()
+                .map(|s| s.ident.span().start().line)
+                .unwrap_or(0);
+            self.mints.push((line, segments.join("::")));
+        }
         if p.leading_colon.is_none() && segments.len() > 1 {
             let line = p
                 .segments
@@ -201,6 +214,10 @@ impl<'ast> Visit<'ast> for Collector {
 
 /// The imports of one source text, as the file `rel` (relative to `src/`) would have them.
 fn imports_of(rel: &Path, text: &str) -> Result<Vec<Import>, syn::Error> {
+    collect(rel, text).map(|c| c.imports)
+}
+
+fn collect(rel: &Path, text: &str) -> Result<Collector, syn::Error> {
     let file = syn::parse_file(text)?;
     let mut path: Vec<String> = rel
         .with_extension("")
@@ -218,9 +235,10 @@ fn imports_of(rel: &Path, text: &str) -> Result<Vec<Import>, syn::Error> {
     let mut c = Collector {
         path,
         imports: Vec::new(),
+        mints: Vec::new(),
     };
     c.visit_file(&file);
-    Ok(c.imports)
+    Ok(c)
 }
 
 fn top_module(rel: &Path) -> Option<String> {
@@ -308,6 +326,41 @@ fn every_import_goes_down_the_floors() {
         bad.is_empty(),
         "{} imports go against the floors of doc/architecture.md:\n{}",
         bad.len(),
+        bad.join("\n")
+    );
+}
+
+/// The permit's tokens sit on the network floor so the client can see them, but only the
+/// gate may make one: every call of their `mint` is in `src/gate/` (or the permit's own tests).
+#[test]
+fn only_the_gate_mints_the_permit_tokens() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    let mut seen = Vec::new();
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).expect("under src");
+        let text = std::fs::read_to_string(f).expect("readable source");
+        let c = collect(rel, &text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for (line, call) in c.mints {
+            let place = format!("src/{}:{line}: {call}", rel.display());
+            if rel.starts_with("gate") || rel == Path::new("permit.rs") {
+                seen.push(place);
+            } else {
+                bad.push(place);
+            }
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|s| s.starts_with("src/gate/") && s.ends_with("Authorised::mint"))
+            && seen.iter().any(|s| s.ends_with("Admission::mint")),
+        "the gate's mints were found: {seen:?}"
+    );
+    assert!(
+        bad.is_empty(),
+        "minted outside the gate:\n{}",
         bad.join("\n")
     );
 }

@@ -10,7 +10,7 @@
 
 pub mod canary;
 pub mod listener;
-pub mod permit;
+pub use crate::permit;
 pub mod policy;
 pub mod words;
 
@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::checks::Outcome;
 use crate::finding::Exchange;
-use crate::gate::Authorised;
+use crate::model::Outcome;
+use crate::permit::Authorised;
 use crate::protocol::rpc::Reply;
 use crate::protocol::session::Session;
 pub use policy::{CallPolicy, CallableSet, NotCalled};

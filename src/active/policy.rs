@@ -19,6 +19,7 @@ use serde_json::Value;
 use unicode_normalization::UnicodeNormalization;
 
 use super::words::{self, EffectClass, Tier, Vocabulary};
+pub use crate::permit::{CallableSet, glob};
 use crate::util::escape::{escape, escape_trimmed};
 
 /// The user's scope and exclusions.
@@ -192,30 +193,6 @@ impl std::fmt::Display for NotCalled {
             ),
             NotCalled::RuleData(e) => write!(f, "the call rule's vocabulary could not be read ({e})"),
         }
-    }
-}
-
-/// The names the call rule allows in one run: made only by [`super::callable`] from the
-/// policy's decisions, carried by every [`super::permit::Permit`], and checked again by the
-/// client for every `tools/call` (whatever a check planned).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CallableSet(std::collections::BTreeSet<String>);
-
-impl CallableSet {
-    pub(super) fn of(names: std::collections::BTreeSet<String>) -> CallableSet {
-        CallableSet(names)
-    }
-
-    pub fn contains(&self, name: &str) -> bool {
-        self.0.contains(name)
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
@@ -705,30 +682,6 @@ fn server_chosen_only(tool: &Value) -> Option<String> {
             || only_consts("anyOf"))
         .then(|| name.to_string())
     })
-}
-
-/// `*` (any run) and `?` (one character) globs, linear in both lengths.
-pub fn glob(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 #[cfg(test)]

@@ -301,18 +301,7 @@ impl Selection {
     }
 }
 
-/// `--active` and what authorises it (SPEC §1.3). The gate decides; the engine records.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ActiveRequest {
-    pub authorised_by: Option<String>,
-    pub scope: Option<String>,
-    /// Require a proof made within this run.
-    pub verify: bool,
-    /// `--include-unannotated`: tools without annotations may be called (SPEC §13).
-    pub include_unannotated: bool,
-    /// `--dry-run`: say what each active check would call, call nothing.
-    pub dry_run: bool,
-}
+pub use crate::permit::ActiveRequest;
 
 /// `--baseline FILE` (and `--update-baseline`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -160,53 +160,19 @@ pub struct Owned {
     proof: Proof,
 }
 
-/// The gate's authorisation of an active run (SPEC §1.3, §13). Only the gate mints one: from
-/// `--active --authorised-by --scope --verify` and an ownership proof made within this run
-/// ([`Owned::authorise_active`], or a stdio server mcpprobe starts itself,
-/// [`authorise_stdio_active`]). Nothing else can build one (a private field), and without one
-/// no `tools/call` can be sent: [`crate::active`] needs it for every call.
-///
-/// Code outside the gate cannot make one:
-///
-/// ```compile_fail,E0451
-/// let forged = mcpprobe::gate::Authorised {
-///     authorised_by: "me".into(),
-///     scope: "*".into(),
-///     proof: "none".into(),
-/// };
-/// ```
-#[derive(Debug)]
-pub struct Authorised {
-    authorised_by: String,
-    scope: String,
-    proof: String,
-}
+pub use crate::permit::Authorised;
 
-impl Authorised {
-    pub fn authorised_by(&self) -> &str {
-        &self.authorised_by
-    }
-    /// `--scope` as given.
-    pub fn scope(&self) -> &str {
-        &self.scope
-    }
-    /// The proof this run made ("local: …", "dns-txt, valid until …").
-    pub fn proof(&self) -> &str {
-        &self.proof
-    }
-}
-
-fn mint(active: &crate::engine::ActiveRequest, proof: String) -> Result<Authorised, String> {
+fn mint(active: &crate::permit::ActiveRequest, proof: String) -> Result<Authorised, String> {
     authorise_active(
         active.authorised_by.as_deref(),
         active.scope.as_deref(),
         active.verify,
     )?;
-    Ok(Authorised {
-        authorised_by: active.authorised_by.clone().unwrap_or_default(),
-        scope: active.scope.clone().unwrap_or_default(),
+    Ok(Authorised::mint(
+        active.authorised_by.clone().unwrap_or_default(),
+        active.scope.clone().unwrap_or_default(),
         proof,
-    })
+    ))
 }
 
 /// A stdio server mcpprobe starts itself has a local proof made in this run by construction:
@@ -215,18 +181,10 @@ fn mint(active: &crate::engine::ActiveRequest, proof: String) -> Result<Authoris
 ///
 /// [`StdioProcess::spawn`]: crate::protocol::stdio::StdioProcess::spawn
 pub fn authorise_stdio_active(
-    active: &crate::engine::ActiveRequest,
+    active: &crate::permit::ActiveRequest,
     _launched: &crate::protocol::stdio::StdioProcess,
 ) -> Result<Authorised, String> {
     mint(active, "local: a stdio server started by mcpprobe".into())
-}
-
-#[cfg(test)]
-impl Authorised {
-    /// The flags' checks of a mint without a target, for unit tests of what a token allows.
-    pub(crate) fn for_tests(active: &crate::engine::ActiveRequest) -> Result<Authorised, String> {
-        mint(active, "test".into())
-    }
 }
 
 impl Owned {
@@ -234,7 +192,7 @@ impl Owned {
     /// itself (an `Owned` exists only after this run's opt-out check and ownership proof).
     pub fn authorise_active(
         &self,
-        active: &crate::engine::ActiveRequest,
+        active: &crate::permit::ActiveRequest,
     ) -> Result<Authorised, String> {
         let proof = match &self.proof {
             Proof::Local(why) => why.clone(),
@@ -274,7 +232,11 @@ impl Owned {
     }
     /// The only way to a client that can send requests to the target.
     pub fn client(&self, net: &Network) -> Result<Client, NetError> {
-        net.client_for(self)
+        net.client_for(&self.admission())
+    }
+    /// What the network floor may know of this target: its URL and addresses.
+    fn admission(&self) -> crate::permit::Admission {
+        crate::permit::Admission::mint(self.cleared.target.url.clone(), self.cleared.addrs.clone())
     }
 }
 
@@ -661,6 +623,26 @@ pub fn verify_status(state: &StateDir, now: DateTime<Utc>) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gate_refuses_to_mint_an_authorisation_without_its_flags() {
+        let none = mint(&crate::permit::ActiveRequest::default(), "test".into());
+        assert!(none.is_err_and(|e| e.contains("--authorised-by")));
+        let all = mint(
+            &crate::permit::ActiveRequest {
+                authorised_by: Some("t".into()),
+                scope: Some("*".into()),
+                verify: true,
+                ..Default::default()
+            },
+            "test".into(),
+        )
+        .expect("authorised");
+        assert_eq!(
+            (all.authorised_by(), all.scope(), all.proof()),
+            ("t", "*", "test")
+        );
+    }
 
     fn ips(list: &[&str]) -> Vec<IpAddr> {
         list.iter()

@@ -595,8 +595,11 @@ impl Network {
     }
 
     /// The scan's client for the target: only for a target that passed the gate.
-    pub(crate) fn client_for(&self, owned: &crate::gate::Owned) -> Result<Client, NetError> {
-        let (url, addrs) = (&owned.target().url, owned.addresses());
+    pub(crate) fn client_for(
+        &self,
+        admission: &crate::permit::Admission,
+    ) -> Result<Client, NetError> {
+        let (url, addrs) = (admission.url(), admission.addresses());
         let origin =
             Origin::of(url).ok_or_else(|| NetError::Other("the target URL has no host".into()))?;
         let http = self.http(&origin.host, addrs)?;
@@ -1168,9 +1171,7 @@ impl ToolGuard {
     pub fn allows(&self, name: &str) -> bool {
         self.excluded
             .lock()
-            .map(|set| {
-                !set.contains(name) && !set.iter().any(|p| crate::active::policy::glob(p, name))
-            })
+            .map(|set| !set.contains(name) && !set.iter().any(|p| crate::permit::glob(p, name)))
             .unwrap_or(false)
     }
 }
@@ -1216,7 +1217,7 @@ impl Client {
         }
         if let Some(body) = &req.body {
             // SPEC §13: a tools/call only inside an active check's permit (the gate's token)…
-            crate::active::permit::admit_body(body).map_err(NetError::Refused)?;
+            crate::permit::admit_body(body).map_err(|e| NetError::Refused(e.to_string()))?;
             // …and never of an excluded or destructive-annotated tool, whatever the permit says.
             if let Ok(msg) = serde_json::from_slice::<serde_json::Value>(body) {
                 let calls = match &msg {
@@ -1294,11 +1295,7 @@ impl Client {
             }
             // A tool call (or a resource read) is sent once: its permit admitted and counted
             // one request, and a redirect must not replay it elsewhere.
-            if req
-                .body
-                .as_deref()
-                .is_some_and(crate::active::permit::names_a_call)
-            {
+            if req.body.as_deref().is_some_and(crate::permit::names_a_call) {
                 resp.exchange.note = Some(format!(
                     "redirect of a tools/call or resources/read not followed: {}",
                     self.net.shown_url(&location)

@@ -375,7 +375,7 @@ impl StdioProcess {
             ));
         }
         // SPEC §13: a tools/call only inside an active check's permit (the gate's token).
-        crate::active::permit::admit(msg)?;
+        crate::permit::admit(msg).map_err(|e| e.to_string())?;
         let limit = WRITE_TIMEOUT.min(self.silence_left);
         if let (None, Some(why)) = (&self.stdin, &self.closed) {
             return Err(format!(
