@@ -20,10 +20,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::checks::other_base_01::CHECK as BASE_01;
-use crate::checks::other_base_02::CHECK as BASE_02;
 use crate::finding::Finding;
-use crate::fingerprint::{self, Indexed, ListDiff};
+use crate::rules::fingerprint::{self, Indexed, ListDiff};
 
 /// The baseline file format version. Bump only on a breaking change.
 pub const BASELINE_VERSION: u32 = 1;
@@ -320,7 +318,9 @@ pub fn compare(old: &Baseline, new: &Baseline) -> Vec<Finding> {
             _ => "changed",
         };
         out.push(
-            crate::checks::finding(&BASE_02, Some("R1"))
+            crate::catalogue::catalogue()
+                .meta("BASE-02")
+                .finding_of(Some("R1"))
                 .message(format!("server instructions {what} since the baseline"))
                 .pointer("/instructions")
                 .text(text)
@@ -341,7 +341,9 @@ pub fn compare(old: &Baseline, new: &Baseline) -> Vec<Finding> {
         let (o, n) = (Indexed::new(a, key_field), Indexed::new(b, key_field));
         let d = fingerprint::diff_indexed(&o, &n, false);
         let finding = |key: &str, what: &str, text: String| {
-            crate::checks::finding(&BASE_02, Some(rule))
+            crate::catalogue::catalogue()
+                .meta("BASE-02")
+                .finding_of(Some(rule))
                 .message(format!("{noun} `{key}` {what} since the baseline"))
                 .pointer(format!("/{list_key}/{}", token(key)))
                 .tool(key)
@@ -396,7 +398,9 @@ fn compare_tools(old: &Baseline, new: &Baseline, out: &mut Vec<Finding>) {
         changed,
     } = fingerprint::diff_indexed(&o, &n, true);
     let finding = |rule: &str, tool: &str, message: String, text: String| {
-        crate::checks::finding(&BASE_01, Some(rule))
+        crate::catalogue::catalogue()
+            .meta("BASE-01")
+            .finding_of(Some(rule))
             .message(message)
             .pointer(format!("/tools/{}", token(tool)))
             .tool(tool)

@@ -149,6 +149,16 @@ impl CheckMeta {
         })
     }
 
+    /// [`CheckMeta::finding`] of the rule with code `rule`: a code the entry lacks is a defect
+    /// of the check's code (the catalogue tests hold every code a check uses).
+    pub fn finding_of(&self, rule: Option<&str>) -> FindingBuilder {
+        let rule = rule.map(|code| match self.rule(code) {
+            Some(r) => r,
+            None => panic!("{} has no rule {code} in its catalogue entry", self.id),
+        });
+        self.finding(rule)
+    }
+
     pub fn rule(&self, code: &str) -> Option<&RuleMeta> {
         self.rules.iter().find(|r| r.code == code)
     }
@@ -325,6 +335,93 @@ fn load(sources: &[Source], taxonomy: &str) -> Result<Catalogue, String> {
     // Display order: passive, active, other; by id within a kind.
     entries.sort_by(|a, b| (a.meta.kind, &a.meta.id).cmp(&(b.meta.kind, &b.meta.id)));
     Ok(Catalogue { entries, taxonomy })
+}
+
+/// Why a check the request left out was skipped.
+pub const NOT_SELECTED: &str =
+    "not selected (--checks / --skip-checks, or the configuration's checks / skip_checks)";
+
+/// A check id the catalogue does not hold, with the closest one it does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", unknown_check(id, suggestion.as_deref()))]
+pub struct UnknownCheck {
+    pub id: String,
+    pub suggestion: Option<String>,
+}
+
+/// The message of an unknown check id.
+pub fn unknown_check(id: &str, suggestion: Option<&str>) -> String {
+    let n = catalogue().entries.len();
+    match suggestion {
+        Some(s) => format!(
+            "no check named {id:?}; did you mean {s}? (`mcpprobe checks` lists the {n} checks)"
+        ),
+        None => format!("no check named {id:?}; `mcpprobe checks` lists the {n} checks"),
+    }
+}
+
+/// Which checks run: validated catalogue ids. INFO-01 and INFO-02 always run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    only: Option<BTreeSet<String>>,
+    skip: BTreeSet<String>,
+}
+
+/// Lowercase alphanumerics only: `auth01`, `AUTH_01` and `auth-01` are the same id.
+fn squash(id: &str) -> String {
+    id.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The catalogue id `raw` names exactly (case-insensitive), or the error with the closest id.
+pub fn check_id(raw: &str) -> Result<String, UnknownCheck> {
+    let raw = raw.trim();
+    let ids: Vec<&str> = catalogue().metas().map(|m| m.id.as_str()).collect();
+    if let Some(id) = ids.iter().find(|id| id.eq_ignore_ascii_case(raw)) {
+        return Ok((*id).to_string());
+    }
+    let wanted = squash(raw);
+    let suggestion = ids
+        .iter()
+        .map(|id| (strsim::levenshtein(&wanted, &squash(id)), *id))
+        .min()
+        .filter(|(d, _)| *d <= 2)
+        .map(|(_, id)| id.to_string());
+    Err(UnknownCheck {
+        id: raw.to_string(),
+        suggestion,
+    })
+}
+
+impl Selection {
+    /// Every check.
+    pub fn all() -> Selection {
+        Selection::default()
+    }
+
+    /// `only` (empty: every check) minus `skip`; an unknown id is an error naming the closest.
+    pub fn new<S: AsRef<str>>(only: &[S], skip: &[S]) -> Result<Selection, UnknownCheck> {
+        let ids = |list: &[S]| -> Result<BTreeSet<String>, UnknownCheck> {
+            list.iter()
+                .map(AsRef::as_ref)
+                .filter(|s| !s.trim().is_empty())
+                .map(check_id)
+                .collect()
+        };
+        let only = ids(only)?;
+        Ok(Selection {
+            only: (!only.is_empty()).then_some(only),
+            skip: ids(skip)?,
+        })
+    }
+
+    /// Whether check `id` runs.
+    pub fn includes(&self, id: &str) -> bool {
+        id.starts_with("INFO-")
+            || (self.only.as_ref().is_none_or(|o| o.contains(id)) && !self.skip.contains(id))
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::catalogue::catalogue;
 use crate::finding::{Confidence, Severity};
 use crate::model::FailOn;
 use crate::review::Suppression;
@@ -175,13 +174,7 @@ impl KeyLines {
     }
 }
 
-/// A severity the configuration sets for a check or one of its rules.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeverityOverride {
-    pub check: String,
-    pub rule: Option<String>,
-    pub severity: Severity,
-}
+pub use crate::review::SeverityOverride;
 
 /// One target of the daemon (SPEC §8).
 #[derive(Debug, Clone, Deserialize)]
@@ -337,30 +330,7 @@ fn rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error>
     Ok(Some(r))
 }
 
-/// A known check id, in the catalogue's spelling (an unknown one names the closest).
-pub(crate) fn known_check(id: &str) -> Result<String, String> {
-    crate::engine::request::check_id(id).map_err(|e| e.to_string())
-}
-
-/// A rule code of check `check`, in the catalogue's spelling.
-pub(crate) fn known_rule(check: &str, rule: &str) -> Result<String, String> {
-    let meta = catalogue().meta(check);
-    meta.rules
-        .iter()
-        .find(|r| r.code.eq_ignore_ascii_case(rule))
-        .map(|r| r.code.clone())
-        .ok_or_else(|| {
-            let codes: Vec<&str> = meta.rules.iter().map(|r| r.code.as_str()).collect();
-            if codes.is_empty() {
-                format!("{check} has no rule codes")
-            } else {
-                format!(
-                    "{check} has no rule {rule:?} (its rules: {})",
-                    codes.join(", ")
-                )
-            }
-        })
-}
+pub(crate) use crate::review::{known_check, known_rule};
 
 fn check_ids<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
     let ids = Vec::<String>::deserialize(d)?;

@@ -16,7 +16,6 @@ pub mod docs;
 pub mod engine;
 pub mod exit;
 pub mod finding;
-pub mod fingerprint;
 pub mod gate;
 pub mod judge;
 pub mod model;

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 
 use crate::catalogue::catalogue;
-use crate::fingerprint::ToolDiff;
 use crate::model::Report;
+use crate::rules::fingerprint::ToolDiff;
 use crate::rules::{Input, InputKind};
 use crate::util::escape::escape;
 
@@ -73,7 +73,13 @@ pub fn check_document(
     target: &str,
     policy: crate::model::Policy,
 ) -> Report {
-    check_selected(input, doc, target, policy, &crate::engine::Selection::all())
+    check_selected(
+        input,
+        doc,
+        target,
+        policy,
+        &crate::catalogue::Selection::all(),
+    )
 }
 
 /// [`check_document`] of the checks `selection` includes (the others are skipped, saying so).
@@ -82,7 +88,7 @@ pub fn check_selected(
     doc: &crate::rules::Document<'_>,
     target: &str,
     policy: crate::model::Policy,
-    selection: &crate::engine::Selection,
+    selection: &crate::catalogue::Selection,
 ) -> Report {
     let mut report = Report::new(target, policy);
     for entry in &catalogue().entries {
@@ -92,7 +98,7 @@ pub fn check_selected(
                 None => crate::checks::Outcome::Error(crate::checks::NO_IMPLEMENTATION.into()),
             }
         } else {
-            crate::checks::Outcome::Skipped(crate::engine::NOT_SELECTED.into())
+            crate::checks::Outcome::Skipped(crate::catalogue::NOT_SELECTED.into())
         };
         report.record(&entry.meta.id, outcome);
     }
@@ -109,7 +115,7 @@ pub async fn judge(
     report: &mut Report,
     input: &Input<'_>,
     config: &crate::judge::JudgeConfig,
-    selection: &crate::engine::Selection,
+    selection: &crate::catalogue::Selection,
     cancel: &tokio_util::sync::CancellationToken,
 ) {
     let judged = crate::catalogue::catalogue()
@@ -133,7 +139,7 @@ pub fn check_capped(
     doc: &mut crate::rules::Document<'_>,
     target: &str,
     policy: crate::model::Policy,
-    selection: &crate::engine::Selection,
+    selection: &crate::catalogue::Selection,
     cap: std::time::Duration,
 ) -> Report {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

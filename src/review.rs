@@ -9,9 +9,41 @@ use std::path::{Path, PathBuf};
 use chrono::NaiveDate;
 use serde::Deserialize;
 
-use crate::config::SeverityOverride;
-use crate::finding::{Finding, Suppressed};
+use crate::finding::{Finding, Severity, Suppressed};
 use crate::model::Report;
+
+/// A severity the configuration sets for a check or one of its rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeverityOverride {
+    pub check: String,
+    pub rule: Option<String>,
+    pub severity: Severity,
+}
+
+/// A known check id, in the catalogue's spelling (an unknown one names the closest).
+pub(crate) fn known_check(id: &str) -> Result<String, String> {
+    crate::catalogue::check_id(id).map_err(|e| e.to_string())
+}
+
+/// A rule code of check `check`, in the catalogue's spelling.
+pub(crate) fn known_rule(check: &str, rule: &str) -> Result<String, String> {
+    let meta = crate::catalogue::catalogue().meta(check);
+    meta.rules
+        .iter()
+        .find(|r| r.code.eq_ignore_ascii_case(rule))
+        .map(|r| r.code.clone())
+        .ok_or_else(|| {
+            let codes: Vec<&str> = meta.rules.iter().map(|r| r.code.as_str()).collect();
+            if codes.is_empty() {
+                format!("{check} has no rule codes")
+            } else {
+                format!(
+                    "{check} has no rule {rule:?} (its rules: {})",
+                    codes.join(", ")
+                )
+            }
+        })
+}
 
 /// One `[[suppress]]` entry: a reviewed exception with a reason and, perhaps, an expiry.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -47,7 +79,7 @@ struct SuppressionEntry {
 
 fn check_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let id = String::deserialize(d)?;
-    crate::config::known_check(&id).map_err(serde::de::Error::custom)
+    known_check(&id).map_err(serde::de::Error::custom)
 }
 
 /// A reason that says something: checked on the field, so that the error names its line and
@@ -79,10 +111,7 @@ impl TryFrom<SuppressionEntry> for Suppression {
     type Error = String;
     fn try_from(e: SuppressionEntry) -> Result<Self, String> {
         let check = e.check;
-        let rule = e
-            .rule
-            .map(|r| crate::config::known_rule(&check, &r))
-            .transpose()?;
+        let rule = e.rule.map(|r| known_rule(&check, &r)).transpose()?;
         if e.tool.is_some() && e.pointer.is_some() {
             return Err("give `tool` or `pointer`, not both".into());
         }

@@ -19,7 +19,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ),
     ("net", &["permit", "net"]),
     ("protocol", &["protocol"]),
-    ("rules", &["rules", "fingerprint"]),
+    ("rules", &["rules"]),
     ("gate", &["gate"]),
     ("checks", &["judge", "baseline", "active", "checks"]),
     ("engine", &["offline", "engine"]),

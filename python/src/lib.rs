@@ -483,7 +483,7 @@ fn diff(old: &[u8], new: &[u8]) -> PyResult<String> {
             .map(mcpprobe::rules::Json::into_value)
             .collect())
     };
-    let d = mcpprobe::fingerprint::diff(&load("old", old)?, &load("new", new)?);
+    let d = mcpprobe::rules::fingerprint::diff(&load("old", old)?, &load("new", new)?);
     serde_json::to_string(&d).map_err(usage)
 }
 

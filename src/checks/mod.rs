@@ -37,7 +37,7 @@ pub trait Check: Sync + Send {
 }
 
 /// A check's future: `Send`, so that a scan can run on any thread of a multi-threaded runtime.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub use crate::util::BoxFuture;
 
 /// What a live check may use: the fingerprint, the inventory (also as a rules document), and
 /// the scan's client (never a way around the gate: it exists only for a target that passed).
@@ -169,10 +169,5 @@ pub fn get(id: &str) -> Option<&'static dyn Check> {
 
 /// Helper for check files: a finding of this check (optionally of one rule code).
 pub fn finding(check: &dyn Check, rule: Option<&str>) -> crate::finding::FindingBuilder {
-    let meta = check.meta();
-    let rule = rule.map(|code| match meta.rule(code) {
-        Some(r) => r,
-        None => panic!("{} has no rule {code} in its catalogue entry", meta.id),
-    });
-    meta.finding(rule)
+    check.meta().finding_of(rule)
 }

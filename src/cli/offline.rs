@@ -1,9 +1,9 @@
 //! The offline commands as the CLI runs them: read, compute (`crate::offline`), print.
 
 use crate::cli::{CheckArgs, DiffFormat, emit, print_out, settings, usage_error};
-use crate::fingerprint::diff as diff_tools;
 use crate::offline::{parse, read_input, render_diff};
 use crate::rules::InputKind;
+use crate::rules::fingerprint::diff as diff_tools;
 
 pub fn check(args: &CheckArgs) -> i32 {
     let (loaded, review) = match settings::load_reviewed(&args.config) {

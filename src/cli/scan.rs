@@ -210,14 +210,15 @@ pub fn selection(
     skip: &[String],
     config: &crate::config::Config,
 ) -> Result<Selection, ConfigError> {
-    if only.is_empty() && skip.is_empty() {
+    let selection = if only.is_empty() && skip.is_empty() {
         Selection::new(
             config.checks.as_deref().unwrap_or_default(),
             config.skip_checks.as_deref().unwrap_or_default(),
         )
     } else {
         Selection::new(only, skip)
-    }
+    };
+    Ok(selection?)
 }
 
 fn resolver(raw: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {

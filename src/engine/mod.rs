@@ -55,9 +55,7 @@ use crate::protocol::session::Session;
 /// within a limiter wait and a reply of [`crate::net::CLOSING_TIMEOUT`]).
 pub const GRACE: Duration = Duration::from_secs(5);
 
-/// Why a check the request left out was skipped.
-pub const NOT_SELECTED: &str =
-    "not selected (--checks / --skip-checks, or the configuration's checks / skip_checks)";
+pub use crate::catalogue::NOT_SELECTED;
 
 /// The ids of the selected checks that need `need` (their TOML's `needs`); an active check
 /// counts only when the active stage is authorised.
@@ -1086,7 +1084,7 @@ impl Scanner {
             auth,
             host: host.to_string(),
             path: PathBuf::new(),
-            tool_list_sha256: inventory.map(|i| crate::fingerprint::tools_sha256(i.tools())),
+            tool_list_sha256: inventory.map(|i| crate::rules::fingerprint::tools_sha256(i.tools())),
             started: self.clock.now(),
         };
         run.path = self.record_authorisation(req, &run, None)?;

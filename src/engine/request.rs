@@ -1,12 +1,10 @@
 //! What a host asks the engine to do: plain data, validated when it is built, no clap type.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use url::Url;
 
-use crate::catalogue::catalogue;
 use crate::gate::{HttpTarget, TargetError};
 pub use crate::net::redact::Source as SecretSource;
 
@@ -223,84 +221,7 @@ impl Default for ScanLimits {
     }
 }
 
-/// Which checks run: validated catalogue ids. INFO-01 and INFO-02 always run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selection {
-    only: Option<BTreeSet<String>>,
-    skip: BTreeSet<String>,
-}
-
-/// Lowercase alphanumerics only: `auth01`, `AUTH_01` and `auth-01` are the same id.
-fn squash(id: &str) -> String {
-    id.chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_lowercase())
-        .collect()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The catalogue id `raw` names exactly (case-insensitive), or the error with the closest id.
-pub fn check_id(raw: &str) -> Result<String, ConfigError> {
-    let raw = raw.trim();
-    let ids: Vec<&str> = catalogue().metas().map(|m| m.id.as_str()).collect();
-    if let Some(id) = ids.iter().find(|id| id.eq_ignore_ascii_case(raw)) {
-        return Ok((*id).to_string());
-    }
-    let wanted = squash(raw);
-    let suggestion = ids
-        .iter()
-        .map(|id| (edit_distance(&wanted, &squash(id)), *id))
-        .min()
-        .filter(|(d, _)| *d <= 2)
-        .map(|(_, id)| id.to_string());
-    Err(ConfigError::UnknownCheck {
-        id: raw.to_string(),
-        suggestion,
-    })
-}
-
-impl Selection {
-    /// Every check.
-    pub fn all() -> Selection {
-        Selection::default()
-    }
-
-    /// `only` (empty: every check) minus `skip`; an unknown id is an error naming the closest.
-    pub fn new<S: AsRef<str>>(only: &[S], skip: &[S]) -> Result<Selection, ConfigError> {
-        let ids = |list: &[S]| -> Result<BTreeSet<String>, ConfigError> {
-            list.iter()
-                .map(AsRef::as_ref)
-                .filter(|s| !s.trim().is_empty())
-                .map(check_id)
-                .collect()
-        };
-        let only = ids(only)?;
-        Ok(Selection {
-            only: (!only.is_empty()).then_some(only),
-            skip: ids(skip)?,
-        })
-    }
-
-    /// Whether check `id` runs.
-    pub fn includes(&self, id: &str) -> bool {
-        id.starts_with("INFO-")
-            || (self.only.as_ref().is_none_or(|o| o.contains(id)) && !self.skip.contains(id))
-    }
-}
-
+pub use crate::catalogue::{Selection, UnknownCheck, check_id};
 pub use crate::permit::ActiveRequest;
 
 /// `--baseline FILE` (and `--update-baseline`).
@@ -435,7 +356,7 @@ pub enum ConfigError {
     JudgeLimits(String),
     #[error(transparent)]
     JudgeCommand(#[from] crate::judge::command::CommandError),
-    #[error("{}", unknown_check(id, suggestion.as_deref()))]
+    #[error("{}", crate::catalogue::unknown_check(id, suggestion.as_deref()))]
     UnknownCheck {
         id: String,
         suggestion: Option<String>,
@@ -450,12 +371,11 @@ pub enum ConfigError {
     Baseline(#[from] crate::baseline::BaselineError),
 }
 
-fn unknown_check(id: &str, suggestion: Option<&str>) -> String {
-    let n = catalogue().entries.len();
-    match suggestion {
-        Some(s) => format!(
-            "no check named {id:?}; did you mean {s}? (`mcpprobe checks` lists the {n} checks)"
-        ),
-        None => format!("no check named {id:?}; `mcpprobe checks` lists the {n} checks"),
+impl From<UnknownCheck> for ConfigError {
+    fn from(e: UnknownCheck) -> ConfigError {
+        ConfigError::UnknownCheck {
+            id: e.id,
+            suggestion: e.suggestion,
+        }
     }
 }

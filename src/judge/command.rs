@@ -14,8 +14,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::{JudgeError, MAX_ANSWER_BYTES, Reviewer, Verdict, parse_answer};
-use crate::checks::BoxFuture;
 use crate::protocol::stdio::{Frame, LineFramer};
+use crate::util::BoxFuture;
 
 /// What the command's stderr keeps for an error message.
 const MAX_STDERR: usize = 4 * 1024;

@@ -16,8 +16,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::checks::{BoxFuture, Outcome};
 use crate::finding::{Confidence, Finding, Severity};
+use crate::model::Outcome;
+use crate::util::BoxFuture;
 
 /// The rule code of a verdict that names none.
 pub const DEFAULT_RULE: &str = "J1";
@@ -447,7 +448,7 @@ fn push_findings(
     view: &Value,
     verdicts: Vec<Verdict>,
 ) -> Result<(), String> {
-    let check = &crate::checks::other_meta_01::CHECK;
+    let check = crate::catalogue::catalogue().meta("META-01");
     let first = out.len();
     for v in verdicts {
         let pointer = format!("/tools/{index}{}", v.pointer.as_deref().unwrap_or(""));
@@ -479,7 +480,8 @@ fn push_findings(
                 MAX_RULE_CODES + 1
             ));
         }
-        let mut b = crate::checks::finding(check, None)
+        let mut b = check
+            .finding(None)
             .subcode(judge)
             .tool(tool)
             .pointer(pointer)

@@ -678,12 +678,8 @@ mod tests {
             None => fixture["document"].to_string(),
         };
         let input = Input::parse(&text, Some(kind)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let policy = crate::model::Policy {
-            fail_on: None,
-            min_confidence: Confidence::Low,
-        };
         let _ = fired::take();
-        let _ = crate::offline::check_report(&input, "fixture", policy);
+        let _ = input.offline_findings();
         fired::take()
     }
 

@@ -13,6 +13,7 @@ pub mod document;
 pub mod embedded;
 pub mod encodings;
 pub mod families;
+pub mod fingerprint;
 pub mod hosts;
 pub mod json;
 pub mod poisoning;
@@ -132,10 +133,33 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// The findings of every rules-stage and card check over this input, as `mcpprobe check`
+    /// would report them before its policy (for the rules' own fixture tests, which cannot
+    /// reach the checks' floor).
+    #[cfg(test)]
+    pub(crate) fn offline_findings(&self) -> Vec<crate::finding::Finding> {
+        let doc = self.document();
+        let mut out = poisoning::run(&doc);
+        match self.kind {
+            InputKind::Tools => {
+                out.extend(capabilities::run(&doc));
+                out.extend(definitions::run(&doc));
+            }
+            InputKind::ServerCard => {
+                out.extend(capabilities::run(&doc));
+                if self.invalid_json.is_none() {
+                    out.extend(server_card::run(&self.value.to_value()));
+                }
+            }
+            InputKind::AgentCard => out.extend(agent_card::run(&self.value.to_value())),
+        }
+        out
+    }
+
     /// The tool-list fingerprint (SPEC §5), computed once.
     pub fn tools_sha256(&self) -> &str {
         self.sha256
-            .get_or_init(|| crate::fingerprint::tools_sha256(self.tools()))
+            .get_or_init(|| crate::rules::fingerprint::tools_sha256(self.tools()))
     }
 
     /// Parses and recognises a document; the error names what was expected. Strings without

@@ -626,9 +626,6 @@ mod tests {
     /// category shows in a firing fixture's finding.
     #[test]
     fn every_table_has_fires_and_near_misses_that_name_it() {
-        use crate::finding::Confidence;
-        use crate::model::Policy;
-        use crate::offline::check_report;
         let tables = ["promotion", "guidance", "purpose", "markers"];
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
         let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();
@@ -668,11 +665,7 @@ mod tests {
                     continue;
                 }
             };
-            let policy = Policy {
-                fail_on: None,
-                min_confidence: Confidence::Low,
-            };
-            let found = check_report(&input, "fixture", policy).findings;
+            let found = input.offline_findings();
             let fire = path
                 .file_name()
                 .and_then(|n| n.to_str())

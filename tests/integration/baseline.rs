@@ -281,7 +281,7 @@ fn fingerprints_are_distinct_and_stable() {
 #[test]
 fn diff_command_shares_the_linear_diff() {
     let (old, new) = old_new();
-    let d = mcpprobe::fingerprint::diff(&old.tools, &new.tools);
+    let d = mcpprobe::rules::fingerprint::diff(&old.tools, &new.tools);
     assert!(!d.identical);
     assert_eq!(d.added, ["export_contacts"]);
     assert_eq!(d.removed, ["brew_tea"]);
@@ -314,7 +314,7 @@ fn renames_pair_deterministically_when_contents_repeat() {
             .collect()
     };
     let (a, b) = (tools("old"), tools("new"));
-    let d = mcpprobe::fingerprint::diff(&a, &b);
+    let d = mcpprobe::rules::fingerprint::diff(&a, &b);
     assert_eq!(d.renamed.len(), 3000);
     assert!(d.added.is_empty() && d.removed.is_empty() && d.changed.is_empty());
     for r in &d.renamed {
@@ -323,13 +323,16 @@ fn renames_pair_deterministically_when_contents_repeat() {
             r.to.trim_start_matches("new_")
         );
     }
-    assert_eq!(mcpprobe::fingerprint::diff(&a, &b), d);
+    assert_eq!(mcpprobe::rules::fingerprint::diff(&a, &b), d);
 }
 
 #[test]
 fn duplicate_names_are_compared_as_multisets() {
     let t = |d: &str| json!({"name": "dup", "description": d});
-    let d = mcpprobe::fingerprint::diff(&[t("one"), t("two")], &[t("two"), t("one"), t("three")]);
+    let d = mcpprobe::rules::fingerprint::diff(
+        &[t("one"), t("two")],
+        &[t("two"), t("one"), t("three")],
+    );
     assert_eq!(d.added, ["dup"]);
     assert!(d.removed.is_empty() && d.changed.is_empty() && d.renamed.is_empty());
     let old = Baseline::from_inventory("t", at(0), &json!({"tools": [t("one")]}));
@@ -603,7 +606,7 @@ fn terminal_rendering_escapes_and_shows_each_change() {
         .position(|t| t["name"] == "export_contacts")
         .expect("export_contacts");
     new.tools[i]["description"] = json!("Export the staff contact list.\u{1b}[2J");
-    new.tool_list_sha256 = mcpprobe::fingerprint::tools_sha256(&new.tools);
+    new.tool_list_sha256 = mcpprobe::rules::fingerprint::tools_sha256(&new.tools);
     let findings = baseline::compare(&old, &new);
     let mut report = mcpprobe::model::Report::new(new.target.clone(), Default::default());
     let (base01, base02): (Vec<Finding>, Vec<Finding>) =

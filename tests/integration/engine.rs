@@ -273,7 +273,7 @@ fn shared_rate(urls: impl Fn(&Running) -> (String, String)) {
 
 #[test]
 fn unknown_check_ids_are_usage_errors_with_the_closest_id() {
-    match Selection::new(&["AUTH01"], &[] as &[&str]) {
+    match Selection::new(&["AUTH01"], &[] as &[&str]).map_err(ConfigError::from) {
         Err(ConfigError::UnknownCheck { id, suggestion }) => {
             assert_eq!(id, "AUTH01");
             assert_eq!(suggestion.as_deref(), Some("AUTH-01"));
@@ -281,7 +281,7 @@ fn unknown_check_ids_are_usage_errors_with_the_closest_id() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        Selection::new(&[] as &[&str], &["NOPE-99"]),
+        Selection::new(&[] as &[&str], &["NOPE-99"]).map_err(ConfigError::from),
         Err(ConfigError::UnknownCheck { .. })
     ));
     assert!(Selection::new(&["auth-01", "trans-03"], &[] as &[&str]).is_ok());

@@ -87,8 +87,8 @@ fn real_servers_have_stable_fingerprints() {
             })
             .collect();
         assert_eq!(
-            mcpprobe::fingerprint::tools_sha256(&tools),
-            mcpprobe::fingerprint::tools_sha256(&reordered),
+            mcpprobe::rules::fingerprint::tools_sha256(&tools),
+            mcpprobe::rules::fingerprint::tools_sha256(&reordered),
             "{file}"
         );
     }

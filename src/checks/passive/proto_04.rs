@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::checks::probe::{self, inventory_first_page, names, session_2025};
 use crate::checks::{BoxFuture, Check, Live, Outcome, finding};
-use crate::fingerprint::tools_sha256;
+use crate::rules::fingerprint::tools_sha256;
 use crate::protocol::rpc::MODERN;
 
 pub struct Proto04;
