@@ -170,12 +170,57 @@ fn sarif_is_written_even_without_findings() {
 #[test]
 fn fingerprints_are_stable_and_distinct() {
     let a = sample(Policy::default());
-    let b = sample(Policy::default());
     let fa: Vec<_> = a.findings.iter().map(|f| f.fingerprint.clone()).collect();
-    let fb: Vec<_> = b.findings.iter().map(|f| f.fingerprint.clone()).collect();
-    assert_eq!(fa, fb);
     let unique: std::collections::BTreeSet<_> = fa.iter().collect();
     assert_eq!(unique.len(), fa.len());
+    // Stable across processes (no per-process hash seed, address or time in them): two runs of
+    // the binary over one document, and this process's engine over it, give the same ones.
+    let doc = crate::support::root().join("fixtures/judge/tools.json");
+    let run = || -> Vec<String> {
+        let out = crate::support::mcpprobe()
+            .args([
+                "check",
+                "--no-config",
+                "--format",
+                "json",
+                "--fail-on",
+                "none",
+            ])
+            .arg(&doc)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let report = crate::support::stdout_json(&out);
+        report["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .map(|f| {
+                f["fingerprint"]
+                    .as_str()
+                    .expect("a fingerprint")
+                    .to_string()
+            })
+            .collect()
+    };
+    let (first, second) = (run(), run());
+    assert!(first.len() >= 2, "a document with findings: {first:?}");
+    assert_eq!(
+        first, second,
+        "the fingerprints changed between two processes"
+    );
+    let distinct: std::collections::BTreeSet<_> = first.iter().collect();
+    assert_eq!(distinct.len(), first.len(), "{first:?}");
+    let bytes = std::fs::read(&doc).expect("the fixture");
+    let input = mcpprobe::offline::parse(&doc.display().to_string(), &bytes, None).expect("parses");
+    let here =
+        mcpprobe::offline::check_report(&input, &doc.display().to_string(), Policy::default());
+    let here: Vec<_> = here
+        .findings
+        .iter()
+        .map(|f| f.fingerprint.clone())
+        .collect();
+    assert_eq!(here, first, "this process's engine and the binary disagree");
 }
 
 #[test]
