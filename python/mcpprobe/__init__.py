@@ -1,54 +1,93 @@
 """mcpprobe: a polite security scanner for MCP servers, from Python.
 
-The same engine as the `mcpprobe` command (SPEC §12): ``check`` reads tool definitions offline,
-``scan`` runs the whole pipeline against a server (the opt-out and the ownership proof first,
-exactly as the CLI), ``fingerprint`` and ``diff`` compare tool lists. Results are
-:class:`Report` objects mirroring the JSON report; errors are exceptions with the meaning of
-the CLI's exit codes (:class:`UsageError` 64, :class:`GateRefused` 2, :class:`ScanIncomplete` 3).
+The same engine as the `mcpprobe` command (SPEC §12): :func:`check` reads a tool list (or a server
+or agent card) from a file offline, :func:`check_text` from JSON text, :func:`scan` runs the whole
+pipeline against a server (the opt-out and the ownership proof first, exactly as the CLI),
+:func:`fingerprint` and :func:`diff` compare tool lists.
+
+Every run answers with a :class:`Report`, whatever its outcome (``complete``, ``refused`` by the
+gate, or ``incomplete``), as ``subprocess.run`` answers with its result; ``report.raise_for_outcome()``
+raises :class:`GateRefused` or :class:`ScanIncomplete` for those who want an exception (like
+``requests``' ``raise_for_status``). Only bad arguments raise by themselves (:class:`UsageError`,
+the CLI's exit 64: nothing ran). Findings are never an exception: ``report.exit_code()`` says 1.
+
+Options are one object, :class:`Options` (a frozen dataclass; a dict of the same keys does too),
+passed as ``options=``, and any of its fields as a keyword overrides it::
+
+    import mcpprobe
+
+    strict = mcpprobe.Options(fail_on="medium", min_confidence="medium")
+    report = mcpprobe.check("tools.json", options=strict, skip_checks=["META-04"])
+    for finding in report.findings:
+        if finding.severity >= mcpprobe.Severity.HIGH:
+            print(finding.check, finding.severity, finding.message)
 
 A judge (META-01) is any callable ``judge(tool) -> list[Verdict]`` (or ``async def``): it gets
 one tool at a time, as a dict with name, title, description, inputSchema, outputSchema and
 annotations (never a credential), and its verdicts become META-01 findings naming it::
-
-    import mcpprobe
 
     def my_judge(tool):
         if "secret" in (tool.get("description") or "").lower():
             return [mcpprobe.Verdict("high", "asks the model to keep a secret", pointer="/description")]
         return []
 
-    report = mcpprobe.check(open("tools.json").read(), judge=my_judge)
-    for finding in report.findings:
-        print(finding.check, finding.severity, finding.message)
+    report = mcpprobe.check("tools.json", judge=my_judge).raise_for_outcome()
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import inspect
 import json
 import os
 import threading
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    FrozenSet,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    TypeVar,
+    Union,
+)
 
 from . import _native
 
+if TYPE_CHECKING:  # read by type checkers only: Python 3.9's typing has no Unpack
+    from typing_extensions import Unpack
+
 __all__ = [
     "CheckRecord",
+    "Confidence",
     "Diff",
     "Error",
     "Evidence",
     "Finding",
     "GateRefused",
     "Location",
+    "Options",
+    "OptionValues",
+    "Outcome",
     "Report",
     "ScanIncomplete",
+    "Severity",
+    "Status",
     "Suppressed",
     "UsageError",
     "Verdict",
     "check",
     "check_ids",
+    "check_text",
     "diff",
     "fingerprint",
     "scan",
@@ -57,16 +96,132 @@ __all__ = [
 
 __version__: str = _native.VERSION
 
-#: Tools as ``check`` accepts them: a JSON text (str or bytes), the parsed JSON (a dict or a
-#: list), or the path of a file (``pathlib.Path``).
-Tools = Union[str, bytes, bytearray, Mapping[str, Any], Sequence[Any], "os.PathLike[str]"]
+
+# --- the vocabulary ---------------------------------------------------------------------------
+
+_E = TypeVar("_E", bound="_Named")
+
+
+class _Named(str, enum.Enum):
+    """A name of the JSON report: equal to its string (``Severity.HIGH == "high"``), printed and
+    serialised as it (``str()``, f-strings, ``json.dumps``), hashed as it."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    def __hash__(self) -> int:
+        return hash(str(self.value))
+
+    @classmethod
+    def _of(cls: type[_E], value: Any) -> _E:
+        try:
+            return cls(value)
+        except ValueError:
+            names = ", ".join(m.value for m in cls)
+            raise UsageError(f"{value!r} is not a {cls.__name__.lower()} (one of {names})") from None
+
+
+class _Ranked(_Named):
+    """A name with an order: members compare by rank (``Severity.HIGH > Severity.MEDIUM``), and
+    with their names (``finding.severity >= "high"``), never alphabetically."""
+
+    @property
+    def rank(self) -> int:
+        """0 for the lowest member."""
+        return list(type(self)).index(self)
+
+    def _other(self, other: object) -> Optional[int]:
+        if isinstance(other, type(self)):
+            return other.rank
+        if isinstance(other, str):
+            return type(self)._of(other).rank
+        return None
+
+    def __lt__(self, other: object) -> bool:
+        o = self._other(other)
+        return NotImplemented if o is None else self.rank < o
+
+    def __le__(self, other: object) -> bool:
+        o = self._other(other)
+        return NotImplemented if o is None else self.rank <= o
+
+    def __gt__(self, other: object) -> bool:
+        o = self._other(other)
+        return NotImplemented if o is None else self.rank > o
+
+    def __ge__(self, other: object) -> bool:
+        o = self._other(other)
+        return NotImplemented if o is None else self.rank >= o
+
+
+class Severity(_Ranked):
+    """A finding's severity, lowest first."""
+
+    INFO = "info"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
+class Confidence(_Ranked):
+    """How sure a finding is, lowest first."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class Outcome(_Named):
+    """How a run ended (the report's ``outcome``; the CLI's exit 2 and 3)."""
+
+    #: Every selected check ran, was skipped with a reason, or is not implemented.
+    COMPLETE = "complete"
+    #: The gate stopped the scan: the target opted out, or its ownership is not proven.
+    REFUSED = "refused"
+    #: A check errored, the target could not be reached, or the run was interrupted.
+    INCOMPLETE = "incomplete"
+
+
+class Status(_Named):
+    """What one check did in one run."""
+
+    RAN = "ran"
+    SKIPPED = "skipped"
+    NOT_IMPLEMENTED = "not_implemented"
+    ERROR = "error"
+
+
+#: The names the enums stand for, for literals in typed code (``fail_on="medium"``).
+SeverityName = Literal["info", "low", "medium", "high", "critical"]
+ConfidenceName = Literal["low", "medium", "high"]
+#: ``fail_on``: a severity, or ``"none"`` (findings never fail the run).
+FailOn = Union[Severity, SeverityName, Literal["none"]]
+MinConfidence = Union[Confidence, ConfidenceName]
+#: ``kind`` of :func:`check`: what the document is (guessed from its shape by default).
+Kind = Literal["tools", "server-card", "agent-card"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: Tools as :func:`fingerprint` and :func:`diff` take them: JSON text (str or bytes), the parsed
+#: JSON (a dict or a list), or a file (a ``pathlib.Path``, or a str ending in ``.json``, which
+#: no JSON text can end with).
+Tools = Union[str, bytes, bytearray, Mapping[str, Any], Sequence[Mapping[str, Any]], "os.PathLike[str]"]
+#: What :func:`check` takes: a file (a ``pathlib.Path`` or a str ending in ``.json``), or the
+#: parsed JSON; JSON text goes to :func:`check_text`.
+Document = Union[str, "os.PathLike[str]", Mapping[str, Any], Sequence[Mapping[str, Any]]]
 JudgeAnswer = Sequence[Union["Verdict", Mapping[str, Any]]]
 Judge = Callable[[Dict[str, Any]], Union[JudgeAnswer, Awaitable[JudgeAnswer]]]
 
 
+# --- errors -----------------------------------------------------------------------------------
+
+
 class Error(Exception):
     """Every mcpprobe error. ``exit_code`` is what the CLI would exit with; ``report`` is the
-    report of the run, when there was one (a refusal or an incomplete scan still has one)."""
+    report of the run, when there was one (a refusal or an incomplete run has one)."""
 
     exit_code: int = 1
 
@@ -76,24 +231,146 @@ class Error(Exception):
 
 
 class UsageError(Error, ValueError):
-    """Bad arguments or input (exit 64): nothing was sent."""
+    """Bad arguments or input (exit 64): nothing ran, nothing was sent, there is no report."""
 
     exit_code = 64
 
 
 class GateRefused(Error):
-    """The gate stopped the scan (exit 2): the target opted out, or its ownership is not proven
-    (``mcpprobe verify init HOST``); the report says which in ``refusal``."""
+    """From :meth:`Report.raise_for_outcome`: the gate stopped the scan (exit 2), the target
+    opted out or its ownership is not proven (``mcpprobe verify init HOST``); the report says
+    which in ``refusal``."""
 
     exit_code = 2
 
 
 class ScanIncomplete(Error):
-    """The run did not check everything (exit 3): the target could not be reached, a check
-    errored (a judge that raised or ran out of time among them), or the scan was interrupted.
-    The findings it made are in ``report``."""
+    """From :meth:`Report.raise_for_outcome`: the run did not check everything (exit 3), the
+    target could not be reached, a check errored (a judge that raised or ran out of time among
+    them), or the run was interrupted. The findings it made are in ``report``."""
 
     exit_code = 3
+
+
+# --- options ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """The options of :func:`check`, :func:`check_text`, :func:`scan` and :func:`scan_async`,
+    the CLI's flags of the same names. One object serves all four: each reads the fields that
+    apply to it (``kind`` and ``time_cap`` are the offline check's, the rest from ``token`` on
+    the scan's); a keyword given to a call overrides its field, and a keyword that does not
+    apply to that call is a :class:`UsageError`. ``options.replace(rate=10)`` is a copy with
+    changes. The token and headers are left out of the ``repr``."""
+
+    #: Run only these checks (ids such as ``META-02``; a list, or one comma-separated str).
+    checks: Optional[Union[str, Sequence[str]]] = None
+    #: Run every check but these.
+    skip_checks: Optional[Union[str, Sequence[str]]] = None
+    #: Findings at or above this severity make ``report.exit_code()`` 1; ``"none"``: never.
+    fail_on: FailOn = Severity.HIGH
+    #: Findings below this confidence are counted in ``below_min_confidence``, not listed.
+    min_confidence: MinConfidence = Confidence.LOW
+    #: A judge's budget per tool and in all, in seconds.
+    judge_timeout: float = 30.0
+    judge_budget: float = 300.0
+    # --- check and check_text only
+    #: What the document is; guessed from its shape when not given.
+    kind: Optional[Kind] = None
+    #: The deterministic rules' time cap, in seconds (at most 3600).
+    time_cap: float = 60.0
+    # --- scan and scan_async only
+    #: A bearer token; defaults to ``$MCPPROBE_TOKEN``, like the CLI's ``--token``.
+    token: Optional[str] = dataclasses.field(default=None, repr=False)
+    #: Extra request headers: a mapping, or ``"Name: value"`` strings.
+    headers: Optional[Union[Mapping[str, str], Sequence[str]]] = dataclasses.field(default=None, repr=False)
+    #: For a stdio server: the names of the variables of this process it also gets.
+    env: Optional[Sequence[str]] = None
+    #: Requests per second to the target (1 to 10).
+    rate: int = 5
+    baseline: Optional[PathLike] = None
+    update_baseline: bool = False
+    #: Tools never called (names or globs).
+    exclude_tools: Optional[Sequence[str]] = None
+    follow_authorization_server: bool = True
+    #: Scan a name that resolves to an address that is not public (``--allow-private-addresses``).
+    allow_private_addresses: bool = False
+    trace_file: Optional[PathLike] = None
+    #: The state folder (ownership proofs); else ``$MCPPROBE_STATE_DIR``, else ``~/.local/state/mcpprobe``.
+    state_dir: Optional[PathLike] = None
+    #: A DNS resolver ``IP:PORT``; else ``$MCPPROBE_RESOLVER``, else the system's.
+    resolver: Optional[str] = None
+
+    def replace(self, **changes: Unpack[OptionValues]) -> Options:
+        """A copy with ``changes``; an unknown name is a :class:`UsageError`."""
+        return _replace(self, changes)
+
+
+class OptionValues(TypedDict, total=False):
+    """The fields of :class:`Options` as keywords (for ``**`` and typed ``options=`` dicts)."""
+
+    checks: Optional[Union[str, Sequence[str]]]
+    skip_checks: Optional[Union[str, Sequence[str]]]
+    fail_on: FailOn
+    min_confidence: MinConfidence
+    judge_timeout: float
+    judge_budget: float
+    kind: Optional[Kind]
+    time_cap: float
+    token: Optional[str]
+    headers: Optional[Union[Mapping[str, str], Sequence[str]]]
+    env: Optional[Sequence[str]]
+    rate: int
+    baseline: Optional[PathLike]
+    update_baseline: bool
+    exclude_tools: Optional[Sequence[str]]
+    follow_authorization_server: bool
+    allow_private_addresses: bool
+    trace_file: Optional[PathLike]
+    state_dir: Optional[PathLike]
+    resolver: Optional[str]
+
+
+_OPTION_NAMES: FrozenSet[str] = frozenset(f.name for f in dataclasses.fields(Options))
+_CHECK_ONLY: FrozenSet[str] = frozenset({"kind", "time_cap"})
+_SCAN_ONLY: FrozenSet[str] = _OPTION_NAMES - _CHECK_ONLY - {
+    "checks", "skip_checks", "fail_on", "min_confidence", "judge_timeout", "judge_budget"
+}
+
+
+def _replace(options: Options, changes: Mapping[str, Any]) -> Options:
+    unknown = sorted(set(changes) - _OPTION_NAMES)
+    if unknown:
+        raise UsageError(f"no option named {unknown[0]!r} (options: {', '.join(sorted(_OPTION_NAMES))})")
+    return dataclasses.replace(options, **changes)
+
+
+def _options(call: str, options: Union[Options, OptionValues, None], overrides: Mapping[str, Any],
+             not_here: FrozenSet[str]) -> Options:
+    """``options`` with the call's keyword ``overrides``, refusing keywords that do not apply."""
+    if options is None:
+        base = Options()
+    elif isinstance(options, Options):
+        base = options
+    elif isinstance(options, Mapping):
+        base = _replace(Options(), options)
+    else:
+        raise UsageError(f"options= is an mcpprobe.Options or a dict, not {type(options).__name__}")
+    misplaced = sorted(set(overrides) & not_here)
+    if misplaced:
+        where = "check() and check_text()" if misplaced[0] in _CHECK_ONLY else "scan() and scan_async()"
+        raise UsageError(f"{misplaced[0]}= is an option of {where}, not of {call}()")
+    return _replace(base, overrides)
+
+
+def _name(value: Any) -> Any:
+    """An enum member as its name, for the engine; anything else as it is (the engine refuses
+    what it does not know, naming it)."""
+    return value.value if isinstance(value, _Named) else value
+
+
+# --- the report -------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,9 +378,9 @@ class Verdict:
     """One judgement of one tool. ``pointer`` (a JSON Pointer into the tool the judge was
     shown, such as ``/description``) places the finding; ``rule`` defaults to ``J1``."""
 
-    severity: str
+    severity: Union[Severity, SeverityName]
     reason: str
-    confidence: str = "low"
+    confidence: Union[Confidence, ConfidenceName] = Confidence.LOW
     rule: str = "J1"
     pointer: Optional[str] = None
 
@@ -133,8 +410,8 @@ class Finding:
     check: str
     rule: Optional[str]
     title: str
-    severity: str
-    confidence: str
+    severity: Severity
+    confidence: Confidence
     location: Location
     evidence: Evidence
     references: List[str]
@@ -143,7 +420,7 @@ class Finding:
     subcode: Optional[str] = None
     message: Optional[str] = None
     suppressed: Optional[Suppressed] = None
-    default_severity: Optional[str] = None
+    default_severity: Optional[Severity] = None
     new: Optional[bool] = None
 
     @property
@@ -155,9 +432,9 @@ class Finding:
 @dataclasses.dataclass(frozen=True)
 class CheckRecord:
     id: str
+    #: ``passive``, ``active`` or ``other``.
     kind: str
-    #: ``ran``, ``skipped``, ``not_implemented`` or ``error``.
-    status: str
+    status: Status
     reason: Optional[str]
     findings: int = 0
     requests: int = 0
@@ -170,8 +447,7 @@ class Report:
 
     version: int
     target: str
-    #: ``complete``, ``refused`` or ``incomplete``.
-    outcome: str
+    outcome: Outcome
     reason: Optional[str]
     checks: List[CheckRecord]
     findings: List[Finding]
@@ -192,7 +468,7 @@ class Report:
 
     @classmethod
     def from_json(cls, text: str) -> Report:
-        """A report from its JSON (a file ``mcpprobe --json`` wrote, say)."""
+        """A report from its JSON (a file ``mcpprobe --format json`` wrote, say)."""
         data = json.loads(text)
         if not isinstance(data, dict) or "checks" not in data or "findings" not in data:
             raise UsageError("not an mcpprobe report")
@@ -200,7 +476,7 @@ class Report:
         return cls(
             version=data.get("version", 0),
             target=data.get("target", ""),
-            outcome=data.get("outcome", ""),
+            outcome=Outcome._of(data.get("outcome")),
             reason=data.get("reason"),
             checks=[_record(c) for c in data["checks"]],
             findings=[_finding(f) for f in data["findings"]],
@@ -220,6 +496,21 @@ class Report:
             _json=text,
         )
 
+    def raise_for_outcome(self) -> Report:
+        """Raises :class:`GateRefused` for a refused run and :class:`ScanIncomplete` for an
+        incomplete one, each carrying this report; returns the report itself when the run was
+        complete (``report = mcpprobe.scan(url).raise_for_outcome()``). Findings never raise:
+        ``exit_code()`` judges them."""
+        if self.outcome == Outcome.REFUSED:
+            why = f" ({self.refusal})" if self.refusal else ""
+            raise GateRefused(f"{self.target}: refused by the gate{why}: {self.reason or 'refused'}", self)
+        if self.outcome == Outcome.INCOMPLETE:
+            errored = [f"{c.id}: {_trimmed(c.reason or 'error', 200)}" for c in self.checks
+                       if c.status == Status.ERROR]
+            detail = f" ({'; '.join(errored)})" if errored else ""
+            raise ScanIncomplete(f"{self.target}: incomplete: {self.reason or 'incomplete'}{detail}", self)
+        return self
+
     def to_json(self) -> str:
         """The report as the engine wrote it (SPEC §4), byte for byte."""
         return self._json
@@ -229,10 +520,13 @@ class Report:
         result: Dict[str, Any] = json.loads(self._json)
         return result
 
-    def exit_code(self, fail_on: Optional[str] = None, min_confidence: Optional[str] = None) -> int:
+    def exit_code(self, fail_on: Optional[FailOn] = None,
+                  min_confidence: Optional[MinConfidence] = None) -> int:
         """The CLI's exit code for this report (SPEC §4): by the policy it was made with, or by
-        ``fail_on`` (info … critical, or none) and ``min_confidence`` when given."""
-        return _call(_native.exit_code, self._json, fail_on=fail_on, min_confidence=min_confidence)
+        ``fail_on`` (a severity, or ``"none"``) and ``min_confidence`` when given."""
+        code: int = _call(_native.exit_code, self._json, fail_on=_name(fail_on),
+                          min_confidence=_name(min_confidence))
+        return code
 
     def check(self, id: str) -> CheckRecord:
         """What check ``id`` (``META-01``) did in this run."""
@@ -255,11 +549,15 @@ class Diff:
     changed: List[Dict[str, Any]]
 
 
+def _trimmed(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def _record(c: Mapping[str, Any]) -> CheckRecord:
     return CheckRecord(
         id=c["id"],
         kind=c["kind"],
-        status=c["status"],
+        status=Status._of(c["status"]),
         reason=c.get("reason"),
         findings=c.get("findings", 0),
         requests=c.get("requests", 0),
@@ -270,12 +568,13 @@ def _finding(f: Mapping[str, Any]) -> Finding:
     loc = f.get("location") or {}
     ev = f.get("evidence") or {}
     sup = f.get("suppressed")
+    default = f.get("default_severity")
     return Finding(
         check=f["check"],
         rule=f.get("rule"),
         title=f["title"],
-        severity=f["severity"],
-        confidence=f["confidence"],
+        severity=Severity._of(f["severity"]),
+        confidence=Confidence._of(f["confidence"]),
         location=Location(pointer=loc.get("pointer"), tool=loc.get("tool")),
         evidence=Evidence(text=ev.get("text"), exchanges=ev.get("exchanges") or []),
         references=f.get("references") or [],
@@ -284,9 +583,12 @@ def _finding(f: Mapping[str, Any]) -> Finding:
         subcode=f.get("subcode"),
         message=f.get("message"),
         suppressed=Suppressed(sup["reason"], sup.get("until")) if sup else None,
-        default_severity=f.get("default_severity"),
+        default_severity=Severity._of(default) if default is not None else None,
         new=f.get("new"),
     )
+
+
+# --- the engine's calls -----------------------------------------------------------------------
 
 
 def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -300,23 +602,23 @@ def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise UsageError(str(e)) from None
 
 
-def _finish(text: str) -> Report:
-    report = Report.from_json(text)
-    if report.outcome == "refused":
-        raise GateRefused(report.reason or "refused by the gate", report)
-    if report.outcome == "incomplete":
-        raise ScanIncomplete(report.reason or "incomplete", report)
-    return report
+def _names_a_file(text: str) -> bool:
+    """A str that ends in ``.json`` is a path: no JSON text ends so."""
+    return text.lower().endswith(".json")
+
+
+def _read(path: PathLike) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _bytes(tools: Tools, what: str = "tools") -> bytes:
+    if isinstance(tools, os.PathLike):
+        return _read(tools)
     if isinstance(tools, str):
-        return tools.encode("utf-8")
+        return _read(tools) if _names_a_file(tools) else tools.encode("utf-8")
     if isinstance(tools, (bytes, bytearray)):
         return bytes(tools)
-    if isinstance(tools, os.PathLike):
-        with open(tools, "rb") as f:
-            return f.read()
     try:
         return json.dumps(tools).encode("utf-8")
     except (TypeError, ValueError) as e:
@@ -329,7 +631,7 @@ def _answer(result: Any) -> str:
         items = []
         for v in result:
             if isinstance(v, Verdict):
-                v = {k: x for k, x in dataclasses.asdict(v).items() if x is not None}
+                v = {k: _name(x) for k, x in dataclasses.asdict(v).items() if x is not None}
             items.append(v)
         return json.dumps(items)
     # Anything else is the engine's to refuse, naming what it got.
@@ -416,171 +718,143 @@ def _headers(headers: Optional[Union[Mapping[str, str], Sequence[str]]]) -> Opti
     return list(headers)
 
 
-def check(
-    tools: Tools,
-    *,
-    judge: Optional[Judge] = None,
-    kind: Optional[str] = None,
-    checks: Optional[Union[str, Sequence[str]]] = None,
-    skip_checks: Optional[Union[str, Sequence[str]]] = None,
-    fail_on: str = "high",
-    min_confidence: str = "low",
-    judge_timeout: float = 30.0,
-    judge_budget: float = 300.0,
-    time_cap: float = 60.0,
-    target: Optional[str] = None,
-) -> Report:
-    """``mcpprobe check``: the metadata rules (and ``judge``, when given) over a tool list, an
-    MCP server card or an A2A agent card; nothing is sent anywhere. ``kind`` forces the
-    document kind (tools, server-card, agent-card)."""
-    if target is None:
-        target = os.fspath(tools) if isinstance(tools, os.PathLike) else "<tools>"
+def _path(value: Optional[PathLike]) -> Optional[str]:
+    return os.fspath(value) if value is not None else None
+
+
+def _check(data: bytes, target: str, o: Options, judge: Optional[Judge]) -> Report:
     text = _call(
         _native.check,
-        _bytes(tools),
+        data,
         target=target,
-        kind=kind,
-        checks=_list(checks),
-        skip_checks=_list(skip_checks),
-        fail_on=fail_on,
-        min_confidence=min_confidence,
-        judge=_judge(judge, judge_timeout, loop_bound=False),
-        judge_timeout=judge_timeout,
-        judge_budget=judge_budget,
-        time_cap=time_cap,
+        kind=o.kind,
+        checks=_list(o.checks),
+        skip_checks=_list(o.skip_checks),
+        fail_on=_name(o.fail_on),
+        min_confidence=_name(o.min_confidence),
+        judge=_judge(judge, o.judge_timeout, loop_bound=False),
+        judge_timeout=o.judge_timeout,
+        judge_budget=o.judge_budget,
+        time_cap=o.time_cap,
     )
-    return _finish(text)
+    return Report.from_json(text)
 
 
-def _scan_kwargs(
-    token: Optional[str],
-    headers: Optional[Union[Mapping[str, str], Sequence[str]]],
-    env: Optional[Sequence[str]],
-    rate: int,
-    checks: Optional[Union[str, Sequence[str]]],
-    skip_checks: Optional[Union[str, Sequence[str]]],
-    baseline: Optional[Union[str, "os.PathLike[str]"]],
-    update_baseline: bool,
-    exclude_tools: Optional[Sequence[str]],
-    follow_authorization_server: bool,
-    trace_file: Optional[Union[str, "os.PathLike[str]"]],
-    state_dir: Optional[Union[str, "os.PathLike[str]"]],
-    resolver: Optional[str],
-    fail_on: str,
-    min_confidence: str,
-    judge_timeout: float,
-    judge_budget: float,
-    allow_private_addresses: bool = False,
-) -> Dict[str, Any]:
+def check(
+    document: Document,
+    *,
+    options: Union[Options, OptionValues, None] = None,
+    judge: Optional[Judge] = None,
+    target: Optional[str] = None,
+    **overrides: Unpack[OptionValues],
+) -> Report:
+    """``mcpprobe check FILE``: the metadata rules (and ``judge``, when given) over a tool list,
+    an MCP server card or an A2A agent card; nothing is sent anywhere. ``document`` is a file
+    (a ``pathlib.Path``, or a str ending in ``.json``) or the parsed JSON (a dict or a list);
+    JSON text goes to :func:`check_text`. ``target`` names the document in the report (the
+    path by default). Options: :class:`Options` (``kind``, ``checks``, ``fail_on``,
+    ``judge_timeout``, ``time_cap``, …). The report is returned whatever the outcome."""
+    o = _options("check", options, overrides, _SCAN_ONLY)
+    if isinstance(document, os.PathLike) or (isinstance(document, str) and _names_a_file(document)):
+        path = os.fspath(document)
+        return _check(_read(path), target if target is not None else path, o, judge)
+    if isinstance(document, (str, bytes, bytearray)):
+        shown = document[:40] if isinstance(document, str) else bytes(document[:40])
+        raise UsageError(
+            f"check() reads a file (a pathlib.Path, or a str ending in .json), not {shown!r}; "
+            "JSON text goes to check_text()"
+        )
+    return _check(_bytes(document), target if target is not None else "<tools>", o, judge)
+
+
+def check_text(
+    text: Union[str, bytes, bytearray],
+    *,
+    options: Union[Options, OptionValues, None] = None,
+    judge: Optional[Judge] = None,
+    target: str = "<tools>",
+    **overrides: Unpack[OptionValues],
+) -> Report:
+    """:func:`check` of a document given as JSON text (str or bytes)."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise UsageError(f"check_text() takes JSON text (str or bytes), not {type(text).__name__}")
+    o = _options("check_text", options, overrides, _SCAN_ONLY)
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    return _check(data, target, o, judge)
+
+
+def _scan_kwargs(o: Options) -> Dict[str, Any]:
+    """The native ``ScanOptions`` (python/src/lib.rs): every key, always."""
     return dict(
-        token=token,
-        headers=_headers(headers),
-        env=list(env) if env is not None else None,
-        rate=rate,
-        checks=_list(checks),
-        skip_checks=_list(skip_checks),
-        baseline=os.fspath(baseline) if baseline is not None else None,
-        update_baseline=update_baseline,
-        exclude_tools=list(exclude_tools) if exclude_tools is not None else None,
-        follow_authorization_server=follow_authorization_server,
-        trace_file=os.fspath(trace_file) if trace_file is not None else None,
-        state_dir=os.fspath(state_dir) if state_dir is not None else None,
-        resolver=resolver,
-        fail_on=fail_on,
-        min_confidence=min_confidence,
-        judge_timeout=judge_timeout,
-        judge_budget=judge_budget,
-        allow_private_addresses=allow_private_addresses,
+        token=o.token,
+        headers=_headers(o.headers),
+        env=list(o.env) if o.env is not None else None,
+        rate=o.rate,
+        checks=_list(o.checks),
+        skip_checks=_list(o.skip_checks),
+        baseline=_path(o.baseline),
+        update_baseline=o.update_baseline,
+        exclude_tools=list(o.exclude_tools) if o.exclude_tools is not None else None,
+        follow_authorization_server=o.follow_authorization_server,
+        allow_private_addresses=o.allow_private_addresses,
+        trace_file=_path(o.trace_file),
+        state_dir=_path(o.state_dir),
+        resolver=o.resolver,
+        fail_on=_name(o.fail_on),
+        min_confidence=_name(o.min_confidence),
+        judge_timeout=o.judge_timeout,
+        judge_budget=o.judge_budget,
     )
 
 
 def scan(
     target: Union[str, Sequence[str]],
     *,
-    token: Optional[str] = None,
-    headers: Optional[Union[Mapping[str, str], Sequence[str]]] = None,
-    env: Optional[Sequence[str]] = None,
-    rate: int = 5,
-    checks: Optional[Union[str, Sequence[str]]] = None,
-    skip_checks: Optional[Union[str, Sequence[str]]] = None,
-    baseline: Optional[Union[str, "os.PathLike[str]"]] = None,
-    update_baseline: bool = False,
-    exclude_tools: Optional[Sequence[str]] = None,
-    follow_authorization_server: bool = True,
-    allow_private_addresses: bool = False,
-    trace_file: Optional[Union[str, "os.PathLike[str]"]] = None,
-    state_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
-    resolver: Optional[str] = None,
-    fail_on: str = "high",
-    min_confidence: str = "low",
+    options: Union[Options, OptionValues, None] = None,
     judge: Optional[Judge] = None,
-    judge_timeout: float = 30.0,
-    judge_budget: float = 300.0,
+    **overrides: Unpack[OptionValues],
 ) -> Report:
     """``mcpprobe scan``: the whole pipeline against ``target`` (an http(s) URL, or a stdio
     server's command as a list, which gets only PATH, HOME, LANG and the variables ``env``
     names; ``token`` defaults to ``$MCPPROBE_TOKEN``, as the CLI's ``--token`` does; scans of
     one host share its rate limit, at the lowest ``rate`` among those running). The gate
-    applies exactly as in the CLI: a target whose host is not loopback needs
-    an ownership proof (``mcpprobe verify``) in the state folder (``state_dir``, else
-    ``$MCPPROBE_STATE_DIR``, else ``~/.local/state/mcpprobe``), and a host name that resolves
-    to an address that is not public (private, link-local, loopback beside other addresses, …)
-    is refused unless ``allow_private_addresses=True`` (``--allow-private-addresses``). Blocks,
-    with the GIL released;
-    Ctrl-C cancels the scan (its sessions are still closed) and raises KeyboardInterrupt."""
-    kwargs = _scan_kwargs(
-        token, headers, env, rate, checks, skip_checks, baseline, update_baseline,
-        exclude_tools, follow_authorization_server, trace_file, state_dir, resolver,
-        fail_on, min_confidence, judge_timeout, judge_budget, allow_private_addresses,
-    )
-    judge_args = _judge(judge, judge_timeout, loop_bound=False)
-    return _finish(_call(_native.scan, _target(target), kwargs, judge=judge_args))
+    applies exactly as in the CLI: a target whose host is not loopback needs an ownership proof
+    (``mcpprobe verify``) in the state folder (``state_dir``, else ``$MCPPROBE_STATE_DIR``, else
+    ``~/.local/state/mcpprobe``), and a host name that resolves to an address that is not public
+    (private, link-local, loopback beside other addresses, …) is refused unless
+    ``allow_private_addresses=True`` (``--allow-private-addresses``). Options: :class:`Options`.
+    The report is returned whatever the outcome (``report.raise_for_outcome()`` raises for a
+    refused or incomplete one). Blocks, with the GIL released; Ctrl-C cancels the scan (its
+    sessions are still closed) and raises KeyboardInterrupt."""
+    o = _options("scan", options, overrides, _CHECK_ONLY)
+    judge_args = _judge(judge, o.judge_timeout, loop_bound=False)
+    return Report.from_json(_call(_native.scan, _target(target), _scan_kwargs(o), judge=judge_args))
 
 
 async def scan_async(
     target: Union[str, Sequence[str]],
     *,
-    token: Optional[str] = None,
-    headers: Optional[Union[Mapping[str, str], Sequence[str]]] = None,
-    env: Optional[Sequence[str]] = None,
-    rate: int = 5,
-    checks: Optional[Union[str, Sequence[str]]] = None,
-    skip_checks: Optional[Union[str, Sequence[str]]] = None,
-    baseline: Optional[Union[str, "os.PathLike[str]"]] = None,
-    update_baseline: bool = False,
-    exclude_tools: Optional[Sequence[str]] = None,
-    follow_authorization_server: bool = True,
-    allow_private_addresses: bool = False,
-    trace_file: Optional[Union[str, "os.PathLike[str]"]] = None,
-    state_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
-    resolver: Optional[str] = None,
-    fail_on: str = "high",
-    min_confidence: str = "low",
+    options: Union[Options, OptionValues, None] = None,
     judge: Optional[Judge] = None,
-    judge_timeout: float = 30.0,
-    judge_budget: float = 300.0,
+    **overrides: Unpack[OptionValues],
 ) -> Report:
     """:func:`scan` as a coroutine. An ``async def`` judge is awaited on this event loop (so
     it may use the loop's clients); a plain judge runs on a thread of its own."""
-    kwargs = _scan_kwargs(
-        token, headers, env, rate, checks, skip_checks, baseline, update_baseline,
-        exclude_tools, follow_authorization_server, trace_file, state_dir, resolver,
-        fail_on, min_confidence, judge_timeout, judge_budget, allow_private_addresses,
-    )
-    judge_args = _judge(judge, judge_timeout, loop_bound=True)
-    text = await _call(_native.scan_async, _target(target), kwargs, judge=judge_args)
-    return _finish(text)
+    o = _options("scan_async", options, overrides, _CHECK_ONLY)
+    judge_args = _judge(judge, o.judge_timeout, loop_bound=True)
+    text = await _call(_native.scan_async, _target(target), _scan_kwargs(o), judge=judge_args)
+    return Report.from_json(text)
 
 
 def fingerprint(tools: Tools) -> str:
     """The tool list's SHA-256 (``mcpprobe fingerprint``): equal for equal lists, whatever
-    their key order or ``_meta``."""
+    their key order or ``_meta``. Runs with the GIL released."""
     result: str = _call(_native.fingerprint, _bytes(tools))
     return result
 
 
 def diff(old: Tools, new: Tools) -> Diff:
-    """What changed between two tool lists (``mcpprobe diff``)."""
+    """What changed between two tool lists (``mcpprobe diff``). Runs with the GIL released."""
     d = json.loads(_call(_native.diff, _bytes(old, "old"), _bytes(new, "new")))
     return Diff(
         identical=d["identical"],

@@ -460,17 +460,25 @@ fn scan_async<'py>(
     })
 }
 
-/// The tool list's SHA-256, as `mcpprobe fingerprint` prints it.
+/// The tool list's SHA-256, as `mcpprobe fingerprint` prints it; parsed and hashed with the GIL
+/// released (the bytes are immutable and held by the caller's frame).
 #[pyfunction]
-fn fingerprint(tools: &[u8]) -> PyResult<String> {
-    let input = mcpprobe::offline::parse("tools", tools, Some(mcpprobe::rules::InputKind::Tools))
-        .map_err(usage)?;
-    Ok(input.tools_sha256().to_string())
+fn fingerprint(py: Python<'_>, tools: &[u8]) -> PyResult<String> {
+    py.detach(|| {
+        let input =
+            mcpprobe::offline::parse("tools", tools, Some(mcpprobe::rules::InputKind::Tools))
+                .map_err(usage)?;
+        Ok(input.tools_sha256().to_string())
+    })
 }
 
-/// `mcpprobe diff --format json`: what changed between two tool lists.
+/// `mcpprobe diff --format json`: what changed between two tool lists, with the GIL released.
 #[pyfunction]
-fn diff(old: &[u8], new: &[u8]) -> PyResult<String> {
+fn diff(py: Python<'_>, old: &[u8], new: &[u8]) -> PyResult<String> {
+    py.detach(|| diff_json(old, new))
+}
+
+fn diff_json(old: &[u8], new: &[u8]) -> PyResult<String> {
     let load = |name: &str, bytes: &[u8]| -> PyResult<Vec<Value>> {
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|e| usage(format!("{name}: not valid JSON: {e}")))?;

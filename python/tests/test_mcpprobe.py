@@ -62,12 +62,10 @@ def test_check_gives_the_cli_findings(path, tmp_path):
     out = cli("check", str(doc), *kind_args, "--no-config", "--format", "json", "--fail-on", "none")
     assert out.returncode in (0, 3), out.stderr
     expected = json.loads(out.stdout)
-    try:
-        report = mcpprobe.check(text, kind=kind, fail_on="none", target=str(doc))
-    except mcpprobe.ScanIncomplete as e:
-        # The CLI said incomplete too (exit 3); the report still carries everything.
-        assert out.returncode == 3
-        report = e.report
+    # The same document as a file and as text; an incomplete run (the CLI's exit 3) is a report too.
+    report = mcpprobe.check(doc, kind=kind, fail_on="none")
+    assert mcpprobe.check_text(text, kind=kind, fail_on="none", target=str(doc)) == report
+    assert (report.outcome == mcpprobe.Outcome.INCOMPLETE) == (out.returncode == 3)
     got = report.to_dict()
     assert got["findings"] == expected["findings"]
     assert [(c["id"], c["status"], c["reason"]) for c in got["checks"]] == [
@@ -78,21 +76,44 @@ def test_check_gives_the_cli_findings(path, tmp_path):
     assert got["findings"] or path.parent.name != "judge"
 
 
-def test_check_accepts_text_bytes_parsed_json_and_a_path():
+def test_check_takes_a_path_or_parsed_json_and_check_text_takes_text():
     text = JUDGE_TOOLS.read_text(encoding="utf-8")
     reports = [
-        mcpprobe.check(text),
-        mcpprobe.check(text.encode()),
+        mcpprobe.check_text(text),
+        mcpprobe.check_text(text.encode()),
         mcpprobe.check(json.loads(text)),
         mcpprobe.check(json.loads(text)["tools"]),
         mcpprobe.check(JUDGE_TOOLS),
+        mcpprobe.check(str(JUDGE_TOOLS)),
     ]
     fingerprints = {tuple(f.fingerprint for f in r.findings) for r in reports}
     assert len(fingerprints) == 1
     first = reports[0].findings[0]
     assert isinstance(first, mcpprobe.Finding)
     assert first.check == "META-02" and first.location.tool == "export_notes"
-    assert reports[-1].target == str(JUDGE_TOOLS)
+    assert reports[0].target == reports[2].target == "<tools>"
+    assert reports[-2].target == reports[-1].target == str(JUDGE_TOOLS)
+    assert mcpprobe.check(JUDGE_TOOLS, target="notes").target == "notes"
+
+
+def test_the_report_speaks_in_enums_equal_to_the_json_names():
+    report = mcpprobe.check(JUDGE_TOOLS)
+    first = report.findings[0]
+    assert first.severity is mcpprobe.Severity.HIGH and first.severity == "high"
+    assert isinstance(first.confidence, mcpprobe.Confidence)
+    assert report.outcome is mcpprobe.Outcome.COMPLETE and f"{report.outcome}" == "complete"
+    assert report.check("META-01").status is mcpprobe.Status.SKIPPED
+    # Ordered by rank, never alphabetically ("high" < "low" as strings).
+    S = mcpprobe.Severity
+    assert S.INFO < S.LOW < S.MEDIUM < S.HIGH < S.CRITICAL
+    assert S.HIGH > "low" and S.HIGH >= "high" and not S.HIGH < "low"
+    assert sorted([S.LOW, S.CRITICAL, S.INFO]) == [S.INFO, S.LOW, S.CRITICAL]
+    assert mcpprobe.Confidence.HIGH > mcpprobe.Confidence.MEDIUM
+    assert [f for f in report.findings if f.severity >= S.HIGH] == [first]
+    # Hashed, printed and serialised as the names.
+    assert S.HIGH in {"high"} and "high" in {S.HIGH}
+    assert str(S.HIGH) == "high" and json.dumps([S.HIGH]) == '["high"]'
+    assert [s.value for s in S] == ["info", "low", "medium", "high", "critical"]
 
 
 def test_the_report_mirrors_the_json_and_judges_exit_codes_like_the_cli():
@@ -104,8 +125,10 @@ def test_the_report_mirrors_the_json_and_judges_exit_codes_like_the_cli():
     assert report.exit_code() == 1
     assert report.exit_code(fail_on="critical") == 0
     assert report.exit_code(fail_on="none") == 0
+    assert report.exit_code(fail_on=mcpprobe.Severity.CRITICAL) == 0
     assert report.exit_code(min_confidence="high") == 1
     assert mcpprobe.check(JUDGE_TOOLS, fail_on="none").exit_code() == 0
+    assert report.raise_for_outcome() is report, "a complete run raises nothing, findings or not"
     assert report.check("META-01").status == "skipped"
     assert report.check("META-01").reason.startswith("no judge configured")
     again = mcpprobe.Report.from_json(report.to_json())
@@ -125,12 +148,69 @@ def test_fingerprint_and_diff_match_the_cli(tmp_path):
     assert d.changed == expected["changed"]
     assert not d.identical
     assert mcpprobe.diff(old, old).identical
+    # A file is a pathlib.Path or a str ending in .json; other text is JSON text.
+    assert mcpprobe.diff(JUDGE_TOOLS, str(tmp_path / "new.json")) == d
+    assert mcpprobe.fingerprint(str(JUDGE_TOOLS)) == mcpprobe.fingerprint(JUDGE_TOOLS.read_bytes())
+
+
+def big_tool_list(n):
+    """``n`` tools as JSON text, several MB for thousands: what takes the engine a while."""
+    tools = [{"name": f"tool_{i}", "description": "Reads one record of the ledger by its id. " * 8,
+              "inputSchema": {"type": "object", "properties": {
+                  "id": {"type": "string", "description": "The record's id."},
+                  "fields": {"type": "array", "items": {"type": "string"}}}}}
+             for i in range(n)]
+    return json.dumps({"tools": tools}).encode()
+
+
+@pytest.mark.parametrize("name", ["fingerprint", "diff"])
+def test_fingerprint_and_diff_release_the_gil(name):
+    """Another thread runs Python code all through the native call. Were the GIL held, the
+    other thread would stop for the whole call (at most one switch interval of it at each end);
+    released, it is stopped at most by the OS scheduler. The call is made long (hundreds of ms)
+    so that the two differ by far more than any scheduling delay."""
+    old = big_tool_list(8000)
+    new = old.replace(b'"tool_7"', b'"tool_seven"')
+    call = {"fingerprint": lambda: mcpprobe.fingerprint(old),
+            "diff": lambda: mcpprobe.diff(old, new)}[name]
+    stop = threading.Event()
+    ticks = []
+
+    def other():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        while not ticks:  # the other thread is running Python code
+            time.sleep(0)
+        started = time.monotonic()
+        call()
+        ended = time.monotonic()
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    took = ended - started
+    assert took > 0.05, f"the call took {took:.3f} s: too short to tell anything"
+    inside = [started] + [x for x in ticks if started < x < ended] + [ended]
+    longest = max(b - a for a, b in zip(inside, inside[1:]))
+    assert longest < took / 2, (
+        f"the other thread stood still {longest:.3f} s of the {took:.3f} s call: the GIL was held")
 
 
 @pytest.mark.parametrize(
     "call, says",
     [
-        (lambda: mcpprobe.check("not json"), "not valid JSON"),
+        (lambda: mcpprobe.check_text("not json"), "not valid JSON"),
+        (lambda: mcpprobe.check("[]"), "JSON text goes to check_text"),
+        (lambda: mcpprobe.check_text(JUDGE_TOOLS), "takes JSON text"),
+        (lambda: mcpprobe.check(JUDGE_TOOLS, rate=10), "rate= is an option of scan"),
+        (lambda: mcpprobe.scan("http://127.0.0.1:9/mcp", kind="tools"), "kind= is an option of check"),
+        (lambda: mcpprobe.check(JUDGE_TOOLS, ratee=10), "no option named 'ratee'"),
+        (lambda: mcpprobe.check(JUDGE_TOOLS, options={"fail_on": "severe"}), "fail_on"),
+        (lambda: mcpprobe.check(JUDGE_TOOLS, options=42), "mcpprobe.Options"),
+        (lambda: mcpprobe.check(JUDGE_TOOLS, kind="toolz"), "kind="),
         (lambda: mcpprobe.check(JUDGE_TOOLS, checks=["META-99"]), "no check named"),
         (lambda: mcpprobe.check(JUDGE_TOOLS, fail_on="severe"), "fail_on"),
         (lambda: mcpprobe.check(JUDGE_TOOLS, judge=42), "callable"),
@@ -188,23 +268,29 @@ def test_a_judge_that_raises_is_a_meta_01_error_never_a_clean_result():
     def broken(tool):
         raise RuntimeError("the model is down")
 
-    with pytest.raises(mcpprobe.ScanIncomplete) as e:
-        mcpprobe.check(JUDGE_TOOLS, judge=broken)
-    assert e.value.exit_code == 3
-    record = e.value.report.check("META-01")
+    report = mcpprobe.check(JUDGE_TOOLS, judge=broken)
+    assert report.outcome == mcpprobe.Outcome.INCOMPLETE
+    assert report.exit_code() == 3
+    record = report.check("META-01")
     assert record.status == "error"
     assert "RuntimeError: the model is down" in record.reason
     # The deterministic rules' findings are all still there.
-    assert any(f.check == "META-02" for f in e.value.report.findings)
+    assert any(f.check == "META-02" for f in report.findings)
+    # And for those who want an exception, it carries the same report.
+    with pytest.raises(mcpprobe.ScanIncomplete) as e:
+        report.raise_for_outcome()
+    assert e.value.exit_code == 3 and e.value.report is report
+    assert str(e.value).startswith(f"{JUDGE_TOOLS}: incomplete: a check errored (META-01: "), str(e.value)
+    assert "RuntimeError: the model is down" in str(e.value)
 
 
 def test_a_judge_that_answers_garbage_is_an_error():
-    with pytest.raises(mcpprobe.ScanIncomplete) as e:
-        mcpprobe.check(JUDGE_TOOLS, judge=lambda tool: None)
-    assert "not an array" in e.value.report.check("META-01").reason
-    with pytest.raises(mcpprobe.ScanIncomplete) as e:
-        mcpprobe.check(JUDGE_TOOLS, judge=lambda tool: [{"severity": "apocalyptic", "reason": "x"}])
-    assert "severity" in e.value.report.check("META-01").reason
+    report = mcpprobe.check(JUDGE_TOOLS, judge=lambda tool: None)
+    assert report.outcome == "incomplete"
+    assert "not an array" in report.check("META-01").reason
+    report = mcpprobe.check(JUDGE_TOOLS, judge=lambda tool: [{"severity": "apocalyptic", "reason": "x"}])
+    assert report.outcome == "incomplete"
+    assert "severity" in report.check("META-01").reason
 
 
 def test_a_judge_past_its_budget_is_stopped_waiting_for():
@@ -215,9 +301,9 @@ def test_a_judge_past_its_budget_is_stopped_waiting_for():
         return []
 
     try:
-        with pytest.raises(mcpprobe.ScanIncomplete) as e:
-            mcpprobe.check(JUDGE_TOOLS, judge=slow, judge_timeout=0.3)
-        reason = e.value.report.check("META-01").reason
+        report = mcpprobe.check(JUDGE_TOOLS, judge=slow, judge_timeout=0.3)
+        assert report.outcome == mcpprobe.Outcome.INCOMPLETE
+        reason = report.check("META-01").reason
         assert "did not answer within its 0.3-second budget per tool" in reason
         assert "0 of 2 tools reviewed" in reason
     finally:
@@ -235,9 +321,10 @@ def test_the_total_budget_bounds_a_judge_that_is_slow_on_every_tool():
         return []
 
     try:
-        with pytest.raises(mcpprobe.ScanIncomplete) as e:
-            mcpprobe.check(JUDGE_TOOLS, judge=slowish, judge_timeout=30, judge_budget=0.5)
-        assert "total budget" in e.value.report.check("META-01").reason
+        budget = mcpprobe.Options(judge_timeout=30, judge_budget=0.5)
+        report = mcpprobe.check(JUDGE_TOOLS, judge=slowish, options=budget)
+        assert report.outcome == mcpprobe.Outcome.INCOMPLETE
+        assert "total budget" in report.check("META-01").reason
     finally:
         release.set()
 
@@ -269,7 +356,8 @@ def demo_server():
 
 
 def test_scan_of_the_demo_server_finds_what_the_cli_finds(demo_server, tmp_path):
-    report = mcpprobe.scan(demo_server, rate=10, state_dir=tmp_path, fail_on="none")
+    options = mcpprobe.Options(rate=10, state_dir=tmp_path, fail_on="none")
+    report = mcpprobe.scan(demo_server, options=options)
     assert report.outcome == "complete"
     assert report.gate["ownership"].startswith("local")
     assert report.requests_sent > 0
@@ -328,13 +416,12 @@ def test_an_async_judge_past_its_budget_is_cancelled_on_the_loop(demo_server, tm
         return []
 
     async def main():
-        with pytest.raises(mcpprobe.ScanIncomplete) as e:
-            await mcpprobe.scan_async(demo_server, rate=10, state_dir=tmp_path, judge=stuck,
-                                      checks=["META-01"], judge_timeout=0.3)
-        return e.value
+        return await mcpprobe.scan_async(demo_server, rate=10, state_dir=tmp_path, judge=stuck,
+                                         checks=["META-01"], judge_timeout=0.3)
 
-    err = asyncio.run(main())
-    assert err.report.check("META-01").status == "error"
+    report = asyncio.run(main())
+    assert report.outcome == mcpprobe.Outcome.INCOMPLETE
+    assert report.check("META-01").status == "error"
     assert len(cancelled) == 1
 
 
@@ -382,13 +469,16 @@ def remote_host():
 
 def test_the_gate_refuses_an_unproven_remote_target_and_sends_it_nothing(remote_host, tmp_path):
     judged_tools = []
+    report = mcpprobe.scan(f"http://{NS_IP}:{PORT}/mcp", state_dir=tmp_path, rate=10,
+                           judge=lambda t: judged_tools.append(t) or [])
+    assert report.outcome is mcpprobe.Outcome.REFUSED
+    assert report.refusal == "ownership"
+    assert report.exit_code() == 2
     with pytest.raises(mcpprobe.GateRefused) as e:
-        mcpprobe.scan(f"http://{NS_IP}:{PORT}/mcp", state_dir=tmp_path, rate=10,
-                      judge=lambda t: judged_tools.append(t) or [])
+        report.raise_for_outcome()
     err = e.value
-    assert err.exit_code == 2
-    assert err.report.refusal == "ownership"
-    assert err.report.outcome == "refused"
+    assert err.exit_code == 2 and err.report is report
+    assert str(err).startswith(f"http://{NS_IP}:{PORT}/mcp: refused by the gate (ownership): "), str(err)
     assert judged_tools == []
     remote_host.kill()
     remote_host.wait(timeout=20)
@@ -404,23 +494,73 @@ def test_the_gate_refuses_an_unproven_remote_target_and_sends_it_nothing(remote_
 def test_the_stubs_type_check_a_users_code_with_mypy(tmp_path):
     usage = tmp_path / "usage.py"
     usage.write_text(
+        "import pathlib\n"
         "import mcpprobe\n"
         "from typing import Any, Dict, List\n"
         "def judge(tool: Dict[str, Any]) -> List[mcpprobe.Verdict]:\n"
-        "    return [mcpprobe.Verdict('low', 'r')]\n"
-        "r: mcpprobe.Report = mcpprobe.check('[]', judge=judge)\n"
+        "    return [mcpprobe.Verdict(mcpprobe.Severity.LOW, 'r'), mcpprobe.Verdict('high', 'r')]\n"
+        "r: mcpprobe.Report = mcpprobe.check_text('[]', judge=judge, fail_on='medium')\n"
+        "r = mcpprobe.check(pathlib.Path('tools.json'), kind='tools', time_cap=5.0)\n"
+        "r = mcpprobe.check('tools.json').raise_for_outcome()\n"
+        "opts = mcpprobe.Options(rate=10, fail_on=mcpprobe.Severity.CRITICAL)\n"
+        "r = mcpprobe.scan('http://127.0.0.1:3000/mcp', options=opts.replace(rate=3), token='t')\n"
+        "r = mcpprobe.scan(['python3', 's.py'], options={'env': ['HOME']}, state_dir=pathlib.Path('.'))\n"
         "code: int = r.exit_code(fail_on='none')\n"
         "names: List[str] = [f.check for f in r.findings]\n"
-        "d: mcpprobe.Diff = mcpprobe.diff('[]', '[]')\n"
+        "worst: List[mcpprobe.Severity] = [f.severity for f in r.findings if f.severity >= 'high']\n"
+        "done: bool = r.outcome is mcpprobe.Outcome.COMPLETE\n"
+        "ran: bool = r.check('META-01').status == mcpprobe.Status.RAN\n"
+        "d: mcpprobe.Diff = mcpprobe.diff('[]', pathlib.Path('new.json'))\n"
+        "fp: str = mcpprobe.fingerprint(b'[]')\n"
     )
-    bad = tmp_path / "bad.py"
-    bad.write_text("import mcpprobe\nx: int = mcpprobe.check('[]').findings\n")
+    bad = {
+        "x: int = mcpprobe.check('t.json').findings\n": "Incompatible types in assignment",
+        "mcpprobe.check('t.json', fail_on='severe')\n": 'Argument "fail_on" to "check" has incompatible type',
+        "mcpprobe.scan('http://h/mcp', ratee=3)\n": 'Unexpected keyword argument "ratee"',
+        "mcpprobe.scan('http://h/mcp', rate='fast')\n": 'Argument "rate" to "scan" has incompatible type',
+        "mcpprobe.Options(min_confidence='certain')\n": 'Argument "min_confidence" to "Options"',
+        "s: mcpprobe.Severity = 'high'\n": "Incompatible types in assignment",
+    }
     run = lambda p: subprocess.run([sys.executable, "-m", "mypy", "--strict", str(p)],
                                    capture_output=True, timeout=300, cwd=tmp_path)
     good = run(usage)
     assert good.returncode == 0, good.stdout.decode()
-    wrong = run(bad)
-    assert wrong.returncode == 1 and b"Incompatible types" in wrong.stdout, wrong.stdout.decode()
+    for i, (line, says) in enumerate(bad.items()):
+        path = tmp_path / f"bad{i}.py"
+        path.write_text("import mcpprobe\n" + line)
+        wrong = run(path)
+        assert wrong.returncode == 1 and says in wrong.stdout.decode(), (line, wrong.stdout.decode())
+
+
+def test_the_package_itself_type_checks_with_mypy_strict():
+    package = pathlib.Path(mcpprobe.__file__).parent
+    out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "-p", "mcpprobe"],
+                         capture_output=True, timeout=300, cwd=package.parent)
+    assert out.returncode == 0, out.stdout.decode()
+
+
+def test_options_are_one_object_with_keyword_overrides():
+    o = mcpprobe.Options(fail_on="none", rate=10, token="secret-token-0123456789")
+    assert "secret-token" not in repr(o), "the token stays out of the repr"
+    assert o.replace(rate=3).rate == 3 and o.rate == 10
+    with pytest.raises(mcpprobe.UsageError, match="no option named 'rat'"):
+        o.replace(rat=3)
+    # A keyword overrides the object's field; the object's other fields stay.
+    strict = mcpprobe.Options(fail_on="low", min_confidence="high")
+    assert mcpprobe.check(JUDGE_TOOLS, options=strict).policy == {"fail_on": "low", "min_confidence": "high"}
+    assert mcpprobe.check(JUDGE_TOOLS, options=strict, fail_on="none").policy == {
+        "fail_on": None, "min_confidence": "high"}
+    # A dict of the same keys is options too; scan's fields are ignored by check when they come
+    # in the shared object, refused as keywords.
+    assert mcpprobe.check(JUDGE_TOOLS, options={"skip_checks": ["META-02"]}).check("META-02").status == "skipped"
+    assert mcpprobe.check(JUDGE_TOOLS, options=o).exit_code() == 0
+    # The one definition: the TypedDict of keywords names the dataclass's fields, and the scan's
+    # fields are what the native ScanOptions reads.
+    import dataclasses
+    fields = [f.name for f in dataclasses.fields(mcpprobe.Options)]
+    assert list(mcpprobe.OptionValues.__annotations__) == fields
+    native = set(mcpprobe._scan_kwargs(mcpprobe.Options()))
+    assert native == set(fields) - {"kind", "time_cap"}
 
 
 def test_a_judge_still_running_at_exit_does_not_abort_the_interpreter(tmp_path):
@@ -433,7 +573,7 @@ def test_a_judge_still_running_at_exit_does_not_abort_the_interpreter(tmp_path):
         "        pass\n"
         "    return []\n"
         "try:\n"
-        f"    mcpprobe.check(open({str(JUDGE_TOOLS)!r}).read(), judge=busy, judge_timeout=0.2)\n"
+        f"    mcpprobe.check({str(JUDGE_TOOLS)!r}, judge=busy, judge_timeout=0.2).raise_for_outcome()\n"
         "except mcpprobe.ScanIncomplete as e:\n"
         "    print(e.report.check('META-01').status)\n"
     )

@@ -1,6 +1,7 @@
 //! The one outbound client, through the library: scope, redirects, the rate limit measured at
 //! the server, and redaction of the user's secrets in evidence and the trace file.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use mcpprobe::gate::state::StateDir;
@@ -15,6 +16,14 @@ use crate::support::runtime;
 
 /// Passes the gate for a loopback server (local proof) and returns its client.
 async fn client_for(url: &str, settings: Settings) -> (Network, Client) {
+    let (net, owned) = owned_for(url, settings).await;
+    let client = owned.client(&net).expect("client");
+    (net, client)
+}
+
+/// Passes the gate for a loopback server and returns the gate's proof of it (what an active
+/// run's authorisation is made from).
+async fn owned_for(url: &str, settings: Settings) -> (Network, gate::Owned) {
     let politeness =
         std::sync::Arc::new(mcpprobe::net::Politeness::new(settings.rate).expect("a valid rate"));
     let net = Network::new(
@@ -36,8 +45,7 @@ async fn client_for(url: &str, settings: Settings) -> (Network, Client) {
         .await
         .map_err(|h| h.stop)
         .expect("local proof");
-    let client = owned.client(&net).expect("client");
-    (net, client)
+    (net, owned)
 }
 
 #[test]
@@ -235,20 +243,157 @@ fn secrets_never_reach_evidence_or_the_trace_file() {
     assert!(trace_text.contains("[REDACTED]"));
 }
 
+/// An active check that calls every tool it is given once, and keeps what it was given and
+/// what each call got.
+#[derive(Default)]
+struct CallEach {
+    planned: Mutex<Vec<String>>,
+    answers: Mutex<Vec<(String, mcpprobe::active::Answer)>>,
+}
+
+impl mcpprobe::active::ActiveCheck for CallEach {
+    fn plan(
+        &self,
+        tools: &[mcpprobe::active::Callable<'_>],
+        budget: usize,
+        _env: &mcpprobe::active::StageEnv,
+    ) -> Vec<mcpprobe::active::PlannedCall> {
+        let planned: Vec<_> = tools
+            .iter()
+            .take(budget)
+            .map(|t| mcpprobe::active::PlannedCall {
+                tool: t.name.to_string(),
+                arguments: serde_json::json!({}),
+                kind: mcpprobe::active::CallKind::Tool,
+                canary: None,
+                purpose: "the guard's test".into(),
+                pointer: None,
+                tag: String::new(),
+            })
+            .collect();
+        if let Ok(mut p) = self.planned.lock() {
+            p.extend(planned.iter().map(|c| c.tool.clone()));
+        }
+        planned
+    }
+
+    fn judge(
+        &self,
+        calls: &[mcpprobe::active::MadeCall],
+        _env: &mcpprobe::active::StageEnv,
+    ) -> mcpprobe::checks::Outcome {
+        if let Ok(mut a) = self.answers.lock() {
+            a.extend(
+                calls
+                    .iter()
+                    .map(|c| (c.planned.tool.clone(), c.answer.clone())),
+            );
+        }
+        mcpprobe::checks::Outcome::Ran(Vec::new())
+    }
+}
+
 #[test]
 fn tools_call_of_a_guarded_tool_is_refused_by_the_client() {
+    // The client's guard holds even inside an active check's permit that names the tool (the
+    // gate's authorisation, the call rule's set and the check's plan all allow it): the permit
+    // is real (the other tool's call reaches the server under it) and the refusal is the
+    // guard's own, not the permit's.
     let rt = runtime();
-    let server = TestHttp::start(&rt, vec![("* /mcp", Answer::new(200, "{}"))]);
-    rt.block_on(async {
-        let (_, client) = client_for(&server.url("/mcp"), Settings { rate: 10, ..Settings::default() }).await;
-        client.guard().exclude("delete_everything");
-        let call = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_everything","arguments":{}}});
+    let replies: Vec<serde_json::Value> = (1..=200)
+        .map(|id| serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}))
+        .collect();
+    let server = TestHttp::start(
+        &rt,
+        vec![(
+            "* /mcp",
+            Answer::new(200, &serde_json::Value::Array(replies).to_string())
+                .header("Content-Type", "application/json"),
+        )],
+    );
+    let check: &'static CallEach = Box::leak(Box::default());
+    let stage = rt.block_on(async {
+        let (net, owned) = owned_for(
+            &server.url("/mcp"),
+            Settings {
+                rate: 10,
+                ..Settings::default()
+            },
+        )
+        .await;
+        let client = owned.client(&net).expect("client");
+        client.guard().exclude("read_notes");
+        let authorised = owned
+            .authorise_active(&mcpprobe::engine::ActiveRequest {
+                authorised_by: Some("the guard's test".into()),
+                scope: Some("*".into()),
+                verify: true,
+                ..Default::default()
+            })
+            .expect("the gate authorises an active run of its own loopback server");
+        let tool = |name: &str| {
+            serde_json::json!({"name": name, "description": "Returns today's list.",
+                "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}})
+        };
+        let tools = [tool("read_notes"), tool("read_weather")];
+        let policy = mcpprobe::active::CallPolicy {
+            scope: vec!["*".into()],
+            ..Default::default()
+        };
         let url = Url::parse(&server.url("/mcp")).expect("url");
-        let err = client.send(Request::post_json(url, &call)).await.map_err(|(e, _)| e).err();
-        assert!(matches!(err, Some(NetError::Refused(_))), "{err:?}");
+        let session = mcpprobe::protocol::session::Session::modern(client, url);
+        mcpprobe::active::run(
+            &authorised,
+            &policy,
+            &session,
+            &tools,
+            &[("ACT-01", 2, check as &dyn mcpprobe::active::ActiveCheck)],
+            &mcpprobe::active::StageEnv::default(),
+            false,
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
     });
-    assert_eq!(server.count(), 1, "only the opt-out GET reached the server");
-    assert!(server.seen().iter().all(|s| !s.body.contains("tools/call")));
+    assert_eq!(
+        *check.planned.lock().expect("planned"),
+        ["read_notes", "read_weather"],
+        "the call rule allowed both, so the permit names both"
+    );
+    let answers = check.answers.lock().expect("answers").clone();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(
+        answers[0],
+        (
+            "read_notes".to_string(),
+            mcpprobe::active::Answer::Failed(
+                "refused by mcpprobe: tools/call of `read_notes` (excluded, or annotated destructiveHint: true)"
+                    .into()
+            )
+        ),
+        "the guard's own refusal"
+    );
+    assert_eq!(answers[1].0, "read_weather");
+    assert!(
+        matches!(answers[1].1, mcpprobe::active::Answer::Result(_)),
+        "the permit let the other call through: {:?}",
+        answers[1].1
+    );
+    assert_eq!(
+        stage
+            .calls
+            .iter()
+            .map(|c| (c.tool.as_str(), c.answered))
+            .collect::<Vec<_>>(),
+        [("read_notes", false), ("read_weather", true)]
+    );
+    let calls: Vec<String> = server
+        .seen()
+        .iter()
+        .filter(|s| s.body.contains("tools/call"))
+        .map(|s| s.body.clone())
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].contains("read_weather") && !calls[0].contains("read_notes"));
 }
 
 #[test]

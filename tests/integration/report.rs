@@ -171,12 +171,57 @@ fn sarif_is_written_even_without_findings() {
 #[test]
 fn fingerprints_are_stable_and_distinct() {
     let a = sample(Policy::default());
-    let b = sample(Policy::default());
     let fa: Vec<_> = a.findings.iter().map(|f| f.fingerprint.clone()).collect();
-    let fb: Vec<_> = b.findings.iter().map(|f| f.fingerprint.clone()).collect();
-    assert_eq!(fa, fb);
     let unique: std::collections::BTreeSet<_> = fa.iter().collect();
     assert_eq!(unique.len(), fa.len());
+    // Stable across processes (no per-process hash seed, address or time in them): two runs of
+    // the binary over one document, and this process's engine over it, give the same ones.
+    let doc = crate::support::root().join("fixtures/judge/tools.json");
+    let run = || -> Vec<String> {
+        let out = crate::support::mcpprobe()
+            .args([
+                "check",
+                "--no-config",
+                "--format",
+                "json",
+                "--fail-on",
+                "none",
+            ])
+            .arg(&doc)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let report = crate::support::stdout_json(&out);
+        report["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .map(|f| {
+                f["fingerprint"]
+                    .as_str()
+                    .expect("a fingerprint")
+                    .to_string()
+            })
+            .collect()
+    };
+    let (first, second) = (run(), run());
+    assert!(first.len() >= 2, "a document with findings: {first:?}");
+    assert_eq!(
+        first, second,
+        "the fingerprints changed between two processes"
+    );
+    let distinct: std::collections::BTreeSet<_> = first.iter().collect();
+    assert_eq!(distinct.len(), first.len(), "{first:?}");
+    let bytes = std::fs::read(&doc).expect("the fixture");
+    let input = mcpprobe::offline::parse(&doc.display().to_string(), &bytes, None).expect("parses");
+    let here =
+        mcpprobe::offline::check_report(&input, &doc.display().to_string(), Policy::default());
+    let here: Vec<_> = here
+        .findings
+        .iter()
+        .map(|f| f.fingerprint.clone())
+        .collect();
+    assert_eq!(here, first, "this process's engine and the binary disagree");
 }
 
 #[test]
@@ -244,14 +289,73 @@ fn terminal_groups_by_severity_and_counts_suppressed() {
     );
 }
 
+/// The exit code every format states for `r`, rendered: the terminal's verdict line, the
+/// JSON report's `exit_code`, SARIF's invocation and the Markdown summary.
+fn stated_exit_codes(r: &Report) -> Vec<(Format, i64)> {
+    let number = |text: &str, after: &str| -> i64 {
+        let at = text
+            .rfind(after)
+            .unwrap_or_else(|| panic!("no {after:?} in:\n{text}"));
+        let digits: String = text[at + after.len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("no number after {after:?} in:\n{text}"))
+    };
+    [
+        Format::Terminal,
+        Format::Json,
+        Format::Sarif,
+        Format::Markdown,
+    ]
+    .into_iter()
+    .map(|format| {
+        let text = render(r, format, &opts("x", false));
+        let code = match format {
+            Format::Terminal => number(&text, "\nexit "),
+            Format::Markdown => number(&text, "exit code **"),
+            Format::Json => {
+                let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+                v["exit_code"].as_i64().expect("exit_code")
+            }
+            Format::Sarif => {
+                let v: serde_json::Value = serde_json::from_str(&text).expect("sarif");
+                v["runs"][0]["invocations"][0]["exitCode"]
+                    .as_i64()
+                    .expect("exitCode")
+            }
+        };
+        (format, code)
+    })
+    .collect()
+}
+
 #[test]
 fn exit_codes_follow_policy_not_format() {
+    // The policy decides the code; every format, rendered, states that same code.
+    let all = |code: i32| {
+        [
+            Format::Terminal,
+            Format::Json,
+            Format::Sarif,
+            Format::Markdown,
+        ]
+        .map(|f| (f, i64::from(code)))
+        .to_vec()
+    };
     let at = |fail_on: Option<Severity>, min: Confidence| {
-        sample(Policy {
+        let r = sample(Policy {
             fail_on,
             min_confidence: min,
-        })
-        .exit_code
+        });
+        assert_eq!(
+            stated_exit_codes(&r),
+            all(r.exit_code),
+            "{fail_on:?} {min:?}"
+        );
+        r.exit_code
     };
     assert_eq!(at(Some(Severity::High), Confidence::Low), 1);
     assert_eq!(at(Some(Severity::Critical), Confidence::Low), 1);
@@ -263,6 +367,7 @@ fn exit_codes_follow_policy_not_format() {
     refused.outcome = RunOutcome::Refused;
     refused.finish();
     assert_eq!(refused.exit_code, 2);
+    assert_eq!(stated_exit_codes(&refused), all(2));
 
     let mut errored = Report::new("x", Policy::default());
     errored.record("AUTH-01", Outcome::Error("boom".into()));
@@ -271,6 +376,7 @@ fn exit_codes_follow_policy_not_format() {
         (errored.exit_code, errored.outcome),
         (3, RunOutcome::Incomplete)
     );
+    assert_eq!(stated_exit_codes(&errored), all(3));
 }
 
 #[test]
