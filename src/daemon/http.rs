@@ -489,7 +489,7 @@ async fn metrics(State(s): State<AppState>, Query(q): Query<MetricsQuery>) -> Re
         Ok(t) => (
             [(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; version=0.0.4"),
+                HeaderValue::from_static(super::metrics::CONTENT_TYPE),
             )],
             s.metrics.render(&t, per_target),
         )

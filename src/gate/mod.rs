@@ -691,7 +691,10 @@ mod tests {
         assert!(secret_matches(record.as_bytes(), record.as_bytes()));
         // A prefix, a longer text, one changed byte: all refused.
         assert!(!secret_matches(&record.as_bytes()[..20], record.as_bytes()));
-        assert!(!secret_matches(format!("{record}0").as_bytes(), record.as_bytes()));
+        assert!(!secret_matches(
+            format!("{record}0").as_bytes(),
+            record.as_bytes()
+        ));
         let mut changed = record.clone().into_bytes();
         changed[20] ^= 1;
         assert!(!secret_matches(&changed, record.as_bytes()));
