@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 use crate::finding::{Confidence, Evidence, Finding, FindingBuilder, Location, Severity};
 
 /// passive, active or other: SPEC §3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Kind {
     Passive,
     Active,
@@ -20,12 +23,9 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The name the catalogue's TOML and the reports use (`passive`), as serde writes it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Passive => "passive",
-            Kind::Active => "active",
-            Kind::Other => "other",
-        }
+        self.into()
     }
 }
 
@@ -427,6 +427,18 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kind_names_are_serde_names() {
+        for (k, name) in [
+            (Kind::Passive, "passive"),
+            (Kind::Active, "active"),
+            (Kind::Other, "other"),
+        ] {
+            assert_eq!(k.as_str(), name);
+            assert_eq!(serde_json::to_value(k).expect("json"), name);
+        }
+    }
 
     /// The real catalogue with `edit` applied to the TOML of check `id`.
     fn load_edited(id: &str, edit: impl Fn(&mut toml::Table)) -> Result<Catalogue, String> {

@@ -95,38 +95,29 @@ pub struct KeyLines {
 }
 
 impl KeyLines {
-    fn scan(text: &str, path: &Path) -> KeyLines {
-        let mut k = KeyLines {
-            path: path.to_path_buf(),
-            ..KeyLines::default()
+    /// The lines of the parsed document's keys, from the spans `toml` keeps: a key written in
+    /// a multi-line string is no key, a dotted key (`severity."META-03" = …`) is its first
+    /// part's, a `[[targets]]` entry is its header's.
+    fn of(table: &toml::Spanned<toml::de::DeTable<'_>>, text: &str, path: &Path) -> KeyLines {
+        let line = |span: std::ops::Range<usize>| line_column(text, span.start).0;
+        let headers = |key: &str| -> Vec<usize> {
+            table
+                .get_ref()
+                .get(key)
+                .and_then(|v| v.get_ref().as_array())
+                .map(|a| a.iter().map(|e| line(e.span())).collect())
+                .unwrap_or_default()
         };
-        let mut in_table = false;
-        for (i, line) in text.lines().enumerate() {
-            let t = line.trim_start();
-            if t.starts_with('[') {
-                in_table = true;
-                match t
-                    .strip_prefix("[[")
-                    .and_then(|r| r.split("]]").next())
-                    .map(str::trim)
-                {
-                    Some("targets") => k.targets.push(i + 1),
-                    Some("suppress") => k.suppress.push(i + 1),
-                    Some(_) => {}
-                    // A top-level table (`[severity]`) is a top-level key on its header's line.
-                    None => {
-                        if let Some(name) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
-                            k.top
-                                .push((name.trim().trim_matches('"').to_string(), i + 1));
-                        }
-                    }
-                }
-            } else if !in_table && let Some((key, _)) = t.split_once('=') {
-                k.top
-                    .push((key.trim().trim_matches('"').to_string(), i + 1));
-            }
+        KeyLines {
+            path: path.to_path_buf(),
+            top: table
+                .get_ref()
+                .iter()
+                .map(|(k, _)| (k.get_ref().to_string(), line(k.span())))
+                .collect(),
+            targets: headers("targets"),
+            suppress: headers("suppress"),
         }
-        k
     }
 
     /// The line of top-level `key`, else 1.
@@ -217,9 +208,10 @@ impl Config {
                 message,
             }
         };
-        let de = toml::Deserializer::parse(text)
+        let table = toml::de::DeTable::parse(text)
             .map_err(|e| at(e.span(), None, format!("not valid TOML: {}", e.message())))?;
-        let lines = KeyLines::scan(text, path);
+        let lines = KeyLines::of(&table, text, path);
+        let de = toml::de::Deserializer::from(table);
         let mut config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = key_of(&e.path().to_string(), e.inner().message());
             let message = e.inner().message().to_string();
@@ -493,6 +485,38 @@ token_env = "PROD_MCP_TOKEN"
         let (line, _, msg) = invalid("fail_on = \n");
         assert_eq!(line, 1);
         assert!(msg.starts_with("not valid TOML"), "{msg}");
+    }
+
+    #[test]
+    fn a_multi_line_string_is_no_key_or_header() {
+        // The string holds text that reads like a header and a key: neither is one.
+        let text = "state_dir = \"\"\"\n/var/lib\n[[suppress]]\nlisten = \"x\"\n\"\"\"\nlisten = \"127.0.0.1:9464\"\n\n[[suppress]]\ncheck = \"META-03\"\nreason = \"\"\"\nmany\n[[suppress]]\nlines\"\"\"\n\n[[suppress]]\ncheck = \"META-03\"\nrule = \"Z9\"\nreason = \"r\"\n";
+        let (line, key, msg) = invalid(text);
+        assert_eq!((line, key.as_deref()), (15, Some("suppress[1]")), "{msg}");
+        assert!(msg.contains("no rule \"Z9\""), "{msg}");
+        let fixed = text.replace("rule = \"Z9\"\n", "");
+        let c = parse(&fixed).expect("valid");
+        assert_eq!(c.lines.top("listen"), 6);
+        assert_eq!(c.lines.top("state_dir"), 1);
+        let sources: Vec<_> = c.suppress.iter().map(|s| s.source.clone()).collect();
+        assert_eq!(
+            sources,
+            [
+                Some("mcpprobe.toml:8".to_string()),
+                Some("mcpprobe.toml:15".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_dotted_key_is_on_its_own_line() {
+        let (line, key, msg) = invalid("rate = 2\n\nseverity.\"META-03/Z9\" = \"low\"\n");
+        assert_eq!((line, key.as_deref()), (3, Some("severity")), "{msg}");
+        assert!(msg.contains("no rule \"Z9\""), "{msg}");
+        let c = parse("rate = 2\n\nseverity.\"META-03\" = \"low\"\nlisten = \"127.0.0.1:1\"\n")
+            .expect("valid");
+        assert_eq!((c.lines.top("severity"), c.lines.top("listen")), (3, 4));
+        assert_eq!(c.severity.len(), 1);
     }
 
     #[test]

@@ -18,8 +18,12 @@ use sha2::{Digest, Sha256};
     Serialize,
     Deserialize,
     clap::ValueEnum,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumString,
 )]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase", ascii_case_insensitive)]
 pub enum Severity {
     Info,
     Low,
@@ -37,21 +41,14 @@ impl Severity {
         Severity::Info,
     ];
 
+    /// The name reports and the API use (`high`), as serde writes it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Critical => "critical",
-        }
+        self.into()
     }
 
     /// The severity named `s` (`high`), any case.
     pub fn parse(s: &str) -> Option<Severity> {
-        Severity::ALL_DESCENDING
-            .into_iter()
-            .find(|v| v.as_str().eq_ignore_ascii_case(s.trim()))
+        s.trim().parse().ok()
     }
 
     /// The GitHub code-scanning `security-severity` score (CVSS-like, 0.0–10.0).
@@ -63,12 +60,6 @@ impl Severity {
             Severity::High => "8.0",
             Severity::Critical => "9.5",
         }
-    }
-}
-
-impl std::fmt::Display for Severity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
     }
 }
 
@@ -85,8 +76,12 @@ impl std::fmt::Display for Severity {
     Serialize,
     Deserialize,
     clap::ValueEnum,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumString,
 )]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase", ascii_case_insensitive)]
 pub enum Confidence {
     Low,
     Medium,
@@ -96,23 +91,12 @@ pub enum Confidence {
 impl Confidence {
     /// The confidence named `s` (`medium`), any case.
     pub fn parse(s: &str) -> Option<Confidence> {
-        [Confidence::Low, Confidence::Medium, Confidence::High]
-            .into_iter()
-            .find(|v| v.as_str().eq_ignore_ascii_case(s.trim()))
+        s.trim().parse().ok()
     }
 
+    /// The name reports and the API use (`medium`), as serde writes it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Confidence::Low => "low",
-            Confidence::Medium => "medium",
-            Confidence::High => "high",
-        }
-    }
-}
-
-impl std::fmt::Display for Confidence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
+        self.into()
     }
 }
 
@@ -287,5 +271,43 @@ impl FindingBuilder {
     pub fn build(mut self) -> Finding {
         self.finding.fingerprint = self.finding.compute_fingerprint();
         self.finding
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn severity_and_confidence_names_are_serde_names() {
+        for s in Severity::ALL_DESCENDING {
+            assert_eq!(serde_json::to_value(s).expect("json"), s.as_str());
+            assert_eq!(s.to_string(), s.as_str());
+            assert_eq!(
+                Severity::parse(&format!(" {} ", s.as_str().to_uppercase())),
+                Some(s)
+            );
+        }
+        let names: Vec<&str> = Severity::ALL_DESCENDING
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        assert_eq!(names, ["critical", "high", "medium", "low", "info"]);
+        assert_eq!(Severity::parse("severe"), None);
+        // Display pads as a `str` does (the terminal report aligns on it).
+        assert_eq!(
+            format!("{:>6}|{:<6}|", Severity::Low, Severity::High),
+            "   low|high  |"
+        );
+        for (c, name) in [
+            (Confidence::Low, "low"),
+            (Confidence::Medium, "medium"),
+            (Confidence::High, "high"),
+        ] {
+            assert_eq!((c.as_str(), c.to_string()), (name, name.to_string()));
+            assert_eq!(serde_json::to_value(c).expect("json"), name);
+            assert_eq!(Confidence::parse("  MeDiUm"), Some(Confidence::Medium));
+        }
+        assert_eq!(Confidence::parse(""), None);
     }
 }

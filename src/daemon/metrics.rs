@@ -2,165 +2,270 @@
 //! `mcpprobe_findings{severity}` of the latest runs, `mcpprobe_scan_duration_seconds`
 //! (histogram), `mcpprobe_requests_total`, `mcpprobe_gate_refusals_total{reason}`,
 //! `mcpprobe_targets`, and per target only when asked (`?per_target=1`). Counts come from the
-//! store (they survive restarts); the duration histogram is this process's.
+//! store (they survive restarts), so they are written as constant metrics of one scrape; the
+//! duration histogram is this process's. `prometheus-client` writes the text (names, `_total`,
+//! label escaping) in the classic format (version 0.0.4).
 
-use std::fmt::Write as _;
-use std::sync::Mutex;
+use std::fmt;
 use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 use super::store::{RunStatus, Totals};
 use crate::finding::Severity;
 
+/// The `Content-Type` of what [`Metrics::render`] writes.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
 /// Upper bounds of the duration buckets, in seconds.
 const BUCKETS: [f64; 10] = [0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0];
 
-#[derive(Debug, Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
-}
+/// The outcomes counted, in this order.
+const OUTCOMES: [RunStatus; 4] = [
+    RunStatus::Complete,
+    RunStatus::Refused,
+    RunStatus::Incomplete,
+    RunStatus::Interrupted,
+];
+
+/// The refusal classes counted (`Refusal` classes of the report), in this order.
+const REFUSALS: [&str; 4] = [
+    "opted_out",
+    "ownership",
+    "private_address",
+    "active_not_authorised",
+];
 
 /// This process's scan durations.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
-    durations: Mutex<Histogram>,
+    durations: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            durations: Histogram::new(BUCKETS),
+        }
+    }
 }
 
 impl Metrics {
     pub fn record(&self, _status: RunStatus, d: Duration) {
-        if let Ok(mut h) = self.durations.lock() {
-            let s = d.as_secs_f64();
-            for (i, b) in BUCKETS.iter().enumerate() {
-                if s <= *b {
-                    h.counts[i] += 1;
-                }
-            }
-            h.count += 1;
-            h.sum += s;
-        }
+        self.durations.observe(d.as_secs_f64());
     }
 
     /// The exposition text.
     pub fn render(&self, totals: &Totals, per_target: bool) -> String {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Scrape {
+            totals: totals.clone(),
+            per_target,
+            durations: self.durations.clone(),
+        }));
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP mcpprobe_scans_total Finished scans by outcome.\n# TYPE mcpprobe_scans_total counter"
-        );
-        for status in [
-            RunStatus::Complete,
-            RunStatus::Refused,
-            RunStatus::Incomplete,
-            RunStatus::Interrupted,
-        ] {
-            let n = totals
-                .runs_by_status
-                .iter()
-                .find(|(s, _)| *s == status)
-                .map_or(0, |(_, n)| *n);
-            let _ = writeln!(
-                out,
-                "mcpprobe_scans_total{{outcome=\"{}\"}} {n}",
-                status.as_str()
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP mcpprobe_findings Findings that count in each target's latest run, by severity.\n# TYPE mcpprobe_findings gauge"
-        );
-        for s in Severity::ALL_DESCENDING {
-            let _ = writeln!(
-                out,
-                "mcpprobe_findings{{severity=\"{}\"}} {}",
-                s.as_str(),
-                totals.latest_findings.get(s)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP mcpprobe_scan_duration_seconds Scan durations in this process.\n# TYPE mcpprobe_scan_duration_seconds histogram"
-        );
-        let (counts, count, sum) = match self.durations.lock() {
-            Ok(h) => (h.counts, h.count, h.sum),
-            Err(_) => ([0; BUCKETS.len()], 0, 0.0),
-        };
-        for (b, n) in BUCKETS.iter().zip(counts) {
-            let _ = writeln!(
-                out,
-                "mcpprobe_scan_duration_seconds_bucket{{le=\"{b}\"}} {n}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "mcpprobe_scan_duration_seconds_bucket{{le=\"+Inf\"}} {count}\nmcpprobe_scan_duration_seconds_sum {sum}\nmcpprobe_scan_duration_seconds_count {count}"
-        );
-        let _ = writeln!(
-            out,
-            "# HELP mcpprobe_requests_total Requests sent by all scans.\n# TYPE mcpprobe_requests_total counter\nmcpprobe_requests_total {}",
-            totals.requests
-        );
-        let _ = writeln!(
-            out,
-            "# HELP mcpprobe_gate_refusals_total Scans the gate stopped, by reason.\n# TYPE mcpprobe_gate_refusals_total counter"
-        );
-        for class in [
-            "opted_out",
-            "ownership",
-            "private_address",
-            "active_not_authorised",
-        ] {
-            let n = totals
-                .refusals
-                .iter()
-                .find(|(c, _)| c == class)
-                .map_or(0, |(_, n)| *n);
-            let _ = writeln!(
-                out,
-                "mcpprobe_gate_refusals_total{{reason=\"{class}\"}} {n}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP mcpprobe_targets Configured targets.\n# TYPE mcpprobe_targets gauge\nmcpprobe_targets {}",
-            totals.targets
-        );
-        if per_target {
-            let _ = writeln!(
-                out,
-                "# HELP mcpprobe_target_findings Findings that count in the target's latest run.\n# TYPE mcpprobe_target_findings gauge"
-            );
-            for r in &totals.latest {
-                for s in Severity::ALL_DESCENDING {
-                    let _ = writeln!(
-                        out,
-                        "mcpprobe_target_findings{{target=\"{}\",severity=\"{}\"}} {}",
-                        label(&r.target),
-                        s.as_str(),
-                        r.counts.get(s)
-                    );
-                }
-            }
-            let _ = writeln!(
-                out,
-                "# HELP mcpprobe_target_last_run_timestamp_seconds When the target's latest run started.\n# TYPE mcpprobe_target_last_run_timestamp_seconds gauge"
-            );
-            for r in &totals.latest {
-                let _ = writeln!(
-                    out,
-                    "mcpprobe_target_last_run_timestamp_seconds{{target=\"{}\"}} {}",
-                    label(&r.target),
-                    r.started_ms / 1000
-                );
-            }
-        }
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &registry);
         out
     }
 }
 
-/// A label value escaped as the text format asks (`\`, `"` and line breaks).
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// One scrape: the store's totals and this process's histogram, in the order they are shown.
+#[derive(Debug)]
+struct Scrape {
+    totals: Totals,
+    per_target: bool,
+    durations: Histogram,
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let t = &self.totals;
+        let mut m = e.encode_descriptor(
+            "mcpprobe_scans",
+            "Finished scans by outcome.",
+            None,
+            MetricType::Counter,
+        )?;
+        for status in OUTCOMES {
+            let n = t
+                .runs_by_status
+                .iter()
+                .find(|(s, _)| *s == status)
+                .map_or(0, |(_, n)| *n);
+            ConstCounter::new(n).encode(m.encode_family(&[("outcome", status.as_str())])?)?;
+        }
+        let mut m = e.encode_descriptor(
+            "mcpprobe_findings",
+            "Findings that count in each target's latest run, by severity.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for s in Severity::ALL_DESCENDING {
+            ConstGauge::new(t.latest_findings.get(s))
+                .encode(m.encode_family(&[("severity", s.as_str())])?)?;
+        }
+        self.durations.encode(e.encode_descriptor(
+            "mcpprobe_scan_duration_seconds",
+            "Scan durations in this process.",
+            None,
+            MetricType::Histogram,
+        )?)?;
+        ConstCounter::new(t.requests).encode(e.encode_descriptor(
+            "mcpprobe_requests",
+            "Requests sent by all scans.",
+            None,
+            MetricType::Counter,
+        )?)?;
+        let mut m = e.encode_descriptor(
+            "mcpprobe_gate_refusals",
+            "Scans the gate stopped, by reason.",
+            None,
+            MetricType::Counter,
+        )?;
+        for class in REFUSALS {
+            let n = t
+                .refusals
+                .iter()
+                .find(|(c, _)| c == class)
+                .map_or(0, |(_, n)| *n);
+            ConstCounter::new(n).encode(m.encode_family(&[("reason", class)])?)?;
+        }
+        ConstGauge::new(t.targets).encode(e.encode_descriptor(
+            "mcpprobe_targets",
+            "Configured targets.",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        if !self.per_target {
+            return Ok(());
+        }
+        let mut m = e.encode_descriptor(
+            "mcpprobe_target_findings",
+            "Findings that count in the target's latest run.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for r in &t.latest {
+            for s in Severity::ALL_DESCENDING {
+                ConstGauge::new(r.counts.get(s)).encode(
+                    m.encode_family(&[("target", r.target.as_str()), ("severity", s.as_str())])?,
+                )?;
+            }
+        }
+        let mut m = e.encode_descriptor(
+            "mcpprobe_target_last_run_timestamp_seconds",
+            "When the target's latest run started.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for r in &t.latest {
+            ConstGauge::new(r.started_ms / 1000)
+                .encode(m.encode_family(&[("target", r.target.as_str())])?)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::store::{Counts, RunSummary};
+
+    fn totals() -> Totals {
+        Totals {
+            runs_by_status: vec![(RunStatus::Complete, 3), (RunStatus::Refused, 1)],
+            requests: 42,
+            refusals: vec![("ownership".into(), 1)],
+            latest_findings: Counts {
+                high: 2,
+                ..Counts::default()
+            },
+            targets: 1,
+            latest: vec![RunSummary {
+                id: 1,
+                target: "a\"b\\c".into(),
+                slot: 0,
+                started_ms: 1_700_000_000_123,
+                finished_ms: Some(1_700_000_001_000),
+                status: RunStatus::Complete,
+                exit_code: Some(1),
+                counts: Counts {
+                    high: 2,
+                    ..Counts::default()
+                },
+                tool_list_sha256: None,
+                requests: 42,
+                reason: None,
+                proof: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_text_keeps_its_names_types_and_values() {
+        let m = Metrics::default();
+        m.record(RunStatus::Complete, Duration::from_millis(700));
+        m.record(RunStatus::Complete, Duration::from_secs(400));
+        let text = m.render(&totals(), false);
+        let lines: Vec<&str> = text.lines().collect();
+        for want in [
+            "# HELP mcpprobe_scans_total Finished scans by outcome.",
+            "# TYPE mcpprobe_scans_total counter",
+            "mcpprobe_scans_total{outcome=\"complete\"} 3",
+            "mcpprobe_scans_total{outcome=\"refused\"} 1",
+            "mcpprobe_scans_total{outcome=\"interrupted\"} 0",
+            "# TYPE mcpprobe_findings gauge",
+            "mcpprobe_findings{severity=\"high\"} 2",
+            "mcpprobe_findings{severity=\"info\"} 0",
+            "# TYPE mcpprobe_scan_duration_seconds histogram",
+            "mcpprobe_scan_duration_seconds_bucket{le=\"0.5\"} 0",
+            "mcpprobe_scan_duration_seconds_bucket{le=\"1\"} 1",
+            "mcpprobe_scan_duration_seconds_bucket{le=\"300\"} 1",
+            "mcpprobe_scan_duration_seconds_bucket{le=\"+Inf\"} 2",
+            "mcpprobe_scan_duration_seconds_count 2",
+            "# TYPE mcpprobe_requests_total counter",
+            "mcpprobe_requests_total 42",
+            "# TYPE mcpprobe_gate_refusals_total counter",
+            "mcpprobe_gate_refusals_total{reason=\"ownership\"} 1",
+            "mcpprobe_gate_refusals_total{reason=\"active_not_authorised\"} 0",
+            "# TYPE mcpprobe_targets gauge",
+            "mcpprobe_targets 1",
+        ] {
+            assert!(lines.contains(&want), "no {want:?} in\n{text}");
+        }
+        // One HELP and one TYPE per family, no OpenMetrics EOF, nothing per target.
+        assert_eq!(text.matches("# TYPE ").count(), 6, "{text}");
+        assert_eq!(text.matches("# HELP ").count(), 6, "{text}");
+        assert!(
+            !text.contains("# EOF") && !text.contains("target="),
+            "{text}"
+        );
+        let sum = lines
+            .iter()
+            .find_map(|l| l.strip_prefix("mcpprobe_scan_duration_seconds_sum "))
+            .and_then(|v| v.parse::<f64>().ok());
+        assert_eq!(sum, Some(400.7));
+    }
+
+    #[test]
+    fn per_target_series_escape_the_name() {
+        let text = Metrics::default().render(&totals(), true);
+        assert!(
+            text.contains("mcpprobe_target_findings{target=\"a\\\"b\\\\c\",severity=\"high\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "mcpprobe_target_last_run_timestamp_seconds{target=\"a\\\"b\\\\c\"} 1700000000\n"
+            ),
+            "{text}"
+        );
+    }
 }

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use maud::{DOCTYPE, Markup, html};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use similar::{ChangeTag, TextDiff};
 
 use crate::baseline::Baseline;
@@ -144,15 +145,13 @@ pub fn badge_href(name: &str) -> String {
 /// `name` as one URL path segment: configured names are `[A-Za-z0-9_-]` and pass unchanged;
 /// any other byte is percent-encoded, so no name can leave its segment.
 fn path_segment(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for b in name.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    /// RFC 3986's unreserved characters: the only bytes a segment keeps as they are.
+    const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    utf8_percent_encode(name, UNRESERVED).to_string()
 }
 
 /// The dashboard (`/`): every target with its URL, latest run (outcome, when, exit code, counts

@@ -32,8 +32,19 @@ pub enum StoreError {
 }
 
 /// How a run ended (or that it has not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum RunStatus {
     Running,
     Complete,
@@ -44,26 +55,14 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// The name the store and the API use (`complete`), as serde writes it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Complete => "complete",
-            RunStatus::Refused => "refused",
-            RunStatus::Incomplete => "incomplete",
-            RunStatus::Interrupted => "interrupted",
-        }
+        self.into()
     }
 
+    /// The status named exactly `s` (as stored).
     pub fn parse(s: &str) -> Option<RunStatus> {
-        [
-            RunStatus::Running,
-            RunStatus::Complete,
-            RunStatus::Refused,
-            RunStatus::Incomplete,
-            RunStatus::Interrupted,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == s)
+        s.parse().ok()
     }
 }
 
@@ -289,4 +288,27 @@ pub trait Store: Send + Sync {
     /// since).
     fn accept_run(&self, target: &str, id: i64, now_ms: i64) -> Result<i64, StoreError>;
     fn totals(&self) -> Result<Totals, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_status_names_are_the_stored_and_serde_names() {
+        for (s, name) in [
+            (RunStatus::Running, "running"),
+            (RunStatus::Complete, "complete"),
+            (RunStatus::Refused, "refused"),
+            (RunStatus::Incomplete, "incomplete"),
+            (RunStatus::Interrupted, "interrupted"),
+        ] {
+            assert_eq!(s.as_str(), name);
+            assert_eq!(serde_json::to_value(s).expect("json"), name);
+            assert_eq!(RunStatus::parse(name), Some(s));
+        }
+        // As stored: exact, not any case.
+        assert_eq!(RunStatus::parse("Complete"), None);
+        assert_eq!(RunStatus::parse("done"), None);
+    }
 }

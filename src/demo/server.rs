@@ -380,6 +380,14 @@ fn json_response(status: StatusCode, body: Value, extra: Vec<(&'static str, Stri
     resp
 }
 
+/// Whether an `Authorization` value is `Bearer TOKEN`, compared in constant time.
+fn bearer_is(authorization: &str, token: &str) -> bool {
+    crate::gate::state::secret_matches(
+        authorization.as_bytes(),
+        format!("Bearer {token}").as_bytes(),
+    )
+}
+
 fn local_origin(origin: &str) -> bool {
     ["http://127.0.0.1", "http://localhost", "http://[::1]"]
         .iter()
@@ -412,7 +420,7 @@ impl Shared {
                 .b
                 .require_token
                 .as_ref()
-                .is_some_and(|t| h("authorization") != format!("Bearer {t}")),
+                .is_some_and(|t| !bearer_is(h("authorization"), t)),
             Some(Hang::ForgedOrigin) => !h("origin").is_empty() && !local_origin(h("origin")),
             Some(Hang::BadJson) => serde_json::from_slice::<Value>(body).is_err(),
             Some(hang @ (Hang::UnknownMethod | Hang::ToolsList)) => {
@@ -457,7 +465,7 @@ impl Shared {
             }
         }
         if let Some(token) = &self.b.require_token
-            && h("authorization") != format!("Bearer {token}")
+            && !bearer_is(h("authorization"), token)
         {
             if let Some(status) = self.b.anonymous_failure {
                 return Some(

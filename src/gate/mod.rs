@@ -26,7 +26,7 @@ use crate::model::GateRecord;
 use crate::net::dns::{Dns, DnsFailure, is_loopback};
 use crate::net::scope;
 use crate::net::{Client, NetError, Network};
-use state::{StateDir, StoredProof, normalise_host, record_name, record_text};
+use state::{StateDir, StoredProof, normalise_host, record_name, record_text, secret_matches};
 
 /// The text of a TXT record that opts a host out of every scan.
 pub const OPT_OUT: &str = "mcpprobe-opt-out=all";
@@ -468,7 +468,11 @@ pub async fn prove_ownership(
     let name = record_name(&target.host);
     let expected = record_text(&proof.token);
     match dns.txt(&name).await {
-        Ok(texts) if texts.iter().any(|t| t.trim() == expected) => {
+        Ok(texts)
+            if texts
+                .iter()
+                .any(|t| secret_matches(t.trim().as_bytes(), expected.as_bytes())) =>
+        {
             record.ownership = Some(format!(
                 "dns-txt: {name} still holds the verification record; proof valid until {}",
                 proof.expires_at.to_rfc3339()
@@ -570,7 +574,10 @@ pub async fn verify_check(
         .txt(&name)
         .await
         .map_err(|e| Stop::Refused(format!("cannot look up {name} via {}: {e}", dns.source)))?;
-    if !texts.iter().any(|t| t.trim() == expected) {
+    if !texts
+        .iter()
+        .any(|t| secret_matches(t.trim().as_bytes(), expected.as_bytes()))
+    {
         let seen = if texts.is_empty() {
             "no TXT record".to_string()
         } else {
@@ -658,6 +665,22 @@ mod tests {
         };
         let r = judge_addresses("mcp.example", &addrs, rule, &mut record);
         (r, record)
+    }
+
+    #[test]
+    fn secrets_match_whole_and_only_whole() {
+        let record = record_text("0123456789abcdef0123456789abcdef");
+        assert!(secret_matches(record.as_bytes(), record.as_bytes()));
+        // A prefix, a longer text, one changed byte: all refused.
+        assert!(!secret_matches(&record.as_bytes()[..20], record.as_bytes()));
+        assert!(!secret_matches(
+            format!("{record}0").as_bytes(),
+            record.as_bytes()
+        ));
+        let mut changed = record.clone().into_bytes();
+        changed[20] ^= 1;
+        assert!(!secret_matches(&changed, record.as_bytes()));
+        assert!(!secret_matches(b"", record.as_bytes()));
     }
 
     #[test]

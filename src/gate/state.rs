@@ -78,6 +78,15 @@ pub fn record_text(token: &str) -> String {
     format!("mcpprobe-verify={token}")
 }
 
+/// Whether `shown` is `secret` (a token, a verification record), in constant time: both are
+/// hashed first, so neither the bytes nor the length of the secret leak through timing.
+pub fn secret_matches(shown: &[u8], secret: &[u8]) -> bool {
+    use sha2::Digest as _;
+    use subtle::ConstantTimeEq as _;
+    let (a, b) = (sha2::Sha256::digest(shown), sha2::Sha256::digest(secret));
+    a.as_slice().ct_eq(b.as_slice()).into()
+}
+
 /// The name the records live at.
 pub fn record_name(host: &str) -> String {
     format!("_mcpprobe.{host}")

@@ -31,6 +31,7 @@ use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use base64::Engine as _;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
 /// Header names whose values are always redacted, whatever they hold.
 const SENSITIVE_HEADERS: [&str; 6] = [
@@ -336,39 +337,22 @@ fn forms(value: &str) -> Vec<String> {
     out
 }
 
+/// The unreserved characters of RFC 3986: every other byte is written `%XX`.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Every byte but the unreserved ones (RFC 3986) as `%XX`.
 fn percent_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(value, UNRESERVED).to_string()
 }
 
+/// `%XX` decoded (a `%` not followed by two hex digits is kept as it is); bytes that are not
+/// UTF-8 become U+FFFD.
 fn percent_decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        if bytes[i] == b'%'
-            && let (Some(h), Some(l)) = (
-                bytes.get(i + 1).copied().and_then(hex),
-                bytes.get(i + 2).copied().and_then(hex),
-            )
-        {
-            out.push((h * 16 + l) as u8);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_decode_str(value).decode_utf8_lossy().into_owned()
 }
 
 /// A query component decoded as a form would (`+` is a space).
@@ -682,6 +666,19 @@ mod tests {
             s.redact("https://mcp.example.com/mcp?api_key=k%2Fy+z1&format=json"),
             "https://mcp.example.com/mcp?api_key=[REDACTED]&format=json"
         );
+    }
+
+    #[test]
+    fn percent_forms_round_trip_and_keep_what_is_not_an_escape() {
+        assert_eq!(percent_encode("a-b._~ /é"), "a-b._~%20%2F%C3%A9");
+        assert_eq!(
+            percent_decode(&percent_encode("p@ss wörd/\"q")),
+            "p@ss wörd/\"q"
+        );
+        // A `%` without two hex digits after it stays; a lone byte that is not UTF-8 is U+FFFD.
+        assert_eq!(percent_decode("100%, %4 and %zz"), "100%, %4 and %zz");
+        assert_eq!(percent_decode("a%FFb"), "a\u{fffd}b");
+        assert_eq!(form_decode("k%2Fy+z1"), "k/y z1");
     }
 
     #[test]

@@ -18,7 +18,8 @@ use url::Url;
 
 /// The kind of range an address is in. Everything but [`Range::Public`] is refused by the gate
 /// without `--allow-private-addresses`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Range {
     /// 127/8, `::1`.
     Loopback,
@@ -70,21 +71,7 @@ impl Range {
 
     /// The short name reports and tests can match on (`link-local`, `private`, …).
     pub fn name(self) -> &'static str {
-        match self {
-            Range::Loopback => "loopback",
-            Range::Private => "private",
-            Range::UniqueLocal => "unique-local",
-            Range::LinkLocal => "link-local",
-            Range::Cgnat => "cgnat",
-            Range::LocalNat64 => "local-nat64",
-            Range::Benchmark => "benchmark",
-            Range::Documentation => "documentation",
-            Range::Unspecified => "unspecified",
-            Range::Multicast => "multicast",
-            Range::Broadcast => "broadcast",
-            Range::Reserved => "reserved",
-            Range::Public => "public",
-        }
+        self.into()
     }
 }
 
@@ -363,6 +350,46 @@ pub fn shown_url_str(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn range_names_are_the_ones_reports_match_on() {
+        let names: Vec<&str> = [
+            Range::Loopback,
+            Range::Private,
+            Range::UniqueLocal,
+            Range::LinkLocal,
+            Range::Cgnat,
+            Range::LocalNat64,
+            Range::Benchmark,
+            Range::Documentation,
+            Range::Unspecified,
+            Range::Multicast,
+            Range::Broadcast,
+            Range::Reserved,
+            Range::Public,
+        ]
+        .into_iter()
+        .map(Range::name)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "loopback",
+                "private",
+                "unique-local",
+                "link-local",
+                "cgnat",
+                "local-nat64",
+                "benchmark",
+                "documentation",
+                "unspecified",
+                "multicast",
+                "broadcast",
+                "reserved",
+                "public"
+            ]
+        );
+    }
 
     fn ip(s: &str) -> IpAddr {
         s.parse().expect("an address")

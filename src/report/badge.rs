@@ -32,7 +32,8 @@ pub const STALE_AFTER_DAYS: i64 = 30;
 pub const MAX_TEXT: usize = 80;
 
 /// A badge's colours: shields.io's named colours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum BadgeColor {
     BrightGreen,
     Green,
@@ -46,15 +47,7 @@ pub enum BadgeColor {
 impl BadgeColor {
     /// The name shields.io knows it by (`brightgreen`).
     pub fn name(self) -> &'static str {
-        match self {
-            BadgeColor::BrightGreen => "brightgreen",
-            BadgeColor::Green => "green",
-            BadgeColor::YellowGreen => "yellowgreen",
-            BadgeColor::Yellow => "yellow",
-            BadgeColor::Orange => "orange",
-            BadgeColor::Red => "red",
-            BadgeColor::LightGrey => "lightgrey",
-        }
+        self.into()
     }
 
     /// The hex value shields.io draws it with.
@@ -210,6 +203,21 @@ mod tests {
     use crate::finding::{Confidence, Evidence, Finding, Location, Suppressed};
     use crate::model::Policy;
     use chrono::TimeZone;
+
+    #[test]
+    fn colour_names_are_shields_names() {
+        for (c, name) in [
+            (BadgeColor::BrightGreen, "brightgreen"),
+            (BadgeColor::Green, "green"),
+            (BadgeColor::YellowGreen, "yellowgreen"),
+            (BadgeColor::Yellow, "yellow"),
+            (BadgeColor::Orange, "orange"),
+            (BadgeColor::Red, "red"),
+            (BadgeColor::LightGrey, "lightgrey"),
+        ] {
+            assert_eq!(c.name(), name);
+        }
+    }
 
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0)
