@@ -18,7 +18,7 @@ fn main() {
         std::process::exit(64);
     };
     let t = Instant::now();
-    let bytes = match mcpprobe::offline::read_input(&path) {
+    let bytes = match mcpprobe::offline::read_file(&path) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("{e}");
@@ -43,8 +43,11 @@ fn main() {
     let hash = t.elapsed();
     if std::env::var_os("PHASES_CHECKS").is_some() {
         for entry in &mcpprobe::catalogue::catalogue().entries {
+            let Some(check) = mcpprobe::checks::get(&entry.meta.id) else {
+                continue;
+            };
             let t = Instant::now();
-            let _ = mcpprobe::offline::run_offline(entry.check, &input, &doc);
+            let _ = mcpprobe::offline::run_offline(check, &input, &doc);
             let took = t.elapsed();
             if took.as_micros() > 500 {
                 println!("{} {took:.1?}", entry.meta.id);

@@ -20,7 +20,7 @@ fn main() {
         std::process::exit(64);
     };
     let runs: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(5);
-    let bytes = match mcpprobe::offline::read_input(&path) {
+    let bytes = match mcpprobe::offline::read_file(&path) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("{e}");

@@ -8,7 +8,10 @@ use serde_json::json;
 use crate::catalogue::{CheckMeta, catalogue};
 
 /// How `mcpprobe checks` lists the catalogue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case", ascii_case_insensitive)]
 pub enum ListFormat {
     Terminal,
     Json,

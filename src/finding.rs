@@ -17,10 +17,10 @@ use sha2::{Digest, Sha256};
     Hash,
     Serialize,
     Deserialize,
-    clap::ValueEnum,
     strum::IntoStaticStr,
     strum::Display,
     strum::EnumString,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase", ascii_case_insensitive)]
@@ -75,10 +75,10 @@ impl Severity {
     Hash,
     Serialize,
     Deserialize,
-    clap::ValueEnum,
     strum::IntoStaticStr,
     strum::Display,
     strum::EnumString,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase", ascii_case_insensitive)]

@@ -7,6 +7,7 @@ pub mod active;
 pub mod baseline;
 pub mod catalogue;
 pub mod checks;
+#[cfg(feature = "cli")]
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod config;

@@ -107,8 +107,20 @@ pub struct GateRecord {
 
 /// `--fail-on` and `fail_on`: a severity threshold for the exit code, or `none` to never fail
 /// on findings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase", ascii_case_insensitive)]
 pub enum FailOn {
     Info,
     Low,

@@ -32,33 +32,70 @@ pub fn run_offline(
     }
 }
 
-/// Reads a file, or stdin for `-`, up to [`MAX_INPUT_BYTES`].
-pub fn read_input(path: &str) -> Result<Vec<u8>, String> {
+/// Why an offline document could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum OfflineError {
+    #[error("cannot read {name}: {source}")]
+    Read {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{name} is larger than {MAX_INPUT_BYTES} bytes")]
+    TooLarge { name: String },
+    #[error("{name}: {detail}")]
+    Document { name: String, detail: String },
+}
+
+/// Reads `reader` (named `name` in errors: a path, or `stdin` as the host calls it) up to
+/// [`MAX_INPUT_BYTES`]; `size` is what the host knows of its length, to read it in one piece.
+pub fn read_from(
+    reader: impl std::io::Read,
+    name: &str,
+    size: Option<u64>,
+) -> Result<Vec<u8>, OfflineError> {
     let mut bytes = Vec::new();
     let limit = MAX_INPUT_BYTES + 1;
-    let result = if path == "-" {
-        std::io::stdin().lock().take(limit).read_to_end(&mut bytes)
-    } else {
-        // Sized from the file's length: growing by doubling would hold two copies at once.
-        std::fs::File::open(path).and_then(|f| {
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0).min(limit);
-            bytes.reserve_exact(usize::try_from(len).unwrap_or(0).saturating_add(1));
-            f.take(limit).read_to_end(&mut bytes)
-        })
-    };
-    let name = if path == "-" { "stdin" } else { path };
-    result.map_err(|e| format!("cannot read {name}: {e}"))?;
+    // Sized from the file's length: growing by doubling would hold two copies at once.
+    let len = size.unwrap_or(0).min(limit);
+    bytes.reserve_exact(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    reader
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|source| OfflineError::Read {
+            name: name.to_string(),
+            source,
+        })?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!("{name} is larger than {MAX_INPUT_BYTES} bytes"));
+        return Err(OfflineError::TooLarge {
+            name: name.to_string(),
+        });
     }
     Ok(bytes)
 }
 
-/// Parses one offline document read from `path` (`-` for stdin) by [`read_input`]; the input
-/// borrows its strings from `text`.
-pub fn parse<'a>(path: &str, text: &'a [u8], kind: Option<InputKind>) -> Result<Input<'a>, String> {
-    let name = if path == "-" { "stdin" } else { path };
-    Input::parse(text, kind).map_err(|e| format!("{name}: {e}"))
+/// Reads the file at `path` with [`read_from`].
+pub fn read_file(path: &str) -> Result<Vec<u8>, OfflineError> {
+    let read = |source| OfflineError::Read {
+        name: path.to_string(),
+        source,
+    };
+    let f = std::fs::File::open(path).map_err(read)?;
+    let size = f.metadata().map(|m| m.len()).ok();
+    read_from(f, path, size)
+}
+
+/// Parses one offline document named `name` (a path, or `stdin`); the input borrows its
+/// strings from `text`.
+pub fn parse<'a>(
+    name: &str,
+    text: &'a [u8],
+    kind: Option<InputKind>,
+) -> Result<Input<'a>, OfflineError> {
+    Input::parse(text, kind).map_err(|e| OfflineError::Document {
+        name: name.to_string(),
+        detail: e.to_string(),
+    })
 }
 
 /// The runs of `mcpprobe check`: every catalogue check, over one offline document.

@@ -220,7 +220,7 @@ fn selection(checks: Option<Vec<String>>, skip: Option<Vec<String>>) -> PyResult
 fn input_kind(raw: Option<&str>) -> PyResult<Option<mcpprobe::rules::InputKind>> {
     // The CLI's `--kind` values (tools, server-card, agent-card).
     raw.map(|k| {
-        <mcpprobe::rules::InputKind as clap::ValueEnum>::from_str(k, true)
+        k.parse::<mcpprobe::rules::InputKind>()
             .map_err(|_| usage(format!("kind={k:?}: one of tools, server-card, agent-card")))
     })
     .transpose()

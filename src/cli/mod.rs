@@ -8,6 +8,7 @@ mod demo;
 mod offline;
 mod scan;
 pub mod settings;
+mod values;
 
 use std::io::Write as _;
 use std::path::PathBuf;

@@ -1,7 +1,25 @@
 //! The offline commands as the CLI runs them: read, compute (`crate::offline`), print.
 
 use crate::cli::{CheckArgs, DiffFormat, emit, print_out, settings, usage_error};
-use crate::offline::{parse, read_input, render_diff};
+use crate::offline::{OfflineError, read_file, read_from, render_diff};
+
+/// Reads a file, or stdin for `-` (only the CLI reads stdin).
+fn read_input(path: &str) -> Result<Vec<u8>, OfflineError> {
+    if path == "-" {
+        read_from(std::io::stdin().lock(), "stdin", None)
+    } else {
+        read_file(path)
+    }
+}
+
+/// Parses what [`read_input`] read from `path`, named as the user gave it.
+fn parse<'a>(
+    path: &str,
+    text: &'a [u8],
+    kind: Option<InputKind>,
+) -> Result<crate::rules::Input<'a>, OfflineError> {
+    crate::offline::parse(if path == "-" { "stdin" } else { path }, text, kind)
+}
 use crate::rules::InputKind;
 use crate::rules::fingerprint::diff as diff_tools;
 
@@ -95,8 +113,9 @@ pub fn diff(old: &str, new: &str, format: DiffFormat) -> i32 {
     // tree), recognised as a tool list, and its tools moved out, never copied.
     let load = |path: &str| -> Result<Vec<serde_json::Value>, String> {
         let name = if path == "-" { "stdin" } else { path };
-        let value: serde_json::Value = serde_json::from_slice(&read_input(path)?)
-            .map_err(|e| format!("{name}: not valid JSON: {e}"))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&read_input(path).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("{name}: not valid JSON: {e}"))?;
         let input = crate::rules::Input::from_value(value, Some(InputKind::Tools))
             .map_err(|e| format!("{name}: {e}"))?;
         Ok(input

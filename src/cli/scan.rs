@@ -15,7 +15,7 @@ use crate::model::{Report, RunOutcome};
 use crate::net::redact::Secrets;
 
 /// The state folder of this process's environment (see [`StateDir::locate`]).
-pub fn state_dir_from_env() -> Result<PathBuf, String> {
+pub fn state_dir_from_env() -> Result<PathBuf, crate::gate::state::StateError> {
     StateDir::locate(|n| std::env::var_os(n))
 }
 
@@ -235,7 +235,7 @@ pub fn run_scan(
     resolver_addr: Option<&str>,
     host_rate: u32,
 ) -> Result<Report, String> {
-    let mut config = ScannerConfig::new(state_dir_from_env()?);
+    let mut config = ScannerConfig::new(state_dir_from_env().map_err(|e| e.to_string())?);
     config.resolver = resolver(resolver_addr)?;
     config.host_rate = host_rate;
     let runtime = runtime()?;

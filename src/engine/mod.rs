@@ -288,7 +288,7 @@ impl Scanner {
                 active.verify,
             )
         {
-            refuse_active(&mut report, why);
+            refuse_active(&mut report, why.to_string());
             report.finish();
             return Ok(report);
         }
@@ -466,7 +466,10 @@ impl Scanner {
         if let Some(inv) = &inventory {
             guard_destructive(&client, inv);
         }
-        let mint = req.active.as_ref().map(|a| owned.authorise_active(a));
+        let mint = req
+            .active
+            .as_ref()
+            .map(|a| owned.authorise_active(a).map_err(|e| e.to_string()));
         let active = match self.begin_active(req, &owned.target().host, mint, inventory.as_ref()) {
             Ok(Ok(active)) => active,
             Ok(Err(why)) => {
@@ -533,7 +536,7 @@ impl Scanner {
         let mint = req
             .active
             .as_ref()
-            .map(|a| gate::authorise_stdio_active(a, &process));
+            .map(|a| gate::authorise_stdio_active(a, &process).map_err(|e| e.to_string()));
         let (fp, session) = ladder::stdio(process).await;
         let inventory = if fp.eras.is_empty() || net.cancelled().is_cancelled() {
             None

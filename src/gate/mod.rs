@@ -162,7 +162,10 @@ pub struct Owned {
 
 pub use crate::permit::Authorised;
 
-fn mint(active: &crate::permit::ActiveRequest, proof: String) -> Result<Authorised, String> {
+fn mint(
+    active: &crate::permit::ActiveRequest,
+    proof: String,
+) -> Result<Authorised, AuthorisationError> {
     authorise_active(
         active.authorised_by.as_deref(),
         active.scope.as_deref(),
@@ -183,7 +186,7 @@ fn mint(active: &crate::permit::ActiveRequest, proof: String) -> Result<Authoris
 pub fn authorise_stdio_active(
     active: &crate::permit::ActiveRequest,
     _launched: &crate::protocol::stdio::StdioProcess,
-) -> Result<Authorised, String> {
+) -> Result<Authorised, AuthorisationError> {
     mint(active, "local: a stdio server started by mcpprobe".into())
 }
 
@@ -193,7 +196,7 @@ impl Owned {
     pub fn authorise_active(
         &self,
         active: &crate::permit::ActiveRequest,
-    ) -> Result<Authorised, String> {
+    ) -> Result<Authorised, AuthorisationError> {
         let proof = match &self.proof {
             Proof::Local(why) => why.clone(),
             Proof::DnsTxt(p) => format!("dns-txt, valid until {}", p.expires_at.to_rfc3339()),
@@ -506,7 +509,7 @@ pub fn authorise_active(
     authorised_by: Option<&str>,
     scope: Option<&str>,
     verify: bool,
-) -> Result<(), String> {
+) -> Result<(), AuthorisationError> {
     let mut missing = Vec::new();
     if authorised_by.is_none_or(|s| s.trim().is_empty()) {
         missing.push("--authorised-by <name>");
@@ -520,11 +523,15 @@ pub fn authorise_active(
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "--active is not authorised without {}; nothing was sent",
-            missing.join(", ")
-        ))
+        Err(AuthorisationError { missing })
     }
+}
+
+/// `--active` without what authorises it (SPEC §1.3): the flags that are missing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--active is not authorised without {}; nothing was sent", missing.join(", "))]
+pub struct AuthorisationError {
+    pub missing: Vec<&'static str>,
 }
 
 /// `verify init`: a new token and the record to publish.
@@ -634,7 +641,7 @@ mod tests {
     #[test]
     fn the_gate_refuses_to_mint_an_authorisation_without_its_flags() {
         let none = mint(&crate::permit::ActiveRequest::default(), "test".into());
-        assert!(none.is_err_and(|e| e.contains("--authorised-by")));
+        assert!(none.is_err_and(|e| e.missing.contains(&"--authorised-by <name>")));
         let all = mint(
             &crate::permit::ActiveRequest {
                 authorised_by: Some("t".into()),

@@ -29,6 +29,8 @@ pub enum StateError {
     BadHost(String),
     #[error("no randomness available for a token: {0}")]
     Randomness(String),
+    #[error("no state folder: set MCPPROBE_STATE_DIR")]
+    NoFolder,
 }
 
 pub use crate::util::atomic::{Visibility, write_atomically, write_new_atomically};
@@ -115,7 +117,7 @@ impl StateDir {
     /// environment's `var` (the engine never reads the environment).
     pub fn locate(
         var: impl Fn(&str) -> Option<std::ffi::OsString>,
-    ) -> Result<std::path::PathBuf, String> {
+    ) -> Result<std::path::PathBuf, StateError> {
         let var = |name: &str| var(name).filter(|d| !d.is_empty());
         if let Some(dir) = var("MCPPROBE_STATE_DIR") {
             return Ok(dir.into());
@@ -125,7 +127,7 @@ impl StateDir {
         }
         match var("HOME") {
             Some(home) => Ok(std::path::PathBuf::from(home).join(".local/state/mcpprobe")),
-            None => Err("no state folder: set MCPPROBE_STATE_DIR".into()),
+            None => Err(StateError::NoFolder),
         }
     }
 

@@ -8,7 +8,11 @@ pub mod terminal;
 
 use crate::model::Report;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// An output format (`--format`), named as the CLI and the Python package name it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case", ascii_case_insensitive)]
 pub enum Format {
     Terminal,
     Json,

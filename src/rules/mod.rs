@@ -39,7 +39,10 @@ pub(crate) fn finding(check: &str, rule: &str) -> FindingBuilder {
 }
 
 /// What a document is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case", ascii_case_insensitive)]
 pub enum InputKind {
     /// A tools/list response, its result, or a bare tools array.
     Tools,
