@@ -376,6 +376,9 @@ impl Scanner {
         self.politeness.forget_idle();
         report.requests_sent += net.requests_sent();
         report.trace_id = Some(net.trace_id().to_string());
+        if let Some(why) = net.sync_trace().await {
+            report.warnings.push(why);
+        }
         report.finish();
         // Whatever a server echoed back, the user's secrets never reach a report.
         let secrets = net.secrets().clone();

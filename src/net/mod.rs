@@ -10,11 +10,10 @@ pub mod dns;
 pub mod politeness;
 pub mod redact;
 pub mod scope;
+pub mod trace;
 
 pub use politeness::{Lease, Politeness};
 
-use std::fs::File;
-use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -391,7 +390,7 @@ struct Shared {
     sent: AtomicU64,
     trace_id: String,
     secrets: Secrets,
-    trace: Option<Mutex<File>>,
+    trace: Option<trace::Trace>,
     /// The one GET to an authorization server this scan may send.
     as_permit: AtomicBool,
     slow: Slow,
@@ -451,12 +450,14 @@ impl Network {
     ) -> Result<Network, NetworkError> {
         let quota = quota(settings.rate)?;
         let trace = match &settings.trace_file {
-            Some(path) => Some(Mutex::new(File::create(path).map_err(|source| {
-                NetworkError::TraceFile {
-                    path: path.clone(),
-                    source,
-                }
-            })?)),
+            Some(path) => {
+                Some(
+                    trace::Trace::create(path).map_err(|source| NetworkError::TraceFile {
+                        path: path.clone(),
+                        source,
+                    })?,
+                )
+            }
             None => None,
         };
         let mut sources = settings.secrets.clone();
@@ -528,9 +529,16 @@ impl Network {
             let mut line = line.clone();
             let secrets = &self.shared.secrets;
             redact::redact_value(&mut line, &|s| secrets.redact(s));
-            if let Ok(mut f) = file.lock() {
-                let _ = writeln!(f, "{line}");
-            }
+            file.line(line.to_string());
+        }
+    }
+
+    /// Waits until the trace file holds every line queued so far; the first error writing it,
+    /// if any (a host says it once: the engine puts it in the report's warnings).
+    pub async fn sync_trace(&self) -> Option<String> {
+        match &self.shared.trace {
+            Some(t) => t.sync().await,
+            None => None,
         }
     }
 
@@ -972,9 +980,7 @@ impl Network {
             let mut line = line;
             let secrets = &self.shared.secrets;
             redact::redact_value(&mut line, &|s| secrets.redact(s));
-            if let Ok(mut f) = file.lock() {
-                let _ = writeln!(f, "{line}");
-            }
+            file.line(line.to_string());
         }
     }
 }
