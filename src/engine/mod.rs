@@ -672,7 +672,9 @@ impl Scanner {
     }
 
     /// Runs every check against what the ladder and the inventory found, and fills the report;
-    /// returns the calls the active stage made (for the authorisation record).
+    /// returns the calls the active stage made (for the authorisation record). The steps, in
+    /// order: the rules stage, the baseline, the fingerprint's record, OAuth discovery, the
+    /// live checks (and the active ones' plans), the active stage, the outcome, the pin.
     async fn assess(
         &self,
         req: &ScanRequest,
@@ -712,36 +714,31 @@ impl Scanner {
             oauth: None,
             rules: rules.as_ref(),
         };
-        let mut fingerprint = crate::model::Fingerprint {
-            eras: fp.eras.clone(),
-            transport: fp.transport.clone(),
-            ..Default::default()
-        };
-        if let Ok(serde_json::Value::Object(mut m)) = serde_json::to_value(fp) {
-            m.remove("eras");
-            m.remove("transport");
-            fingerprint.extra = m;
-        }
-        report.fingerprint = Some(fingerprint);
-        report.tool_list_sha256 = input.as_ref().map(|i| i.tools_sha256().to_string());
+        record_fingerprint(report, fp, input.as_ref());
+        let stop = stop_reason(fp, parts.inventory);
+        self.oauth_stage(req, &mut cx, &parts, report).await;
+        let active_checks = self.live_stage(req, net, &cx, &parts, report).await;
+        let calls = self
+            .active_stage(req, net, &cx, &parts, &active_checks, report)
+            .await;
+        record_outcome(report, stop, parts.inventory);
+        write_pin(pinned, pin, net, report);
+        calls
+    }
 
-        let stop = if let Some(u) = &fp.unreachable {
-            Some(format!("the target could not be reached: {u}"))
-        } else if let Some(n) = &fp.not_mcp {
-            Some(format!("not an MCP endpoint: {n}"))
-        } else if fp.eras.is_empty() && fp.auth_required {
-            Some("every rung answered 401/403: the server needs credentials (--token or --header); era unknown, inventory not read".into())
-        } else if parts.inventory.is_none() {
-            Some("no session could be opened to read the inventory".into())
-        } else {
-            None
-        };
-        // OAuth discovery is a stage of its own, run when a selected check needs it (an
-        // active one only when authorised); each reads its value.
+    /// OAuth discovery, a stage of its own: run when a selected check needs it (an active one
+    /// only when authorised); each reads its value from `cx`.
+    async fn oauth_stage(
+        &self,
+        req: &ScanRequest,
+        cx: &mut Live<'_>,
+        parts: &Parts<'_>,
+        report: &mut Report,
+    ) {
         if !needing(req, Need::Oauth, parts.authorised.is_some()).is_empty()
             && parts.client.is_some()
         {
-            let discovery = std::panic::AssertUnwindSafe(crate::checks::oauth::discover(&cx))
+            let discovery = std::panic::AssertUnwindSafe(crate::checks::oauth::discover(cx))
                 .catch_unwind()
                 .await;
             match discovery {
@@ -757,8 +754,20 @@ impl Scanner {
                 }
             }
         }
-        let mut active_checks: Vec<(&'static str, u32, &'static dyn crate::active::ActiveCheck)> =
-            Vec::new();
+    }
+
+    /// Every selected check that is not active, in catalogue order, against the live target
+    /// (the rules stage's checks read its outcomes); an active check is planned for the
+    /// active stage when authorised, else recorded as not authorised with what it would call.
+    async fn live_stage(
+        &self,
+        req: &ScanRequest,
+        net: &Network,
+        cx: &Live<'_>,
+        parts: &Parts<'_>,
+        report: &mut Report,
+    ) -> Vec<ActivePlan> {
+        let mut active_checks: Vec<ActivePlan> = Vec::new();
         for entry in &catalogue().entries {
             let id = entry.meta.id.as_str();
             let Some(check) = self.check(id) else {
@@ -811,7 +820,7 @@ impl Scanner {
             }
             tracing::debug!(target: "mcpprobe::progress", "running {id}");
             let budget = entry.meta.requests;
-            let run = std::panic::AssertUnwindSafe(check.live(&cx)).catch_unwind();
+            let run = std::panic::AssertUnwindSafe(check.live(cx)).catch_unwind();
             let (outcome, used) = crate::net::with_budget(check.id(), budget, run).await;
             let outcome = match outcome {
                 _ if net.cancelled().is_cancelled() => {
@@ -830,6 +839,20 @@ impl Scanner {
             report.record_requests(id, used.sent);
             report.record(id, outcome);
         }
+        active_checks
+    }
+
+    /// The active stage (SPEC §13): the planned active checks, each inside its permit, under
+    /// the gate's authorisation; returns the calls made.
+    async fn active_stage(
+        &self,
+        req: &ScanRequest,
+        net: &Network,
+        cx: &Live<'_>,
+        parts: &Parts<'_>,
+        active_checks: &[ActivePlan],
+        report: &mut Report,
+    ) -> Vec<crate::active::CallRecord> {
         let mut calls = Vec::new();
         if let (Some(auth), Some(active)) = (parts.authorised, &req.active)
             && !active_checks.is_empty()
@@ -844,14 +867,14 @@ impl Scanner {
                     tracing::info!(target: "mcpprobe::progress", "active checks (scope {})", auth.scope());
                     let listener = parts.loopback && !needing(req, Need::Listener, true).is_empty();
                     let env = self
-                        .stage_env(&cx, inv, &policy, listener, parts.loopback, session)
+                        .stage_env(cx, inv, &policy, listener, parts.loopback, session)
                         .await;
                     let stage = crate::active::run(
                         auth,
                         &policy,
                         session,
                         inv.tools(),
-                        &active_checks,
+                        active_checks,
                         &env,
                         active.dry_run,
                         net.cancelled(),
@@ -887,7 +910,7 @@ impl Scanner {
                     calls = stage.calls;
                 }
                 _ => {
-                    for (id, _, _) in &active_checks {
+                    for (id, _, _) in active_checks {
                         report.record(
                             id,
                             Outcome::Skipped("no inventory or session: nothing to call".into()),
@@ -896,47 +919,8 @@ impl Scanner {
                 }
             }
         }
-        if let Some(why) = stop {
-            report.outcome = RunOutcome::Incomplete;
-            report.reason = Some(why);
-        } else if let Some(why) = parts.inventory.and_then(|i| i.truncated.as_ref()) {
-            // The inventory's byte budget stopped the lists: N1 says what was left out, and
-            // the scan did not check everything.
-            report.outcome = RunOutcome::Incomplete;
-            report.reason = Some(format!("the inventory was truncated: {why}"));
-        }
-        // The pinned state is written only by a scan that was not interrupted.
-        let write = pinned.is_some_and(|p| p.old.is_none() || p.update);
-        if let (Some(new), Some(path), true) = (pin, pinned.and_then(|p| p.file.as_ref()), write)
-            && !net.cancelled().is_cancelled()
-        {
-            let first_pin = pinned.is_some_and(|p| p.old.is_none());
-            let written = if first_pin {
-                crate::baseline::save_new(path, &new)
-            } else {
-                crate::baseline::save_checked(path, &new)
-            };
-            match written {
-                Ok(()) => {
-                    tracing::info!(target: "mcpprobe::progress", "baseline written to {}", path.display())
-                }
-                Err(e) => {
-                    // Selected or not: the pinned file the user keeps was not written.
-                    for m in catalogue()
-                        .metas()
-                        .filter(|m| m.needs.contains(&Need::Baseline))
-                    {
-                        report.record(
-                            &m.id,
-                            Outcome::Error(format!("the baseline could not be written: {e}")),
-                        );
-                    }
-                }
-            }
-        }
         calls
     }
-
     /// What the active stage offers its checks: a loopback listener when the target is local
     /// (never for a remote one, which must not be pointed at its own loopback), whether OAuth
     /// is advertised, and the resource templates in scope.
@@ -1137,6 +1121,95 @@ impl Scanner {
         Ok(self
             .state
             .save_authorisation(&record, &run.host, run.started)?)
+    }
+}
+
+/// An active check planned for the active stage: its id, request budget and implementation.
+type ActivePlan = (&'static str, u32, &'static dyn crate::active::ActiveCheck);
+
+/// The fingerprint's record in the report, and the tool list's hash.
+fn record_fingerprint(
+    report: &mut Report,
+    fp: &Fingerprint,
+    input: Option<&crate::rules::Input<'_>>,
+) {
+    let mut fingerprint = crate::model::Fingerprint {
+        eras: fp.eras.clone(),
+        transport: fp.transport.clone(),
+        ..Default::default()
+    };
+    if let Ok(serde_json::Value::Object(mut m)) = serde_json::to_value(fp) {
+        m.remove("eras");
+        m.remove("transport");
+        fingerprint.extra = m;
+    }
+    report.fingerprint = Some(fingerprint);
+    report.tool_list_sha256 = input.map(|i| i.tools_sha256().to_string());
+}
+
+/// Why the scan could not check everything, from what the ladder found.
+fn stop_reason(fp: &Fingerprint, inventory: Option<&Inventory>) -> Option<String> {
+    if let Some(u) = &fp.unreachable {
+        Some(format!("the target could not be reached: {u}"))
+    } else if let Some(n) = &fp.not_mcp {
+        Some(format!("not an MCP endpoint: {n}"))
+    } else if fp.eras.is_empty() && fp.auth_required {
+        Some("every rung answered 401/403: the server needs credentials (--token or --header); era unknown, inventory not read".into())
+    } else if inventory.is_none() {
+        Some("no session could be opened to read the inventory".into())
+    } else {
+        None
+    }
+}
+
+/// The run's outcome: incomplete when the target stopped it or the inventory was truncated.
+fn record_outcome(report: &mut Report, stop: Option<String>, inventory: Option<&Inventory>) {
+    if let Some(why) = stop {
+        report.outcome = RunOutcome::Incomplete;
+        report.reason = Some(why);
+    } else if let Some(why) = inventory.and_then(|i| i.truncated.as_ref()) {
+        // The inventory's byte budget stopped the lists: N1 says what was left out, and
+        // the scan did not check everything.
+        report.outcome = RunOutcome::Incomplete;
+        report.reason = Some(format!("the inventory was truncated: {why}"));
+    }
+}
+
+/// Writes the pinned state, only for a scan that was not interrupted: a first pin never
+/// replaces a file that appeared meanwhile; a failure is an error of every baseline check.
+fn write_pin(
+    pinned: Option<&Pinned>,
+    pin: Option<crate::baseline::Baseline>,
+    net: &Network,
+    report: &mut Report,
+) {
+    let write = pinned.is_some_and(|p| p.old.is_none() || p.update);
+    if let (Some(new), Some(path), true) = (pin, pinned.and_then(|p| p.file.as_ref()), write)
+        && !net.cancelled().is_cancelled()
+    {
+        let first_pin = pinned.is_some_and(|p| p.old.is_none());
+        let written = if first_pin {
+            crate::baseline::save_new(path, &new)
+        } else {
+            crate::baseline::save_checked(path, &new)
+        };
+        match written {
+            Ok(()) => {
+                tracing::info!(target: "mcpprobe::progress", "baseline written to {}", path.display())
+            }
+            Err(e) => {
+                // Selected or not: the pinned file the user keeps was not written.
+                for m in catalogue()
+                    .metas()
+                    .filter(|m| m.needs.contains(&Need::Baseline))
+                {
+                    report.record(
+                        &m.id,
+                        Outcome::Error(format!("the baseline could not be written: {e}")),
+                    );
+                }
+            }
+        }
     }
 }
 
