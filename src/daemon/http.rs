@@ -17,6 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use secrecy::ExposeSecret as _;
 use serde_json::{Value, json};
 
 use super::page;
@@ -515,7 +516,7 @@ async fn guard(State(s): State<AppState>, req: Request, next: Next) -> Response 
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| bearer(v.as_bytes()));
-        if !shown.is_some_and(|t| token_matches(t, token.expose().as_bytes())) {
+        if !shown.is_some_and(|t| token_matches(t, token.expose_secret().as_bytes())) {
             let mut r = error(StatusCode::UNAUTHORIZED, "a bearer token is required");
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

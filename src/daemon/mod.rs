@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use secrecy::{ExposeSecret as _, SecretString};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigFileError};
@@ -63,8 +64,9 @@ pub struct DaemonConfig {
     pub listen: SocketAddr,
     pub max_concurrent: usize,
     pub state_dir: PathBuf,
-    /// The bearer token the status endpoint requires (from `api_token_env`).
-    pub api_token: Option<Secret>,
+    /// The bearer token the status endpoint requires (from `api_token_env`); exposed only to
+    /// compare what a request shows.
+    pub api_token: Option<SecretString>,
     pub rate: u32,
     pub targets: Vec<TargetSpec>,
     /// Every secret of the configuration (SPEC §7): each target's token and URL query values,
@@ -101,7 +103,7 @@ impl DaemonConfig {
                         ),
                     ));
                 }
-                Some(t) => Some(Secret::new(t)),
+                Some(t) => Some(SecretString::from(t)),
                 None => {
                     return Err(l.error(
                         l.top("api_token_env"),
@@ -205,7 +207,7 @@ impl DaemonConfig {
         sources.extend(
             api_token
                 .iter()
-                .map(|v| SecretSource::Other(v.expose().to_string())),
+                .map(|v| SecretSource::Other(v.expose_secret().to_string())),
         );
         let secrets = Secrets::from_sources(&sources);
         for t in &mut targets {
@@ -597,5 +599,27 @@ impl Runner {
             status.as_str()
         );
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_token_is_compared_not_shown() {
+        let text = "listen = \"0.0.0.0:9464\"\napi_token_env = \"API\"\n";
+        let config = Config::parse(text, Path::new("mcpprobe.toml")).expect("valid");
+        let token = "s3cret-api-token-of-enough-length";
+        let d = DaemonConfig::new(
+            &config,
+            |v| (v == "API").then(|| token.to_string()),
+            PathBuf::from("/tmp/state"),
+        )
+        .expect("a daemon config");
+        assert_eq!(d.api_token.as_ref().map(|t| t.expose_secret()), Some(token));
+        let shown = format!("{d:?}");
+        assert!(!shown.contains(token), "{shown}");
+        assert_eq!(d.secrets.redact(token), "[REDACTED]");
     }
 }

@@ -20,6 +20,7 @@ pub mod state;
 use std::net::IpAddr;
 
 use chrono::{DateTime, Utc};
+use secrecy::ExposeSecret as _;
 use url::Url;
 
 use crate::model::GateRecord;
@@ -469,7 +470,7 @@ pub async fn prove_ownership(
         );
     }
     let name = record_name(&target.host);
-    let expected = record_text(&proof.token);
+    let expected = record_text(proof.token.expose_secret());
     match dns.txt(&name).await {
         Ok(texts)
             if texts
@@ -544,7 +545,7 @@ pub fn verify_init(
     let token = state::new_token()?;
     let path = state.save_pending(&state::Pending {
         host: host.clone(),
-        token: token.clone(),
+        token: token.clone().into(),
         created_at: now,
     })?;
     Ok(format!(
@@ -576,7 +577,7 @@ pub async fn verify_check(
         }
     };
     let name = record_name(&host);
-    let expected = record_text(&token);
+    let expected = record_text(token.expose_secret());
     let texts = dns
         .txt(&name)
         .await
@@ -595,7 +596,7 @@ pub async fn verify_check(
             dns.source
         )));
     }
-    let proof = StoredProof::new(&host, &token, now);
+    let proof = StoredProof::new(&host, token.expose_secret(), now);
     let path = state.save_proof(&proof).map_err(refused)?;
     Ok(format!(
         "verified: {host} (dns-txt), valid until {} — stored in {}\n",
@@ -672,6 +673,37 @@ mod tests {
         };
         let r = judge_addresses("mcp.example", &addrs, rule, &mut record);
         (r, record)
+    }
+
+    #[test]
+    fn a_proof_keeps_its_token_on_disk_and_out_of_debug() {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = StateDir::new(dir.path());
+        let token = "0123456789abcdef0123456789abcdef";
+        let now = Utc::now();
+        state
+            .save_proof(&StoredProof::new("mcp.example.com", token, now))
+            .expect("saved");
+        state
+            .save_pending(&state::Pending {
+                host: "mcp.example.com".into(),
+                token: token.into(),
+                created_at: now,
+            })
+            .expect("saved");
+        let proof = state
+            .proof("mcp.example.com")
+            .expect("readable")
+            .expect("present");
+        let pending = state
+            .pending("mcp.example.com")
+            .expect("readable")
+            .expect("present");
+        assert_eq!(proof.token.expose_secret(), token);
+        assert_eq!(pending.token.expose_secret(), token);
+        let shown = format!("{proof:?} {pending:?} {:?}", Proof::DnsTxt(proof.clone()));
+        assert!(!shown.contains(token), "{shown}");
+        assert!(shown.contains("mcp.example.com"), "{shown}");
     }
 
     #[test]

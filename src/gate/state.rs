@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, Utc};
+use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
 /// What went wrong with a state file. Every variant names the file.
@@ -43,22 +44,24 @@ pub struct StateDir {
     pub root: PathBuf,
 }
 
-/// A token made by `verify init`, waiting for its TXT record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A token made by `verify init`, waiting for its TXT record. `Debug` shows no token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pending {
     pub host: String,
-    pub token: String,
+    #[serde(serialize_with = "expose")]
+    pub token: SecretString,
     pub created_at: DateTime<Utc>,
 }
 
-/// A stored ownership proof (SPEC §1.2).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A stored ownership proof (SPEC §1.2). `Debug` shows no token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoredProof {
     pub host: String,
     pub method: String,
-    pub token: String,
+    #[serde(serialize_with = "expose")]
+    pub token: SecretString,
     pub verified_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
 }
@@ -68,11 +71,16 @@ impl StoredProof {
         StoredProof {
             host: host.to_string(),
             method: "dns-txt".into(),
-            token: token.to_string(),
+            token: token.into(),
             verified_at: now,
             expires_at: now + Duration::days(PROOF_DAYS),
         }
     }
+}
+
+/// A token written to its file (the one place it is stored).
+fn expose<S: serde::Serializer>(token: &SecretString, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(token.expose_secret())
 }
 
 /// The TXT text that proves `token`.
@@ -180,7 +188,11 @@ impl StateDir {
     pub fn proof(&self, host: &str) -> Result<Option<StoredProof>, StateError> {
         let proof: Option<StoredProof> = Self::read(&self.file("proofs", host))?;
         match proof {
-            Some(p) if p.host != host || p.method != "dns-txt" || p.token.len() < 32 => {
+            Some(p)
+                if p.host != host
+                    || p.method != "dns-txt"
+                    || p.token.expose_secret().len() < 32 =>
+            {
                 Err(StateError::Corrupt {
                     path: self.file("proofs", host),
                     detail: format!("it does not hold a dns-txt proof for {host}"),

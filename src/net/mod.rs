@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -122,6 +123,9 @@ impl Default for Settings {
         }
     }
 }
+
+/// A header the user gave (`--header`, `--token`): its name, and its value held as a secret.
+type Credential = (String, SecretString);
 
 /// An early stop for a streamed body: `until(content_type, body_so_far)`.
 pub type Until = dyn Fn(Option<&str>, &[u8]) -> bool + Sync;
@@ -611,9 +615,14 @@ impl Network {
         let origin =
             Origin::of(url).ok_or_else(|| NetError::Other("the target URL has no host".into()))?;
         let http = self.http(&origin.host, addrs)?;
-        let mut credentials = self.shared.settings.headers.clone();
-        if let Some(t) = &self.shared.settings.token {
-            credentials.push(("Authorization".into(), format!("Bearer {t}")));
+        let settings = &self.shared.settings;
+        let mut credentials: Vec<Credential> = settings
+            .headers
+            .iter()
+            .map(|(n, v)| (n.clone(), SecretString::from(v.as_str())))
+            .collect();
+        if let Some(t) = &settings.token {
+            credentials.push(("Authorization".into(), format!("Bearer {t}").into()));
         }
         let keys = Arc::new(limiter_keys(&origin.host, addrs));
         Ok(Client {
@@ -635,7 +644,7 @@ impl Network {
         http: &reqwest::Client,
         keys: &[String],
         req: Request,
-        credentials: &[(String, String)],
+        credentials: &[Credential],
         until: Option<&Until>,
         limit: usize,
     ) -> Result<Response, (NetError, Exchange)> {
@@ -713,7 +722,7 @@ impl Network {
         http: &reqwest::Client,
         keys: &[String],
         req: Request,
-        credentials: &[(String, String)],
+        credentials: &[Credential],
     ) -> Result<Started, (NetError, Exchange)> {
         let s = &self.shared;
         let limits = s.settings.limits;
@@ -762,10 +771,19 @@ impl Network {
         s.sent.fetch_add(1, Ordering::SeqCst);
         let mut headers = req.headers.clone();
         headers.push(("traceparent".into(), self.traceparent()));
-        headers.extend(credentials.iter().cloned());
         let mut builder = http.request(req.method.clone(), req.url.clone());
         for (n, v) in &headers {
             builder = builder.header(n.as_str(), v.as_str());
+        }
+        // What is shown of the request: every header through the redaction set, in the order
+        // sent; the credentials are exposed only to be sent and redacted.
+        let mut shown: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| s.secrets.header(n, v))
+            .collect();
+        for (n, v) in credentials {
+            builder = builder.header(n.as_str(), v.expose_secret());
+            shown.push(s.secrets.header(n, v.expose_secret()));
         }
         for (n, v) in &req.raw_headers {
             match reqwest::header::HeaderValue::from_bytes(v) {
@@ -777,7 +795,7 @@ impl Network {
                     ))));
                 }
             }
-            headers.push((n.clone(), escape_header(v)));
+            shown.push(s.secrets.header(n, &escape_header(v)));
         }
         if let Some(body) = &req.body {
             builder = builder.body(body.clone());
@@ -786,10 +804,7 @@ impl Network {
             method: Some(req.method.to_string()),
             url: Some(self.shown_url(&req.url)),
             status: None,
-            headers: headers
-                .iter()
-                .map(|(n, v)| s.secrets.header(n, v))
-                .collect(),
+            headers: shown,
             body: cap(&s.secrets.redact(&String::from_utf8_lossy(
                 req.body.as_deref().unwrap_or_default(),
             )))
@@ -1191,7 +1206,8 @@ pub struct Client {
     keys: Arc<Vec<String>>,
     origin: Origin,
     addrs: Vec<IpAddr>,
-    credentials: Arc<Vec<(String, String)>>,
+    /// The user's `--header`s and `--token` (as `Authorization: Bearer …`), sent as they are.
+    credentials: Arc<Vec<Credential>>,
     guard: Arc<ToolGuard>,
 }
 

@@ -424,7 +424,7 @@ fn concurrent_state_writes_leave_one_whole_file_and_no_temporary_files() {
         .proof("mcp.example.com")
         .expect("readable")
         .expect("present");
-    assert_eq!(proof.token, token);
+    assert_eq!(secrecy::ExposeSecret::expose_secret(&proof.token), token);
     let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("proofs"))
         .expect("proofs folder")
         .flatten()
