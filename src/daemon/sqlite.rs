@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::store::{
-    Claim, Claimed, Counts, Finished, ProofRecord, RunDocuments, RunStatus, RunSummary, Store,
-    StoreError, StoredBaseline, TargetRow, Totals,
+    Claim, Claimed, Counts, Finished, ProofRecord, Retention, RunDocuments, RunStatus, RunSummary,
+    Store, StoreError, StoredBaseline, TargetRow, Totals,
 };
 
 /// The migrations, in order; the schema version is their count.
@@ -18,11 +18,26 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/001_init.sql"),
     include_str!("migrations/002_latest_run.sql"),
     include_str!("migrations/003_run_proofs.sql"),
+    include_str!("migrations/004_documents_retention_counters.sql"),
 ];
 
 pub struct SqliteStore {
+    /// The one writer (claims, renewals, finishes, accepts, retention).
     conn: Mutex<Connection>,
+    /// Reads beside it (WAL: a reader never waits for the writer, nor the writer for it), so
+    /// the status API and the page do not queue behind the scheduler's writes.
+    reader: Mutex<Connection>,
     path: String,
+}
+
+/// Adds `by` to counter `name` (what `/metrics` reports; see migration 004).
+fn count(tx: &Connection, name: &str, by: i64) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO counters (name, value) VALUES (?1, ?2)
+         ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+        params![name, by],
+    )
+    .map(|_| ())
 }
 
 /// A run's summary columns, from [`RUNS`].
@@ -110,10 +125,73 @@ impl SqliteStore {
                 .map_err(err)?;
             tx.commit().map_err(err)?;
         }
+        let reader = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(err)?;
+        reader
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(err)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            reader: Mutex::new(reader),
             path: name,
         })
+    }
+
+    /// Accepts the state run `id` (or, without one, the latest run with a complete inventory)
+    /// observed, in one transaction, recording which run it came from.
+    fn accept_observed(
+        &self,
+        target: &str,
+        id: Option<i64>,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        enum Accepted {
+            Id(i64),
+            UnknownTarget,
+            Nothing,
+        }
+        let accepted = self.with(|c| {
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let known: i64 = tx.query_row(
+                "SELECT count(*) FROM targets WHERE name = ?1",
+                params![target],
+                |r| r.get(0),
+            )?;
+            if known == 0 {
+                return Ok(Accepted::UnknownTarget);
+            }
+            let observed: Option<(i64, String)> = tx
+                .query_row(
+                    "SELECT runs.id, d.observed_json FROM runs JOIN run_documents d ON d.run = runs.id
+                     WHERE runs.target = ?1 AND (?2 IS NULL OR runs.id = ?2)
+                         AND d.observed_json IS NOT NULL
+                     ORDER BY runs.id DESC LIMIT 1",
+                    params![target, id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let Some((run, json)) = observed else {
+                return Ok(Accepted::Nothing);
+            };
+            tx.execute(
+                "INSERT INTO baselines (target, json, accepted_ms, source_run) VALUES (?1, ?2, ?3, ?4)",
+                params![target, json, now_ms, run],
+            )?;
+            let baseline = tx.last_insert_rowid();
+            tx.commit()?;
+            Ok(Accepted::Id(baseline))
+        })?;
+        match (accepted, id) {
+            (Accepted::Id(b), _) => Ok(b),
+            (Accepted::UnknownTarget, None) => Err(StoreError::UnknownTarget(target.to_string())),
+            (Accepted::UnknownTarget, Some(id)) | (Accepted::Nothing, Some(id)) => {
+                Err(StoreError::NoSuchRunToAccept(target.to_string(), id))
+            }
+            (Accepted::Nothing, None) => Err(StoreError::NothingToAccept(target.to_string())),
+        }
     }
 
     /// The database file in a state folder.
@@ -125,7 +203,23 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let mut conn = self.conn.lock().map_err(|_| StoreError::Database {
+        self.on(&self.conn, f)
+    }
+
+    /// [`SqliteStore::with`] on the read connection: for statements that only read.
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        self.on(&self.reader, f)
+    }
+
+    fn on<T>(
+        &self,
+        conn: &Mutex<Connection>,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let mut conn = conn.lock().map_err(|_| StoreError::Database {
             path: self.path.clone(),
             message: "a previous operation panicked while holding the connection".into(),
         })?;
@@ -153,7 +247,7 @@ impl Store for SqliteStore {
     }
 
     fn targets(&self) -> Result<Vec<TargetRow>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             let mut st = c.prepare(
                 "SELECT name, url, every_ms FROM targets WHERE active = 1 ORDER BY name",
             )?;
@@ -178,12 +272,15 @@ impl Store for SqliteStore {
         self.with(|c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             // A lease that lapsed: its daemon died. The run is interrupted, its slot released.
-            tx.execute(
+            let lapsed = tx.execute(
                 "UPDATE runs SET status = 'interrupted', finished_ms = ?2,
                      reason = 'its lease lapsed (the daemon running it stopped)'
                  WHERE target = ?1 AND status = 'running' AND lease_until < ?2",
                 params![target, now_ms],
             )?;
+            if lapsed > 0 {
+                count(&tx, "runs.interrupted", i64::try_from(lapsed).unwrap_or(i64::MAX))?;
+            }
             let busy: i64 = tx.query_row(
                 "SELECT count(*) FROM runs WHERE target = ?1 AND status = 'running'",
                 params![target],
@@ -251,8 +348,8 @@ impl Store for SqliteStore {
             let held = tx.execute(
                 "UPDATE runs SET status = ?2, finished_ms = ?3, lease_until = NULL, exit_code = ?4,
                      critical = ?5, high = ?6, medium = ?7, low = ?8, info = ?9,
-                     tool_list_sha256 = ?10, requests = ?11, reason = ?12, report_json = ?13,
-                     observed_json = ?14, compared_with = ?15, refusal = ?16, duration_ms = ?17
+                     tool_list_sha256 = ?10, requests = ?11, reason = ?12,
+                     compared_with = ?13, refusal = ?14, duration_ms = ?15
                  WHERE id = ?1 AND status = 'running'",
                 params![
                     claim.run_id,
@@ -267,8 +364,6 @@ impl Store for SqliteStore {
                     run.tool_list_sha256,
                     i64::try_from(run.requests).unwrap_or(i64::MAX),
                     run.reason,
-                    run.report_json,
-                    run.observed_json,
                     run.compared_with,
                     run.refusal,
                     run.duration_ms,
@@ -276,6 +371,19 @@ impl Store for SqliteStore {
             )? == 1;
             // A run that lost its claim records nothing (its proof row neither).
             if held {
+                tx.execute(
+                    "INSERT INTO run_documents (run, report_json, observed_json) VALUES (?1, ?2, ?3)",
+                    params![claim.run_id, run.report_json, run.observed_json],
+                )?;
+                count(&tx, &format!("runs.{}", run.status.as_str()), 1)?;
+                count(&tx, "requests", i64::try_from(run.requests).unwrap_or(i64::MAX))?;
+                if run.status == RunStatus::Refused {
+                    count(
+                        &tx,
+                        &format!("refusals.{}", run.refusal.unwrap_or("unknown")),
+                        1,
+                    )?;
+                }
                 if let Some(p) = proof {
                     tx.execute(
                         "INSERT INTO run_proofs (run, proof) VALUES (?1, ?2)",
@@ -290,17 +398,21 @@ impl Store for SqliteStore {
 
     fn interrupt(&self, claim: &Claim, reason: &str, now_ms: i64) -> Result<(), StoreError> {
         self.with(|c| {
-            c.execute(
+            let tx = c.transaction()?;
+            let n = tx.execute(
                 "UPDATE runs SET status = 'interrupted', finished_ms = ?2, lease_until = NULL, reason = ?3
                  WHERE id = ?1 AND status = 'running'",
                 params![claim.run_id, now_ms, reason],
-            )
-            .map(|_| ())
+            )?;
+            if n > 0 {
+                count(&tx, "runs.interrupted", 1)?;
+            }
+            tx.commit()
         })
     }
 
     fn runs(&self, target: &str, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             let mut st = c.prepare(&format!(
                 "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE runs.target = ?1 ORDER BY runs.id DESC LIMIT ?2"
             ))?;
@@ -313,7 +425,7 @@ impl Store for SqliteStore {
     }
 
     fn run(&self, target: &str, id: i64) -> Result<Option<RunSummary>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             c.query_row(
                 &format!(
                     "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE runs.target = ?1 AND runs.id = ?2"
@@ -326,7 +438,7 @@ impl Store for SqliteStore {
     }
 
     fn held_slots(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             let mut st = c.prepare(
                 "SELECT target, max(slot) FROM runs WHERE status NOT IN ('interrupted', 'running') GROUP BY target",
             )?;
@@ -335,7 +447,7 @@ impl Store for SqliteStore {
     }
 
     fn latest_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             let mut st = c.prepare(&format!(
                 "SELECT {RUN_COLUMNS} FROM {RUNS} WHERE runs.id IN (
                      SELECT latest_run FROM targets WHERE active = 1 AND latest_run IS NOT NULL)"
@@ -345,10 +457,11 @@ impl Store for SqliteStore {
     }
 
     fn run_documents(&self, target: &str, id: i64) -> Result<Option<RunDocuments>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             c.query_row(
-                "SELECT report_json, observed_json, compared_with FROM runs
-                 WHERE target = ?1 AND id = ?2 AND report_json IS NOT NULL",
+                "SELECT d.report_json, d.observed_json, runs.compared_with
+                 FROM runs JOIN run_documents d ON d.run = runs.id
+                 WHERE runs.target = ?1 AND runs.id = ?2",
                 params![target, id],
                 |r| {
                     Ok(RunDocuments {
@@ -363,10 +476,10 @@ impl Store for SqliteStore {
     }
 
     fn latest_report(&self, target: &str) -> Result<Option<String>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             c.query_row(
-                "SELECT report_json FROM runs WHERE target = ?1 AND report_json IS NOT NULL
-                 ORDER BY id DESC LIMIT 1",
+                "SELECT d.report_json FROM runs JOIN run_documents d ON d.run = runs.id
+                 WHERE runs.target = ?1 ORDER BY runs.id DESC LIMIT 1",
                 params![target],
                 |r| r.get(0),
             )
@@ -375,7 +488,7 @@ impl Store for SqliteStore {
     }
 
     fn last_clean_and_first(&self, target: &str) -> Result<(Option<i64>, Option<i64>), StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             let clean = c.query_row(
                 "SELECT max(started_ms) FROM runs WHERE target = ?1 AND status = 'complete'
                      AND critical = 0 AND high = 0 AND medium = 0 AND low = 0",
@@ -392,7 +505,7 @@ impl Store for SqliteStore {
     }
 
     fn accepted_baseline(&self, target: &str) -> Result<Option<StoredBaseline>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             c.query_row(
                 "SELECT id, json, accepted_ms FROM baselines WHERE target = ?1 ORDER BY id DESC LIMIT 1",
                 params![target],
@@ -403,7 +516,7 @@ impl Store for SqliteStore {
     }
 
     fn baseline(&self, id: i64) -> Result<Option<StoredBaseline>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             c.query_row(
                 "SELECT id, json, accepted_ms FROM baselines WHERE id = ?1",
                 params![id],
@@ -424,79 +537,70 @@ impl Store for SqliteStore {
     }
 
     fn accept_latest(&self, target: &str, now_ms: i64) -> Result<i64, StoreError> {
-        let known = self.with(|c| {
-            c.query_row(
-                "SELECT count(*) FROM targets WHERE name = ?1",
-                params![target],
-                |r| r.get::<_, i64>(0),
-            )
-        })?;
-        if known == 0 {
-            return Err(StoreError::UnknownTarget(target.to_string()));
-        }
-        let observed: Option<String> = self.with(|c| {
-            c.query_row(
-                "SELECT observed_json FROM runs WHERE target = ?1 AND observed_json IS NOT NULL
-                 ORDER BY id DESC LIMIT 1",
-                params![target],
-                |r| r.get(0),
-            )
-            .optional()
-        })?;
-        match observed {
-            Some(json) => self.accept_baseline(target, &json, now_ms),
-            None => Err(StoreError::NothingToAccept(target.to_string())),
-        }
+        self.accept_observed(target, None, now_ms)
     }
 
     fn accept_run(&self, target: &str, id: i64, now_ms: i64) -> Result<i64, StoreError> {
-        let observed: Option<String> = self.with(|c| {
-            c.query_row(
-                "SELECT observed_json FROM runs WHERE target = ?1 AND id = ?2 AND observed_json IS NOT NULL",
-                params![target, id],
-                |r| r.get(0),
-            )
-            .optional()
-        })?;
-        match observed {
-            Some(json) => self.accept_baseline(target, &json, now_ms),
-            None => Err(StoreError::NoSuchRunToAccept(target.to_string(), id)),
-        }
+        self.accept_observed(target, Some(id), now_ms)
+    }
+
+    fn prune(&self, keep: &Retention, now_ms: i64) -> Result<u64, StoreError> {
+        let cutoff = now_ms.saturating_sub(keep.days.saturating_mul(86_400_000));
+        let keep_runs = i64::try_from(keep.runs).unwrap_or(i64::MAX);
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            // Beyond the newest `keep.runs` of a target, or older than `keep.days`: never a
+            // running run, a target's latest, or the run its accepted baseline came from.
+            tx.execute_batch("CREATE TEMP TABLE IF NOT EXISTS doomed (id INTEGER PRIMARY KEY); DELETE FROM doomed;")?;
+            tx.execute(
+                "INSERT INTO doomed (id)
+                 SELECT id FROM (
+                     SELECT id, target, status, started_ms,
+                            row_number() OVER (PARTITION BY target ORDER BY id DESC) AS n
+                     FROM runs)
+                 WHERE status != 'running' AND (n > ?1 OR started_ms < ?2)
+                   AND id NOT IN (SELECT latest_run FROM targets WHERE latest_run IS NOT NULL)
+                   AND id NOT IN (
+                       SELECT b.source_run FROM baselines b
+                       WHERE b.source_run IS NOT NULL
+                         AND b.id = (SELECT max(x.id) FROM baselines x WHERE x.target = b.target))",
+                params![keep_runs, cutoff],
+            )?;
+            tx.execute("DELETE FROM run_proofs WHERE run IN (SELECT id FROM doomed)", [])?;
+            let n = tx.execute("DELETE FROM runs WHERE id IN (SELECT id FROM doomed)", [])?;
+            // Baselines no run compares with any more, the accepted one of each target aside.
+            tx.execute(
+                "DELETE FROM baselines WHERE
+                     id != (SELECT max(x.id) FROM baselines x WHERE x.target = baselines.target)
+                     AND id NOT IN (SELECT compared_with FROM runs WHERE compared_with IS NOT NULL)",
+                [],
+            )?;
+            tx.execute("DELETE FROM doomed", [])?;
+            tx.commit()?;
+            Ok(u64::try_from(n).unwrap_or(u64::MAX))
+        })
     }
 
     fn totals(&self) -> Result<Totals, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             let mut t = Totals::default();
-            let mut st = c.prepare(
-                "SELECT status, count(*) FROM runs WHERE status != 'running' GROUP BY status",
-            )?;
-            t.runs_by_status = st
-                .query_map([], |r| {
-                    let s: String = r.get(0)?;
-                    Ok((
-                        RunStatus::parse(&s).unwrap_or(RunStatus::Interrupted),
-                        r.get::<_, i64>(1)?.max(0).unsigned_abs(),
-                    ))
-                })?
+            // Maintained as runs finish (migration 004): no scan of the history per scrape.
+            let mut st = c.prepare("SELECT name, value FROM counters ORDER BY name")?;
+            let counters: Vec<(String, i64)> = st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<rusqlite::Result<_>>()?;
-            t.requests = c
-                .query_row("SELECT coalesce(sum(requests), 0) FROM runs", [], |r| {
-                    r.get::<_, i64>(0)
-                })?
-                .max(0)
-                .unsigned_abs();
-            let mut st = c.prepare(
-                "SELECT refusal, count(*) FROM runs WHERE status = 'refused' GROUP BY refusal",
-            )?;
-            t.refusals = st
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, Option<String>>(0)?
-                            .unwrap_or_else(|| "unknown".into()),
-                        r.get::<_, i64>(1)?.max(0).unsigned_abs(),
-                    ))
-                })?
-                .collect::<rusqlite::Result<_>>()?;
+            for (name, value) in counters {
+                let value = value.max(0).unsigned_abs();
+                if let Some(status) = name.strip_prefix("runs.") {
+                    if let Some(s) = RunStatus::parse(status) {
+                        t.runs_by_status.push((s, value));
+                    }
+                } else if let Some(class) = name.strip_prefix("refusals.") {
+                    t.refusals.push((class.to_string(), value));
+                } else if name == "requests" {
+                    t.requests = value;
+                }
+            }
             t.targets = c
                 .query_row("SELECT count(*) FROM targets WHERE active = 1", [], |r| {
                     r.get::<_, i64>(0)
@@ -717,5 +821,163 @@ mod tests {
             SqliteStore::open(&path),
             Err(StoreError::NewerSchema { found: 99, .. })
         ));
+    }
+
+    /// A finished run of `slot` at `now`, with a report and, when `observed`, a state.
+    fn ran(s: &SqliteStore, slot: i64, now: i64, observed: bool) -> i64 {
+        let Claimed::Run(c) = s.claim("a", slot, now, 1000).expect("claim") else {
+            panic!("claimed slot {slot}")
+        };
+        let f = Finished {
+            report_json: format!("{{\"slot\":{slot}}}"),
+            observed_json: observed.then(|| format!("{{\"state\":{slot}}}")),
+            ..done(RunStatus::Complete)
+        };
+        assert!(s.finish(&c, &f, now + 1).expect("finish"));
+        c.run_id
+    }
+
+    #[test]
+    fn documents_live_apart_from_the_rows_that_list_runs() {
+        let (_d, s) = store();
+        let id = ran(&s, 0, 10, true);
+        let docs = s.run_documents("a", id).expect("read").expect("documents");
+        assert_eq!(docs.report_json, "{\"slot\":0}");
+        assert_eq!(docs.observed_json.as_deref(), Some("{\"state\":0}"));
+        assert_eq!(
+            s.latest_report("a").expect("read").as_deref(),
+            Some("{\"slot\":0}")
+        );
+        let columns: Vec<String> = s
+            .with(|c| {
+                let mut st = c.prepare("SELECT name FROM pragma_table_info('runs')")?;
+                st.query_map([], |r| r.get(0))?.collect()
+            })
+            .expect("columns");
+        assert!(columns.iter().all(|c| !c.ends_with("_json")), "{columns:?}");
+        // Accepting records which run the state came from, in one transaction.
+        let b = s.accept_latest("a", 20).expect("accepted");
+        let source: Option<i64> = s
+            .with(|c| {
+                c.query_row("SELECT source_run FROM baselines WHERE id = ?1", [b], |r| {
+                    r.get(0)
+                })
+            })
+            .expect("source");
+        assert_eq!(source, Some(id));
+        assert!(matches!(
+            s.accept_latest("nope", 20),
+            Err(StoreError::UnknownTarget(_))
+        ));
+        assert!(matches!(
+            s.accept_run("a", id + 99, 20),
+            Err(StoreError::NoSuchRunToAccept(_, _))
+        ));
+    }
+
+    #[test]
+    fn retention_keeps_the_newest_runs_the_accepted_baseline_and_the_counters() {
+        let (_d, s) = store();
+        let day = 86_400_000;
+        // Run 0 is accepted; then 299 more runs, one a minute.
+        let first = ran(&s, 0, 10, true);
+        s.accept_run("a", first, 11).expect("accepted");
+        for n in 1..300 {
+            ran(&s, n * 60_000, n * 60_000 + 10, false);
+        }
+        let before = s.totals().expect("totals");
+        let deleted = s
+            .prune(
+                &Retention {
+                    runs: 200,
+                    days: 90,
+                },
+                300 * 60_000,
+            )
+            .expect("prune");
+        assert_eq!(
+            deleted, 99,
+            "300 runs, 200 kept, and the accepted baseline's"
+        );
+        let runs = s.runs("a", 1000).expect("runs");
+        assert_eq!(runs.len(), 201);
+        assert_eq!(runs[0].slot, 299 * 60_000, "the newest kept");
+        assert_eq!(runs[200].id, first, "the accepted baseline's run kept");
+        assert!(s.run_documents("a", first).expect("read").is_some());
+        // Counters do not go down when history goes.
+        assert_eq!(
+            s.totals().expect("totals").runs_by_status,
+            before.runs_by_status
+        );
+        assert_eq!(
+            before.runs_by_status,
+            vec![(RunStatus::Complete, 300)],
+            "counted as runs finished"
+        );
+        // Age: 91 days later only the latest and the accepted baseline's run are left.
+        let deleted = s
+            .prune(
+                &Retention {
+                    runs: 200,
+                    days: 90,
+                },
+                300 * 60_000 + 91 * day,
+            )
+            .expect("prune");
+        assert_eq!(deleted, 199);
+        let left: Vec<i64> = s
+            .runs("a", 1000)
+            .expect("runs")
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(left.len(), 2);
+        assert!(left.contains(&first));
+        let orphans: i64 = s
+            .with(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM run_documents WHERE run NOT IN (SELECT id FROM runs)",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .expect("count");
+        assert_eq!(orphans, 0, "documents go with their runs");
+    }
+
+    #[test]
+    fn a_version_3_database_moves_its_documents_and_seeds_its_counters() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.sqlite3");
+        let c = Connection::open(&path).expect("raw");
+        for m in &MIGRATIONS[..3] {
+            c.execute_batch(m).expect("migration");
+        }
+        c.execute_batch(
+            "PRAGMA user_version = 3;
+             INSERT INTO targets (name, url, every_ms, added_ms) VALUES ('a', 'http://x/mcp', 60000, 0);
+             INSERT INTO runs (target, slot, status, started_ms, requests, report_json, observed_json)
+                 VALUES ('a', 0, 'complete', 5, 7, '{\"r\":1}', '{\"o\":1}');
+             INSERT INTO runs (target, slot, status, started_ms, requests, refusal, report_json)
+                 VALUES ('a', 60000, 'refused', 6, 1, 'ownership', '{\"r\":2}');",
+        )
+        .expect("a version 3 database");
+        drop(c);
+        let s = SqliteStore::open(&path).expect("migrated");
+        let runs = s.runs("a", 10).expect("runs");
+        let docs = s
+            .run_documents("a", runs[1].id)
+            .expect("read")
+            .expect("moved");
+        assert_eq!(
+            (docs.report_json.as_str(), docs.observed_json.as_deref()),
+            ("{\"r\":1}", Some("{\"o\":1}"))
+        );
+        let t = s.totals().expect("totals");
+        assert_eq!(t.requests, 8);
+        assert_eq!(t.refusals, vec![("ownership".to_string(), 1)]);
+        let mut by = t.runs_by_status.clone();
+        by.sort_by_key(|(s, _)| s.as_str());
+        assert_eq!(by, vec![(RunStatus::Complete, 1), (RunStatus::Refused, 1)]);
     }
 }

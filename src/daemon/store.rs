@@ -288,6 +288,30 @@ pub trait Store: Send + Sync {
     /// since).
     fn accept_run(&self, target: &str, id: i64, now_ms: i64) -> Result<i64, StoreError>;
     fn totals(&self) -> Result<Totals, StoreError>;
+    /// Deletes the runs beyond `keep` (with their documents and proof links): a target's
+    /// newest `keep.runs`, none older than `keep.days`; never a running run, a target's latest
+    /// run, or the run its accepted baseline came from. Baselines no remaining run compares
+    /// with go too, the accepted one of each target aside. Counters are kept. Returns the
+    /// runs deleted.
+    fn prune(&self, keep: &Retention, now_ms: i64) -> Result<u64, StoreError>;
+}
+
+/// How much history the store keeps (`keep_runs`, `keep_days` in `mcpprobe.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Runs kept per target (newest first).
+    pub runs: u64,
+    /// Days a run is kept.
+    pub days: i64,
+}
+
+impl Default for Retention {
+    fn default() -> Retention {
+        Retention {
+            runs: 200,
+            days: 90,
+        }
+    }
 }
 
 #[cfg(test)]
