@@ -350,7 +350,7 @@ impl Store for SqliteStore {
                      critical = ?5, high = ?6, medium = ?7, low = ?8, info = ?9,
                      tool_list_sha256 = ?10, requests = ?11, reason = ?12,
                      compared_with = ?13, refusal = ?14, duration_ms = ?15
-                 WHERE id = ?1 AND status = 'running'",
+                 WHERE id = ?1 AND status = 'running' AND lease_epoch = ?16",
                 params![
                     claim.run_id,
                     run.status.as_str(),
@@ -367,6 +367,7 @@ impl Store for SqliteStore {
                     run.compared_with,
                     run.refusal,
                     run.duration_ms,
+                    claim.epoch,
                 ],
             )? == 1;
             // A run that lost its claim records nothing (its proof row neither).
@@ -396,18 +397,19 @@ impl Store for SqliteStore {
         })
     }
 
-    fn interrupt(&self, claim: &Claim, reason: &str, now_ms: i64) -> Result<(), StoreError> {
+    fn interrupt(&self, claim: &Claim, reason: &str, now_ms: i64) -> Result<bool, StoreError> {
         self.with(|c| {
             let tx = c.transaction()?;
             let n = tx.execute(
                 "UPDATE runs SET status = 'interrupted', finished_ms = ?2, lease_until = NULL, reason = ?3
-                 WHERE id = ?1 AND status = 'running'",
-                params![claim.run_id, now_ms, reason],
+                 WHERE id = ?1 AND status = 'running' AND lease_epoch = ?4",
+                params![claim.run_id, now_ms, reason, claim.epoch],
             )?;
             if n > 0 {
                 count(&tx, "runs.interrupted", 1)?;
             }
-            tx.commit()
+            tx.commit()?;
+            Ok(n > 0)
         })
     }
 
@@ -979,5 +981,25 @@ mod tests {
         let mut by = t.runs_by_status.clone();
         by.sort_by_key(|(s, _)| s.as_str());
         assert_eq!(by, vec![(RunStatus::Complete, 1), (RunStatus::Refused, 1)]);
+    }
+
+    /// Fencing: `finish`, `interrupt` and `renew` hold only with the claim's current epoch. A
+    /// copy of the claim from before a renewal is stale and loses; the current one wins.
+    #[test]
+    fn a_stale_epoch_loses_finish_interrupt_and_renew() {
+        let (_d, s) = store();
+        let Claimed::Run(stale) = s.claim("a", 0, 10, 1000).expect("claim") else {
+            panic!("claimed")
+        };
+        let mut current = stale.clone();
+        assert!(s.renew(&mut current, 100, 1000).expect("renew"));
+        assert_eq!(current.epoch, stale.epoch + 1);
+        assert!(!s.finish(&stale, &done(RunStatus::Complete), 200).expect("finish"));
+        assert!(!s.interrupt(&stale, "stale", 200).expect("interrupt"));
+        let mut again = stale.clone();
+        assert!(!s.renew(&mut again, 200, 1000).expect("renew"));
+        assert_eq!(s.runs("a", 1).expect("runs")[0].status, RunStatus::Running);
+        assert!(s.finish(&current, &done(RunStatus::Complete), 300).expect("finish"));
+        assert_eq!(s.runs("a", 1).expect("runs")[0].status, RunStatus::Complete);
     }
 }

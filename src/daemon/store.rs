@@ -257,11 +257,13 @@ pub trait Store: Send + Sync {
     ) -> Result<Claimed, StoreError>;
     /// Extends the lease; `false` when it was lost (the scan must stop).
     fn renew(&self, claim: &mut Claim, now_ms: i64, lease_ms: i64) -> Result<bool, StoreError>;
-    /// Records the end of a run that still holds its claim; `false` when it no longer does
-    /// (its lease lapsed and another run took over): nothing is recorded then.
+    /// Records the end of a run that still holds its claim (its current epoch); `false` when
+    /// it no longer does (its lease lapsed and another run took over, or this copy of the
+    /// claim is from before a renewal): nothing is recorded then.
     fn finish(&self, claim: &Claim, run: &Finished, now_ms: i64) -> Result<bool, StoreError>;
-    /// Records the run as interrupted and releases its slot.
-    fn interrupt(&self, claim: &Claim, reason: &str, now_ms: i64) -> Result<(), StoreError>;
+    /// Records the run as interrupted and releases its slot; `false` when the claim no longer
+    /// holds (another epoch: it lost its lease), and nothing is recorded.
+    fn interrupt(&self, claim: &Claim, reason: &str, now_ms: i64) -> Result<bool, StoreError>;
     /// The runs of a target, newest first.
     fn runs(&self, target: &str, limit: usize) -> Result<Vec<RunSummary>, StoreError>;
     fn run(&self, target: &str, id: i64) -> Result<Option<RunSummary>, StoreError>;
