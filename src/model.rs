@@ -506,8 +506,6 @@ fn permute<T>(items: &mut [T], mut order: Vec<usize>) {
     }
 }
 
-/// The output formats of `--format`.
-
 /// What one check did in one run. A check is never silently absent from a report: it ran
 /// (with zero or more findings), was skipped (and says why), is not implemented, or failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
