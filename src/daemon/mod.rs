@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigFileError};
 use crate::engine::{
-    Credentials, ScanLimits, ScanRequest, Scanner, Secret, SecretSource, Selection, StoredBaseline,
-    Target,
+    ConfigError, Credentials, ScanLimits, ScanRequest, Scanned, Scanner, Secret, SecretSource,
+    Selection, StoredBaseline, Target,
 };
 use crate::finding::Confidence;
 use crate::model::{FailOn, Policy, Report, RunOutcome};
@@ -406,6 +406,15 @@ struct Runner {
     secrets: Secrets,
 }
 
+/// A run's report as the daemon records it, with the state the scan observed and the proof
+/// the gate accepted.
+struct Reviewed {
+    report: Report,
+    /// The observed state as JSON, its secrets redacted (`None` when the scan observed none).
+    observed_json: Option<String>,
+    proof: Option<crate::gate::ProofUsed>,
+}
+
 impl Runner {
     async fn run(self, claim: Claim, cancel: CancellationToken) {
         let name = self.target.name.clone();
@@ -419,6 +428,8 @@ impl Runner {
         }
     }
 
+    /// One run: reads the accepted baseline, scans under a renewed lease, then records the
+    /// run as interrupted or as the reviewed report (pinning a first complete state).
     async fn scan(&self, claim: Claim, cancel: CancellationToken) -> Result<(), DaemonError> {
         let t = &self.target;
         let started = std::time::Instant::now();
@@ -433,35 +444,63 @@ impl Runner {
         }) {
             None => None,
             Some(Ok(b)) => Some(b),
-            Some(Err((id, e))) => {
-                let r = unstarted(
-                    t,
-                    format!(
-                        "the accepted baseline #{id} of target {} could not be read ({e}); accept a run again with `mcpprobe daemon accept {}`",
-                        t.name, t.name
-                    ),
-                    "the accepted baseline could not be read",
-                );
-                let finished = Finished {
-                    status: RunStatus::Incomplete,
-                    exit_code: r.exit_code,
-                    counts: Counts::default(),
-                    tool_list_sha256: None,
-                    requests: 0,
-                    reason: r.reason.clone(),
-                    report_json: r.to_json(),
-                    observed_json: None,
-                    compared_with: Some(id),
-                    refusal: None,
-                    duration_ms: 0,
-                    proof: None,
-                };
-                let (c, now) = (claim.clone(), now_ms(&self.scanner));
-                db(&self.store, move |s| s.finish(&c, &finished, now)).await?;
-                tracing::error!(target: "mcpprobe::daemon", target_name = %t.name, "run {}: the accepted baseline #{id} could not be read", claim.run_id);
-                return Ok(());
-            }
+            Some(Err((id, e))) => return self.record_unreadable_baseline(&claim, id, &e).await,
         };
+        let req = self.request(StoredBaseline { label, old })?;
+        let (scanned, lost) = self.scan_leased(&req, &claim, &cancel).await;
+        let now = now_ms(&self.scanner);
+        let duration = started.elapsed();
+        if cancel.is_cancelled() || lost {
+            return self
+                .record_interrupted(&claim, &cancel, duration, now)
+                .await;
+        }
+        let reviewed = self.reviewed(scanned);
+        self.record_finished(&claim, accepted.as_ref(), reviewed, duration, now)
+            .await
+    }
+
+    /// Records the run as incomplete, every check skipped, because the accepted baseline `id`
+    /// could not be read (`e`): nothing is sent to the target.
+    async fn record_unreadable_baseline(
+        &self,
+        claim: &Claim,
+        id: i64,
+        e: &crate::baseline::BaselineError,
+    ) -> Result<(), DaemonError> {
+        let t = &self.target;
+        let r = unstarted(
+            t,
+            format!(
+                "the accepted baseline #{id} of target {} could not be read ({e}); accept a run again with `mcpprobe daemon accept {}`",
+                t.name, t.name
+            ),
+            "the accepted baseline could not be read",
+        );
+        let finished = Finished {
+            status: RunStatus::Incomplete,
+            exit_code: r.exit_code,
+            counts: Counts::default(),
+            tool_list_sha256: None,
+            requests: 0,
+            reason: r.reason.clone(),
+            report_json: r.to_json(),
+            observed_json: None,
+            compared_with: Some(id),
+            refusal: None,
+            duration_ms: 0,
+            proof: None,
+        };
+        let (c, now) = (claim.clone(), now_ms(&self.scanner));
+        db(&self.store, move |s| s.finish(&c, &finished, now)).await?;
+        tracing::error!(target: "mcpprobe::daemon", target_name = %t.name, "run {}: the accepted baseline #{id} could not be read", claim.run_id);
+        Ok(())
+    }
+
+    /// The target's scan request: its URL, token, checks and address rule, the daemon's rate,
+    /// and `stored` (the accepted baseline the scan compares with).
+    fn request(&self, stored: StoredBaseline) -> Result<ScanRequest, DaemonError> {
+        let t = &self.target;
         let mut req = ScanRequest::new(match Target::http(t.scan_url.expose()) {
             Ok(target) => target,
             Err(e) => return Err(DaemonError::Blocking(e.to_string())),
@@ -476,58 +515,89 @@ impl Runner {
             rate: self.rate,
             ..ScanLimits::default()
         };
-        req.stored_baseline = Some(StoredBaseline { label, old });
+        req.stored_baseline = Some(stored);
+        Ok(req)
+    }
+
+    /// Runs the scan (stopped by `cancel`) while the run's lease is renewed; returns what the
+    /// scanner returned and whether the lease was lost (which stopped the scan too).
+    async fn scan_leased(
+        &self,
+        req: &ScanRequest,
+        claim: &Claim,
+        cancel: &CancellationToken,
+    ) -> (Result<Scanned, ConfigError>, bool) {
         // The lease is renewed while the scan runs; a lost lease stops the scan.
         let scan_cancel = cancel.child_token();
         let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let renewer = {
-            let (store, stop, lost, mut c) = (
-                self.store.clone(),
-                scan_cancel.clone(),
-                lost.clone(),
-                claim.clone(),
-            );
-            let scanner = self.scanner.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(LEASE / 3).await;
-                    let now = now_ms(&scanner);
-                    let lease = LEASE.as_millis() as i64;
-                    let renewed = tokio::task::spawn_blocking({
-                        let store = store.clone();
-                        move || {
-                            let ok = store.renew(&mut c, now, lease);
-                            (ok, c)
-                        }
-                    })
-                    .await;
-                    match renewed {
-                        Ok((Ok(true), next)) => c = next,
-                        _ => {
-                            lost.store(true, std::sync::atomic::Ordering::Relaxed);
-                            stop.cancel();
-                            return;
-                        }
+        let renewer = self.renew_lease(claim.clone(), scan_cancel.clone(), lost.clone());
+        let scanned = self.scanner.scan_observed(req, scan_cancel).await;
+        renewer.abort();
+        (scanned, lost.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Renews the claim's lease every third of [`LEASE`] until aborted; once the store does not
+    /// renew it (or the renewal fails), sets `lost` and cancels `stop`.
+    fn renew_lease(
+        &self,
+        mut c: Claim,
+        stop: CancellationToken,
+        lost: Arc<std::sync::atomic::AtomicBool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let store = self.store.clone();
+        let scanner = self.scanner.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(LEASE / 3).await;
+                let now = now_ms(&scanner);
+                let lease = LEASE.as_millis() as i64;
+                let renewed = tokio::task::spawn_blocking({
+                    let store = store.clone();
+                    move || {
+                        let ok = store.renew(&mut c, now, lease);
+                        (ok, c)
+                    }
+                })
+                .await;
+                match renewed {
+                    Ok((Ok(true), next)) => c = next,
+                    _ => {
+                        lost.store(true, std::sync::atomic::Ordering::Relaxed);
+                        stop.cancel();
+                        return;
                     }
                 }
-            })
+            }
+        })
+    }
+
+    /// Records a run stopped before its end: the daemon shutting down (`cancel` fired) or the
+    /// run's lease lost.
+    async fn record_interrupted(
+        &self,
+        claim: &Claim,
+        cancel: &CancellationToken,
+        duration: Duration,
+        now: i64,
+    ) -> Result<(), DaemonError> {
+        let t = &self.target;
+        let why = if cancel.is_cancelled() {
+            "interrupted: the daemon was shutting down"
+        } else {
+            "interrupted: the run's lease was lost"
         };
-        let scanned = self.scanner.scan_observed(&req, scan_cancel).await;
-        renewer.abort();
-        let now = now_ms(&self.scanner);
-        let duration = started.elapsed();
-        if cancel.is_cancelled() || lost.load(std::sync::atomic::Ordering::Relaxed) {
-            let why = if cancel.is_cancelled() {
-                "interrupted: the daemon was shutting down"
-            } else {
-                "interrupted: the run's lease was lost"
-            };
-            let c = claim.clone();
-            db(&self.store, move |s| s.interrupt(&c, why, now)).await?;
-            self.metrics.record(RunStatus::Interrupted, duration);
-            tracing::info!(target: "mcpprobe::daemon", target_name = %t.name, outcome = "interrupted", duration_ms = duration.as_millis() as u64, "run {} interrupted", claim.run_id);
-            return Ok(());
-        }
+        let c = claim.clone();
+        db(&self.store, move |s| s.interrupt(&c, why, now)).await?;
+        self.metrics.record(RunStatus::Interrupted, duration);
+        tracing::info!(target: "mcpprobe::daemon", target_name = %t.name, outcome = "interrupted", duration_ms = duration.as_millis() as u64, "run {} interrupted", claim.run_id);
+        Ok(())
+    }
+
+    /// The report to record from what the scanner returned (a scan that could not start is an
+    /// incomplete report saying why): redacted, then the target's review and policy applied;
+    /// with the observed state, redacted, as JSON.
+    fn reviewed(&self, scanned: Result<Scanned, ConfigError>) -> Reviewed {
+        let t = &self.target;
         let (mut report, observed, proof) = match scanned {
             Ok(s) => (s.report, s.observed, s.proof),
             Err(e) => (
@@ -544,16 +614,39 @@ impl Runner {
         report.redact(|s| self.secrets.redact(s));
         t.review.apply(&mut report, self.scanner.now().date_naive());
         report.apply_policy(t.policy);
-        let status = match report.outcome {
-            RunOutcome::Complete => RunStatus::Complete,
-            RunOutcome::Refused => RunStatus::Refused,
-            RunOutcome::Incomplete => RunStatus::Incomplete,
-        };
         let observed_json = observed.map(|mut b| {
             b.redact(&|s| self.secrets.redact(s));
             b
         });
         let observed_json = observed_json.as_ref().and_then(|b| b.to_pretty_json().ok());
+        Reviewed {
+            report,
+            observed_json,
+            proof,
+        }
+    }
+
+    /// Records the finished run (compared with `accepted`, if any) unless it lost its claim,
+    /// pins the first complete state as the accepted baseline, and counts and logs the run.
+    async fn record_finished(
+        &self,
+        claim: &Claim,
+        accepted: Option<&store::StoredBaseline>,
+        reviewed: Reviewed,
+        duration: Duration,
+        now: i64,
+    ) -> Result<(), DaemonError> {
+        let t = &self.target;
+        let Reviewed {
+            report,
+            observed_json,
+            proof,
+        } = reviewed;
+        let status = match report.outcome {
+            RunOutcome::Complete => RunStatus::Complete,
+            RunOutcome::Refused => RunStatus::Refused,
+            RunOutcome::Incomplete => RunStatus::Incomplete,
+        };
         let finished = Finished {
             status,
             exit_code: report.exit_code,
@@ -563,7 +656,7 @@ impl Runner {
             reason: report.reason.clone(),
             report_json: report.to_json(),
             observed_json: observed_json.clone(),
-            compared_with: accepted.as_ref().map(|b| b.id),
+            compared_with: accepted.map(|b| b.id),
             refusal: report.refusal.map(crate::model::Refusal::as_str),
             duration_ms: i64::try_from(duration.as_millis()).unwrap_or(i64::MAX),
             proof: proof.as_ref().map(store::ProofRecord::of),

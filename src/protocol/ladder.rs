@@ -226,8 +226,21 @@ fn initialize_params(version: &str) -> Value {
 pub async fn http(client: &Client, url: &Url) -> (Fingerprint, Vec<Session>) {
     let mut fp = Fingerprint::default();
     let mut sessions = Vec::new();
+    let discover = discover_rung(client, url, &mut fp, &mut sessions).await;
+    initialize_rungs(client, url, &mut fp, &mut sessions).await;
+    legacy_rungs(client, url, &mut fp, &mut sessions).await;
+    fp.conclude(&discover);
+    (fp, sessions)
+}
 
-    // 1. server/discover (2026-07-28).
+/// Rung 1, `server/discover` (2026-07-28): a server that speaks it gets its era and a modern
+/// session. Returns the call (the ladder's conclusion quotes it when nothing answered).
+async fn discover_rung(
+    client: &Client,
+    url: &Url,
+    fp: &mut Fingerprint,
+    sessions: &mut Vec<Session>,
+) -> Call {
     let tp = client.network().traceparent();
     let msg = rpc::request(1, "server/discover", json!({}), rpc::modern_meta(&tp));
     let headers = [
@@ -248,8 +261,18 @@ pub async fn http(client: &Client, url: &Url) -> (Fingerprint, Vec<Session>) {
         fp.era(MODERN);
         sessions.push(Session::modern(client.clone(), url.clone()));
     }
+    discover
+}
 
-    // 2. initialize at 2025-11-25, then 2025-06-18.
+/// Rung 2, `initialize` at 2025-11-25, then at 2025-06-18 (when the first answered 2025-11-25,
+/// or gave no 2025 answer without asking for authentication): each known era answered for the
+/// first time gets a session (initialized); an extra session in an era already seen is ended.
+async fn initialize_rungs(
+    client: &Client,
+    url: &Url,
+    fp: &mut Fingerprint,
+    sessions: &mut Vec<Session>,
+) {
     let mut asked = vec![V2025_11];
     let mut i = 0;
     while i < asked.len() {
@@ -318,8 +341,17 @@ pub async fn http(client: &Client, url: &Url) -> (Fingerprint, Vec<Session>) {
             }
         }
     }
+}
 
-    // 3. Legacy HTTP+SSE: the endpoint event at the URL, then at <origin>/sse.
+/// Rung 3, the legacy HTTP+SSE transport: the `endpoint` event at the URL, then at
+/// `<origin>/sse` (waiting briefly once a Streamable HTTP era answered). The first stream that
+/// sends it becomes the legacy session, after its handshake.
+async fn legacy_rungs(
+    client: &Client,
+    url: &Url,
+    fp: &mut Fingerprint,
+    sessions: &mut Vec<Session>,
+) {
     let mut candidates = vec![url.clone()];
     if url.path() != "/sse"
         && let Ok(sse) = url.join("/sse")
@@ -344,31 +376,7 @@ pub async fn http(client: &Client, url: &Url) -> (Fingerprint, Vec<Session>) {
                     ),
                 );
                 fp.era(LEGACY_SSE);
-                // The legacy transport still has the 2024-11-05 handshake.
-                let init = session
-                    .call("initialize", initialize_params(LEGACY_SSE))
-                    .await;
-                match init.result() {
-                    Some(r) => {
-                        fp.learn(r, false);
-                        let v = r
-                            .get("protocolVersion")
-                            .and_then(Value::as_str)
-                            .unwrap_or("?")
-                            .to_string();
-                        fp.rung(
-                            &format!("initialize {LEGACY_SSE} (over the SSE stream)"),
-                            &init,
-                            format!("answers {v}"),
-                        );
-                        let _ = session.notify("notifications/initialized").await;
-                    }
-                    None => fp.rung(
-                        &format!("initialize {LEGACY_SSE} (over the SSE stream)"),
-                        &init,
-                        format!("no answer: {}", describe(&init)),
-                    ),
-                }
+                legacy_handshake(&session, fp).await;
                 sessions.push(session);
                 break;
             }
@@ -381,8 +389,36 @@ pub async fn http(client: &Client, url: &Url) -> (Fingerprint, Vec<Session>) {
             }
         }
     }
-    fp.conclude(&discover);
-    (fp, sessions)
+}
+
+/// The legacy transport's `initialize` (2024-11-05) over its SSE stream, kept as a rung, and
+/// `notifications/initialized` when it was answered.
+async fn legacy_handshake(session: &Session, fp: &mut Fingerprint) {
+    // The legacy transport still has the 2024-11-05 handshake.
+    let init = session
+        .call("initialize", initialize_params(LEGACY_SSE))
+        .await;
+    match init.result() {
+        Some(r) => {
+            fp.learn(r, false);
+            let v = r
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            fp.rung(
+                &format!("initialize {LEGACY_SSE} (over the SSE stream)"),
+                &init,
+                format!("answers {v}"),
+            );
+            let _ = session.notify("notifications/initialized").await;
+        }
+        None => fp.rung(
+            &format!("initialize {LEGACY_SSE} (over the SSE stream)"),
+            &init,
+            format!("no answer: {}", describe(&init)),
+        ),
+    }
 }
 
 /// The ladder over stdio: `server/discover` first (a reply or -32022 means modern; any other
