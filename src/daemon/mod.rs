@@ -14,6 +14,7 @@ pub mod store;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -415,12 +416,70 @@ struct Reviewed {
     proof: Option<crate::gate::ProofUsed>,
 }
 
+/// Renews the claim's lease every third of [`LEASE`] until `done`, keeping the new epoch
+/// in `epoch`. A store error is tried again once (after a twelfth of the lease) before the
+/// scan is given up; a renewal the store refuses (another epoch holds the run) is a lost
+/// lease at once. Either way it sets `lost` and cancels `stop`.
+fn renew_lease(
+    store: Arc<dyn Store>,
+    now_ms: impl Fn() -> i64 + Send + 'static,
+    mut c: Claim,
+    epoch: Arc<AtomicI64>,
+    stop: CancellationToken,
+    done: CancellationToken,
+    lost: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut failed = false;
+        loop {
+            let wait = if failed { LEASE / 12 } else { LEASE / 3 };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = done.cancelled() => return,
+            }
+            let now = now_ms();
+            let lease = LEASE.as_millis() as i64;
+            let renewed = tokio::task::spawn_blocking({
+                let (store, mut c) = (store.clone(), c.clone());
+                move || {
+                    let ok = store.renew(&mut c, now, lease);
+                    (ok, c)
+                }
+            })
+            .await;
+            match renewed {
+                Ok((Ok(true), next)) => {
+                    epoch.store(next.epoch, Ordering::SeqCst);
+                    c = next;
+                    failed = false;
+                }
+                Ok((Err(e), _)) if !failed => {
+                    tracing::warn!(target: "mcpprobe::daemon", "run {}: its lease could not be renewed, trying again: {e}", c.run_id);
+                    failed = true;
+                }
+                _ => {
+                    lost.store(true, Ordering::Relaxed);
+                    stop.cancel();
+                    return;
+                }
+            }
+        }
+    })
+}
+
 impl Runner {
     async fn run(self, claim: Claim, cancel: CancellationToken) {
         let name = self.target.name.clone();
-        if let Err(e) = self.scan(claim.clone(), cancel).await {
+        // The claim's current epoch, shared by the renewer (which bumps it) and whatever
+        // records the run (finish and interrupt hold only with it).
+        let epoch = Arc::new(AtomicI64::new(claim.epoch));
+        if let Err(e) = self.scan(claim.clone(), &epoch, cancel).await {
             tracing::error!(target: "mcpprobe::daemon", target_name = %name, "run {} failed: {e}", claim.run_id);
-            let (store, c, now) = (self.store.clone(), claim, now_ms(&self.scanner));
+            let c = Claim {
+                epoch: epoch.load(Ordering::SeqCst),
+                ..claim
+            };
+            let (store, now) = (self.store.clone(), now_ms(&self.scanner));
             let why = self
                 .secrets
                 .redact(&format!("the daemon could not record it: {e}"));
@@ -430,7 +489,12 @@ impl Runner {
 
     /// One run: reads the accepted baseline, scans under a renewed lease, then records the
     /// run as interrupted or as the reviewed report (pinning a first complete state).
-    async fn scan(&self, claim: Claim, cancel: CancellationToken) -> Result<(), DaemonError> {
+    async fn scan(
+        &self,
+        claim: Claim,
+        epoch: &Arc<AtomicI64>,
+        cancel: CancellationToken,
+    ) -> Result<(), DaemonError> {
         let t = &self.target;
         let started = std::time::Instant::now();
         tracing::info!(target: "mcpprobe::daemon", target_name = %t.name, run = claim.run_id, slot = claim.slot, "run {} of {} started", claim.run_id, t.name);
@@ -447,7 +511,12 @@ impl Runner {
             Some(Err((id, e))) => return self.record_unreadable_baseline(&claim, id, &e).await,
         };
         let req = self.request(StoredBaseline { label, old })?;
-        let (scanned, lost) = self.scan_leased(&req, &claim, &cancel).await;
+        let (scanned, lost) = self.scan_leased(&req, &claim, epoch, &cancel).await;
+        // Recorded with the epoch of the last renewal: an older copy would be refused.
+        let claim = Claim {
+            epoch: epoch.load(Ordering::SeqCst),
+            ..claim
+        };
         let now = now_ms(&self.scanner);
         let duration = started.elapsed();
         if cancel.is_cancelled() || lost {
@@ -525,50 +594,29 @@ impl Runner {
         &self,
         req: &ScanRequest,
         claim: &Claim,
+        epoch: &Arc<AtomicI64>,
         cancel: &CancellationToken,
     ) -> (Result<Scanned, ConfigError>, bool) {
         // The lease is renewed while the scan runs; a lost lease stops the scan.
         let scan_cancel = cancel.child_token();
         let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let renewer = self.renew_lease(claim.clone(), scan_cancel.clone(), lost.clone());
-        let scanned = self.scanner.scan_observed(req, scan_cancel).await;
-        renewer.abort();
-        (scanned, lost.load(std::sync::atomic::Ordering::Relaxed))
-    }
-
-    /// Renews the claim's lease every third of [`LEASE`] until aborted; once the store does not
-    /// renew it (or the renewal fails), sets `lost` and cancels `stop`.
-    fn renew_lease(
-        &self,
-        mut c: Claim,
-        stop: CancellationToken,
-        lost: Arc<std::sync::atomic::AtomicBool>,
-    ) -> tokio::task::JoinHandle<()> {
-        let store = self.store.clone();
+        let done = CancellationToken::new();
         let scanner = self.scanner.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(LEASE / 3).await;
-                let now = now_ms(&scanner);
-                let lease = LEASE.as_millis() as i64;
-                let renewed = tokio::task::spawn_blocking({
-                    let store = store.clone();
-                    move || {
-                        let ok = store.renew(&mut c, now, lease);
-                        (ok, c)
-                    }
-                })
-                .await;
-                match renewed {
-                    Ok((Ok(true), next)) => c = next,
-                    _ => {
-                        lost.store(true, std::sync::atomic::Ordering::Relaxed);
-                        stop.cancel();
-                        return;
-                    }
-                }
-            }
-        })
+        let renewer = renew_lease(
+            self.store.clone(),
+            move || now_ms(&scanner),
+            claim.clone(),
+            epoch.clone(),
+            scan_cancel.clone(),
+            done.clone(),
+            lost.clone(),
+        );
+        let scanned = self.scanner.scan_observed(req, scan_cancel).await;
+        // The renewer stops between renewals: one under way is waited for, so the epoch it
+        // wrote is the one the run is recorded with.
+        done.cancel();
+        let _ = renewer.await;
+        (scanned, lost.load(Ordering::Relaxed))
     }
 
     /// Records a run stopped before its end: the daemon shutting down (`cancel` fired) or the
@@ -698,6 +746,74 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The renewer keeps the epoch of its last renewal where the run's record reads it: the
+    /// run finishes with it, and a copy of the claim from before the renewal is refused.
+    #[tokio::test]
+    async fn a_renewed_run_is_recorded_with_the_renewals_epoch() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store: Arc<dyn Store> = Arc::new(
+            crate::daemon::sqlite::SqliteStore::open(&dir.path().join("d.sqlite3")).expect("open"),
+        );
+        let row = store::TargetRow {
+            name: "a".into(),
+            url: "http://127.0.0.1:1/mcp".into(),
+            every_ms: 60_000,
+        };
+        store.sync_targets(&[row], 0).expect("targets");
+        let store::Claimed::Run(claim) = store.claim("a", 0, 0, 60_000).expect("claim") else {
+            panic!("claimed")
+        };
+        // A clock that moves a lease on at each reading.
+        let clock = Arc::new(AtomicI64::new(0));
+        let now = {
+            let clock = clock.clone();
+            move || clock.fetch_add(20_000, Ordering::SeqCst)
+        };
+        let epoch = Arc::new(AtomicI64::new(claim.epoch));
+        let (stop, done) = (CancellationToken::new(), CancellationToken::new());
+        let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        tokio::time::pause();
+        let renewer = renew_lease(
+            store.clone(),
+            now,
+            claim.clone(),
+            epoch.clone(),
+            stop.clone(),
+            done.clone(),
+            lost.clone(),
+        );
+        // Past two renewals (each a third of the lease), then the scan ends.
+        tokio::time::sleep(LEASE / 3 * 2 + Duration::from_millis(1)).await;
+        done.cancel();
+        renewer.await.expect("the renewer ends");
+        let current = epoch.load(Ordering::SeqCst);
+        assert!(current > claim.epoch, "renewed: {current}");
+        assert!(!lost.load(Ordering::Relaxed) && !stop.is_cancelled());
+        let finished = store::Finished {
+            status: RunStatus::Complete,
+            exit_code: 0,
+            counts: Counts::default(),
+            tool_list_sha256: None,
+            requests: 0,
+            reason: None,
+            report_json: "{}".into(),
+            observed_json: None,
+            compared_with: None,
+            refusal: None,
+            duration_ms: 1,
+            proof: None,
+        };
+        assert!(
+            !store.finish(&claim, &finished, 1).expect("stale"),
+            "a stale copy loses"
+        );
+        let recorded = Claim {
+            epoch: current,
+            ..claim
+        };
+        assert!(store.finish(&recorded, &finished, 1).expect("finish"));
+    }
 
     #[test]
     fn the_api_token_is_compared_not_shown() {

@@ -994,12 +994,18 @@ mod tests {
         let mut current = stale.clone();
         assert!(s.renew(&mut current, 100, 1000).expect("renew"));
         assert_eq!(current.epoch, stale.epoch + 1);
-        assert!(!s.finish(&stale, &done(RunStatus::Complete), 200).expect("finish"));
+        assert!(
+            !s.finish(&stale, &done(RunStatus::Complete), 200)
+                .expect("finish")
+        );
         assert!(!s.interrupt(&stale, "stale", 200).expect("interrupt"));
         let mut again = stale.clone();
         assert!(!s.renew(&mut again, 200, 1000).expect("renew"));
         assert_eq!(s.runs("a", 1).expect("runs")[0].status, RunStatus::Running);
-        assert!(s.finish(&current, &done(RunStatus::Complete), 300).expect("finish"));
+        assert!(
+            s.finish(&current, &done(RunStatus::Complete), 300)
+                .expect("finish")
+        );
         assert_eq!(s.runs("a", 1).expect("runs")[0].status, RunStatus::Complete);
     }
 }
