@@ -72,6 +72,11 @@ pub struct Config {
     /// The status endpoint's address (default 127.0.0.1:9464).
     pub listen: Option<String>,
     pub max_concurrent_scans: Option<u32>,
+    /// Runs kept per target (default 200); older ones are deleted, the accepted baseline's
+    /// and each target's latest aside.
+    pub keep_runs: Option<u64>,
+    /// Days a run is kept (default 90).
+    pub keep_days: Option<u32>,
     /// Default: the state folder of SPEC §1.2.
     pub state_dir: Option<PathBuf>,
     /// The environment variable holding the bearer token of the status endpoint (required when

@@ -41,6 +41,9 @@ pub const MIN_API_TOKEN: usize = 16;
 /// A run's lease; renewed every third of it while the scan runs.
 pub const LEASE: Duration = Duration::from_secs(60);
 
+/// How often the scheduler applies retention.
+const PRUNE_EVERY_MS: i64 = 3_600_000;
+
 /// One target, ready to scan.
 #[derive(Debug, Clone)]
 pub struct TargetSpec {
@@ -69,6 +72,8 @@ pub struct DaemonConfig {
     /// compare what a request shows.
     pub api_token: Option<SecretString>,
     pub rate: u32,
+    /// How much history the store keeps (`keep_runs`, `keep_days`).
+    pub retention: store::Retention,
     pub targets: Vec<TargetSpec>,
     /// Every secret of the configuration (SPEC §7): each target's token and URL query values,
     /// the API token. Redacted from every run stored, every target row and every log line.
@@ -134,6 +139,26 @@ impl DaemonConfig {
             }
             Some(n) => usize::try_from(n).unwrap_or(DEFAULT_MAX_CONCURRENT),
             None => DEFAULT_MAX_CONCURRENT,
+        };
+        let retention = store::Retention {
+            runs: match config.keep_runs {
+                Some(0) => {
+                    return Err(l.error(
+                        l.top("keep_runs"),
+                        "keep_runs",
+                        "must be at least 1 (a target's latest run is always kept)",
+                    ));
+                }
+                Some(n) => n,
+                None => store::Retention::default().runs,
+            },
+            days: match config.keep_days {
+                Some(0) => {
+                    return Err(l.error(l.top("keep_days"), "keep_days", "must be at least 1"));
+                }
+                Some(n) => i64::from(n),
+                None => store::Retention::default().days,
+            },
         };
         let mut targets = Vec::new();
         for (i, t) in config.targets.iter().enumerate() {
@@ -220,6 +245,7 @@ impl DaemonConfig {
             state_dir: config.state_dir.clone().unwrap_or(default_state),
             api_token,
             rate: config.rate.unwrap_or(crate::net::DEFAULT_RATE),
+            retention,
             targets,
             secrets,
         })
@@ -303,11 +329,25 @@ impl Daemon {
             .into_iter()
             .collect();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        // Retention runs at start and then hourly, off the async threads, one transaction.
+        let mut pruned_at: Option<i64> = None;
         let mut tasks = tokio::task::JoinSet::new();
         // Every run's cancellation: a shutdown, or an error of the scheduler itself.
         let stop = shutdown.child_token();
         loop {
             let now = now_ms(&self.scanner);
+            if pruned_at.is_none_or(|at| now - at >= PRUNE_EVERY_MS) {
+                pruned_at = Some(now);
+                let keep = self.config.retention;
+                match db(&self.store, move |s| s.prune(&keep, now)).await {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        tracing::info!(target: "mcpprobe::daemon", "retention deleted {n} old runs (keep_runs {}, keep_days {})", keep.runs, keep.days)
+                    }
+                    // History that could not be trimmed is no reason to stop scanning.
+                    Err(e) => tracing::warn!(target: "mcpprobe::daemon", "retention failed: {e}"),
+                }
+            }
             let mut wake = now + 60_000;
             let mut claimed_nothing = true;
             for t in &self.config.targets {

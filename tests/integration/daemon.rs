@@ -860,6 +860,14 @@ fn daemon_config_errors_name_file_line_and_key() {
             "mcpprobe.toml:6:1: key `targets[1].name`: two targets are named \"a\"",
         ),
         (
+            format!("rate = 5\nkeep_runs = 0\n{target}"),
+            "mcpprobe.toml:2:1: key `keep_runs`: must be at least 1",
+        ),
+        (
+            format!("keep_days = 0\n{target}"),
+            "mcpprobe.toml:1:1: key `keep_days`: must be at least 1",
+        ),
+        (
             format!("{target}token_env = \"NOT_SET_ANYWHERE\"\n"),
             "mcpprobe.toml:1:1: key `targets[0].token_env`: the environment variable NOT_SET_ANYWHERE is not set",
         ),
