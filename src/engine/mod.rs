@@ -288,7 +288,7 @@ impl Scanner {
                 active.verify,
             )
         {
-            refuse_active(&mut report, why.to_string());
+            refuse_active(&mut report, &why);
             report.finish();
             return Ok(report);
         }
@@ -469,15 +469,12 @@ impl Scanner {
         if let Some(inv) = &inventory {
             guard_destructive(&client, inv);
         }
-        let mint = req
-            .active
-            .as_ref()
-            .map(|a| owned.authorise_active(a).map_err(|e| e.to_string()));
+        let mint = req.active.as_ref().map(|a| owned.authorise_active(a));
         let active = match self.begin_active(req, &owned.target().host, mint, inventory.as_ref()) {
             Ok(Ok(active)) => active,
             Ok(Err(why)) => {
                 close_all(sessions).await;
-                refuse_active(report, why);
+                refuse_active(report, &why);
                 return Ok(());
             }
             // No active run without its record: end the sessions, then report the error.
@@ -539,7 +536,7 @@ impl Scanner {
         let mint = req
             .active
             .as_ref()
-            .map(|a| gate::authorise_stdio_active(a, &process).map_err(|e| e.to_string()));
+            .map(|a| gate::authorise_stdio_active(a, &process));
         let (fp, session) = ladder::stdio(process).await;
         let inventory = if fp.eras.is_empty() || net.cancelled().is_cancelled() {
             None
@@ -550,7 +547,7 @@ impl Scanner {
             Ok(Ok(active)) => active,
             Ok(Err(why)) => {
                 session.close().await;
-                refuse_active(report, why);
+                refuse_active(report, &why);
                 return Ok(());
             }
             Err(e) => {
@@ -1062,9 +1059,9 @@ impl Scanner {
         &self,
         req: &ScanRequest,
         host: &str,
-        mint: Option<Result<gate::Authorised, String>>,
+        mint: Option<Result<gate::Authorised, gate::AuthorisationError>>,
         inventory: Option<&Inventory>,
-    ) -> Result<Result<Option<ActiveRun>, String>, ConfigError> {
+    ) -> Result<Result<Option<ActiveRun>, gate::AuthorisationError>, ConfigError> {
         let auth = match mint {
             None => return Ok(Ok(None)),
             Some(Err(why)) => return Ok(Err(why)),
@@ -1224,7 +1221,8 @@ struct ActiveRun {
 }
 
 /// A run the gate refused for active mode: nothing more is sent.
-fn refuse_active(report: &mut Report, why: String) {
+fn refuse_active(report: &mut Report, why: &gate::AuthorisationError) {
+    let why = why.to_string();
     tracing::warn!("{why}");
     report.outcome = RunOutcome::Refused;
     report.refusal = Some(crate::model::Refusal::ActiveNotAuthorised);
