@@ -41,6 +41,9 @@ pub const MIN_API_TOKEN: usize = 16;
 /// A run's lease; renewed every third of it while the scan runs.
 pub const LEASE: Duration = Duration::from_secs(60);
 
+/// The worker name of a daemon whose host named none.
+pub const DEFAULT_WORKER: &str = "daemon";
+
 /// How often the scheduler applies retention.
 const PRUNE_EVERY_MS: i64 = 3_600_000;
 
@@ -74,6 +77,12 @@ pub struct DaemonConfig {
     pub rate: u32,
     /// How much history the store keeps (`keep_runs`, `keep_days`).
     pub retention: store::Retention,
+    /// This daemon's name among the workers sharing a store (metrics' `worker` label,
+    /// `/healthz`, the owner of its leases); the host sets it ([`DEFAULT_WORKER`] otherwise).
+    pub worker: String,
+    /// A run's (and a host's) lease, renewed every third of it; [`LEASE`] unless a test
+    /// shortens it.
+    pub lease: Duration,
     pub targets: Vec<TargetSpec>,
     /// Every secret of the configuration (SPEC §7): each target's token and URL query values,
     /// the API token. Redacted from every run stored, every target row and every log line.
@@ -246,6 +255,8 @@ impl DaemonConfig {
             api_token,
             rate: config.rate.unwrap_or(crate::net::DEFAULT_RATE),
             retention,
+            worker: DEFAULT_WORKER.to_string(),
+            lease: LEASE,
             targets,
             secrets,
         })
@@ -277,6 +288,11 @@ pub enum DaemonError {
     },
     #[error("a store operation did not finish: {0}")]
     Blocking(String),
+}
+
+/// A duration in the store's unit (milliseconds).
+pub fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Wall-clock milliseconds; the daemon's clock (tests give the scanner a fake one).
@@ -363,7 +379,7 @@ impl Daemon {
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
                     break; // a run finishing wakes the loop
                 };
-                let (name, lease) = (t.name.clone(), LEASE.as_millis() as i64);
+                let (name, lease) = (t.name.clone(), ms(self.config.lease));
                 let claim = match db(&self.store, move |s| s.claim(&name, slot, now, lease)).await {
                     Ok(c) => c,
                     Err(e) => {
@@ -394,6 +410,7 @@ impl Daemon {
                     scanner: self.scanner.clone(),
                     metrics: self.metrics.clone(),
                     rate: self.config.rate,
+                    lease: self.config.lease,
                     secrets: self.config.secrets.clone(),
                 };
                 let (cancel, done, in_flight) =
@@ -443,6 +460,7 @@ struct Runner {
     scanner: Arc<Scanner>,
     metrics: Arc<metrics::Metrics>,
     rate: u32,
+    lease: Duration,
     /// The configuration's secrets, redacted from everything the run stores.
     secrets: Secrets,
 }
@@ -456,12 +474,14 @@ struct Reviewed {
     proof: Option<crate::gate::ProofUsed>,
 }
 
-/// Renews the claim's lease every third of [`LEASE`] until `done`, keeping the new epoch
+/// Renews the claim's lease (`lease` long) every third of it until `done`, keeping the new epoch
 /// in `epoch`. A store error is tried again once (after a twelfth of the lease) before the
 /// scan is given up; a renewal the store refuses (another epoch holds the run) is a lost
 /// lease at once. Either way it sets `lost` and cancels `stop`.
+#[allow(clippy::too_many_arguments)]
 fn renew_lease(
     store: Arc<dyn Store>,
+    lease: Duration,
     now_ms: impl Fn() -> i64 + Send + 'static,
     mut c: Claim,
     epoch: Arc<AtomicI64>,
@@ -472,17 +492,16 @@ fn renew_lease(
     tokio::spawn(async move {
         let mut failed = false;
         loop {
-            let wait = if failed { LEASE / 12 } else { LEASE / 3 };
+            let wait = if failed { lease / 12 } else { lease / 3 };
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = done.cancelled() => return,
             }
             let now = now_ms();
-            let lease = LEASE.as_millis() as i64;
             let renewed = tokio::task::spawn_blocking({
                 let (store, mut c) = (store.clone(), c.clone());
                 move || {
-                    let ok = store.renew(&mut c, now, lease);
+                    let ok = store.renew(&mut c, now, ms(lease));
                     (ok, c)
                 }
             })
@@ -644,6 +663,7 @@ impl Runner {
         let scanner = self.scanner.clone();
         let renewer = renew_lease(
             self.store.clone(),
+            self.lease,
             move || now_ms(&scanner),
             claim.clone(),
             epoch.clone(),
@@ -816,6 +836,7 @@ mod tests {
         tokio::time::pause();
         let renewer = renew_lease(
             store.clone(),
+            LEASE,
             now,
             claim.clone(),
             epoch.clone(),
