@@ -82,6 +82,10 @@ pub struct Config {
     /// The environment variable holding the bearer token of the status endpoint (required when
     /// `listen` is not loopback).
     pub api_token_env: Option<String>,
+    /// The environment variable holding a PostgreSQL URL: the store a fleet of daemons shares
+    /// (without it, the SQLite file in the state folder). The URL never appears in a log, a
+    /// page or an error.
+    pub database_url_env: Option<String>,
     #[serde(default)]
     pub targets: Vec<TargetConfig>,
     /// Where keys were written, for errors found after parsing (the daemon's checks).

@@ -8,9 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{DaemonAction, DaemonArgs, LogFormat, print_out, usage_error};
 use crate::config::Config;
+use secrecy::SecretString;
+
+use crate::daemon::postgres::PgStore;
 use crate::daemon::sqlite::SqliteStore;
-use crate::daemon::store::Store;
-use crate::daemon::{Daemon, DaemonConfig, http};
+use crate::daemon::store::{Store, StoreError};
+use crate::daemon::{Daemon, DaemonConfig, DatabaseUrl, http};
 use crate::engine::{Scanner, ScannerConfig};
 
 /// Logs on stderr, `secrets` redacted from every line (SPEC §7).
@@ -35,6 +38,40 @@ fn logs(format: LogFormat, secrets: crate::net::redact::Secrets) {
     };
 }
 
+/// The store: the shared PostgreSQL database when `database_url_env` names one, else the
+/// SQLite file in the state folder.
+fn open_store(
+    state_dir: &std::path::Path,
+    database: Option<&DatabaseUrl>,
+) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(match database {
+        Some(d) => Arc::new(PgStore::connect(&d.url, &d.var)?),
+        None => Arc::new(SqliteStore::open(&SqliteStore::path_in(state_dir))?),
+    })
+}
+
+/// This daemon's worker name: the machine's host name and the process id (`web-1-4242`),
+/// in letters, digits, `.`, `_` and `-`.
+fn worker_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    let host: String = host
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{host}-{}", std::process::id())
+}
+
 pub fn run(args: &DaemonArgs) -> i32 {
     let config = match Config::load(&args.config) {
         Ok(c) => c,
@@ -44,10 +81,25 @@ pub fn run(args: &DaemonArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
-    // `accept` needs only the state folder (not the targets' tokens).
+    // `accept` needs only the store (not the targets' tokens).
     if let Some(DaemonAction::Accept { name, run }) = &args.action {
         let state_dir = config.state_dir.clone().unwrap_or(default_state);
-        let store = match SqliteStore::open(&SqliteStore::path_in(&state_dir)) {
+        let database = match &config.database_url_env {
+            Some(var) => match std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
+                Some(url) => Some(DatabaseUrl {
+                    var: var.clone(),
+                    url: SecretString::from(url.trim().to_string()),
+                }),
+                None => {
+                    return usage_error(format!(
+                        "{}: database_url_env: the environment variable {var} is not set",
+                        args.config.display()
+                    ));
+                }
+            },
+            None => None,
+        };
+        let store = match open_store(&state_dir, database.as_ref()) {
             Ok(s) => s,
             Err(e) => return usage_error(e),
         };
@@ -63,19 +115,28 @@ pub fn run(args: &DaemonArgs) -> i32 {
             Err(e) => usage_error(e),
         };
     }
-    let daemon_config = match DaemonConfig::new(&config, |v| std::env::var(v).ok(), default_state) {
-        Ok(c) => c,
-        Err(e) => return usage_error(e),
+    let mut daemon_config =
+        match DaemonConfig::new(&config, |v| std::env::var(v).ok(), default_state) {
+            Ok(c) => c,
+            Err(e) => return usage_error(e),
+        };
+    daemon_config.worker = match &args.test_worker {
+        Some(w) => w.clone(),
+        None => worker_name(),
     };
+    daemon_config.hurry(
+        args.test_every_ms.map(std::time::Duration::from_millis),
+        args.test_lease_ms.map(std::time::Duration::from_millis),
+    );
     if let Err(e) = std::fs::create_dir_all(&daemon_config.state_dir) {
         return usage_error(format!(
             "cannot create the state folder {}: {e}",
             daemon_config.state_dir.display()
         ));
     }
-    let store = match SqliteStore::open(&SqliteStore::path_in(&daemon_config.state_dir)) {
-        Ok(s) => Arc::new(s) as Arc<dyn Store>,
-        Err(e) => return usage_error(e),
+    let store = match open_store(&daemon_config.state_dir, daemon_config.database.as_ref()) {
+        Ok(s) => s,
+        Err(e) => return usage_error(daemon_config.secrets.redact(&e.to_string())),
     };
     if daemon_config.targets.is_empty() {
         return usage_error(format!("{}: no [[targets]] to scan", args.config.display()));

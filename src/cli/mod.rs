@@ -352,6 +352,15 @@ pub struct DaemonArgs {
     /// DNS server to ask, IP:PORT (default: the system's).
     #[arg(long, env = "MCPPROBE_RESOLVER", hide_env_values = true)]
     pub resolver: Option<String>,
+    /// Tests only: every target's interval in milliseconds, below the shipped 30 s floor.
+    #[arg(long, hide = true, value_name = "MS")]
+    pub test_every_ms: Option<u64>,
+    /// Tests only: the lease of runs and hosts in milliseconds (default 60 s).
+    #[arg(long, hide = true, value_name = "MS")]
+    pub test_lease_ms: Option<u64>,
+    /// Tests only: this worker's name (default: the host name and the process id).
+    #[arg(long, hide = true, value_name = "NAME")]
+    pub test_worker: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -203,6 +203,7 @@ mod tests {
                 tool_list_sha256: None,
                 requests: 42,
                 reason: None,
+                worker: None,
                 proof: None,
             }],
         }

@@ -7,6 +7,7 @@
 pub mod http;
 pub mod metrics;
 pub mod page;
+pub mod postgres;
 pub mod schedule;
 pub mod sqlite;
 pub mod store;
@@ -14,8 +15,8 @@ pub mod store;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use secrecy::{ExposeSecret as _, SecretString};
@@ -65,6 +66,14 @@ pub struct TargetSpec {
     pub allow_private_addresses: bool,
 }
 
+/// A PostgreSQL URL and the environment variable it came from (the URL is a secret: it
+/// usually holds a password).
+#[derive(Debug, Clone)]
+pub struct DatabaseUrl {
+    pub var: String,
+    pub url: SecretString,
+}
+
 /// The daemon's settings, checked: every error names the file, line and key.
 #[derive(Debug, Clone)]
 pub struct DaemonConfig {
@@ -77,6 +86,8 @@ pub struct DaemonConfig {
     pub rate: u32,
     /// How much history the store keeps (`keep_runs`, `keep_days`).
     pub retention: store::Retention,
+    /// The shared PostgreSQL store (`database_url_env`), when configured.
+    pub database: Option<DatabaseUrl>,
     /// This daemon's name among the workers sharing a store (metrics' `worker` label,
     /// `/healthz`, the owner of its leases); the host sets it ([`DEFAULT_WORKER`] otherwise).
     pub worker: String,
@@ -169,6 +180,22 @@ impl DaemonConfig {
                 None => store::Retention::default().days,
             },
         };
+        let database = match &config.database_url_env {
+            Some(var) => match env(var).filter(|v| !v.trim().is_empty()) {
+                Some(url) => Some(DatabaseUrl {
+                    var: var.clone(),
+                    url: SecretString::from(url.trim().to_string()),
+                }),
+                None => {
+                    return Err(l.error(
+                        l.top("database_url_env"),
+                        "database_url_env",
+                        format!("the environment variable {var} is not set"),
+                    ));
+                }
+            },
+            None => None,
+        };
         let mut targets = Vec::new();
         for (i, t) in config.targets.iter().enumerate() {
             let line = l.target(i);
@@ -244,6 +271,11 @@ impl DaemonConfig {
                 .iter()
                 .map(|v| SecretSource::Other(v.expose_secret().to_string())),
         );
+        // The database URL, whole and its password (a driver's message may quote either).
+        if let Some(d) = &database {
+            sources.push(SecretSource::Url(d.url.expose_secret().to_string()));
+            sources.push(SecretSource::Other(d.url.expose_secret().to_string()));
+        }
         let secrets = Secrets::from_sources(&sources);
         for t in &mut targets {
             t.url = secrets.redact(&t.url);
@@ -255,11 +287,26 @@ impl DaemonConfig {
             api_token,
             rate: config.rate.unwrap_or(crate::net::DEFAULT_RATE),
             retention,
+            database,
             worker: DEFAULT_WORKER.to_string(),
             lease: LEASE,
             targets,
             secrets,
         })
+    }
+
+    /// Shortens every target's interval to `every` and the lease to `lease` (tests of a fleet
+    /// run many slots in seconds; the configuration's floor of 30 s stays for users).
+    pub fn hurry(&mut self, every: Option<Duration>, lease: Option<Duration>) {
+        if let Some(every) = every.filter(|d| !d.is_zero()) {
+            for t in &mut self.targets {
+                t.every_ms = ms(every);
+                t.offset_ms = schedule::offset_ms(&t.name, t.every_ms);
+            }
+        }
+        if let Some(lease) = lease.filter(|d| !d.is_zero()) {
+            self.lease = lease;
+        }
     }
 
     pub fn rows(&self) -> Vec<TargetRow> {
@@ -333,77 +380,107 @@ impl Daemon {
     /// Runs the schedule until `shutdown` fires (then running scans are cancelled and recorded
     /// as interrupted, their slots released), or, with `once`, until every target's current
     /// slot was tried once.
+    ///
+    /// Politeness across a fleet: before it claims a target, the worker leases the target's
+    /// host (one worker scans a host at a time, so the per-host rate of its scanner holds for
+    /// the whole fleet); it keeps the lease while any run of that host is in flight, renewing
+    /// it every third of its length, and gives it up once nothing of the host is due. A lost
+    /// host lease cancels the host's runs (recorded as interrupted, their slots released).
     pub async fn run(&self, shutdown: CancellationToken, once: bool) -> Result<(), DaemonError> {
         let rows = self.config.rows();
         let now = now_ms(&self.scanner);
         db(&self.store, move |s| s.sync_targets(&rows, now)).await?;
+        let mut pass = Pass {
+            // Slots that already ran need no claim (one query instead of one claim per target).
+            tried: db(&self.store, |s| s.held_slots())
+                .await?
+                .into_iter()
+                .collect(),
+            ..Pass::default()
+        };
         let permits = Arc::new(tokio::sync::Semaphore::new(self.config.max_concurrent));
-        let in_flight: Arc<Mutex<HashSet<String>>> = Arc::default();
-        // Slots that already ran need no claim (one query instead of one claim per target).
-        let mut tried: HashMap<String, i64> = db(&self.store, |s| s.held_slots())
-            .await?
-            .into_iter()
-            .collect();
-        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Ended>();
         // Retention runs at start and then hourly, off the async threads, one transaction.
         let mut pruned_at: Option<i64> = None;
         let mut tasks = tokio::task::JoinSet::new();
         // Every run's cancellation: a shutdown, or an error of the scheduler itself.
         let stop = shutdown.child_token();
+        let lease = ms(self.config.lease);
+        // How soon a pass is tried again while a host or a target is held elsewhere.
+        let retry_ms = (lease / 6).clamp(100, 10_000);
         loop {
+            while let Ok(ended) = done_rx.try_recv() {
+                pass.ended(ended);
+            }
             let now = now_ms(&self.scanner);
             if pruned_at.is_none_or(|at| now - at >= PRUNE_EVERY_MS) {
                 pruned_at = Some(now);
-                let keep = self.config.retention;
-                match db(&self.store, move |s| s.prune(&keep, now)).await {
-                    Ok(0) => {}
-                    Ok(n) => {
-                        tracing::info!(target: "mcpprobe::daemon", "retention deleted {n} old runs (keep_runs {}, keep_days {})", keep.runs, keep.days)
-                    }
-                    // History that could not be trimmed is no reason to stop scanning.
-                    Err(e) => tracing::warn!(target: "mcpprobe::daemon", "retention failed: {e}"),
-                }
+                self.prune(now).await;
             }
             let mut wake = now + 60_000;
             let mut claimed_nothing = true;
+            // Hosts another worker holds, and targets another run holds, this pass.
+            let mut elsewhere: HashSet<String> = HashSet::new();
+            let mut pending: HashSet<String> = HashSet::new();
             for t in &self.config.targets {
                 let slot = schedule::slot_at(now, t.every_ms, t.offset_ms);
                 wake = wake.min(slot + t.every_ms);
-                let busy = in_flight
-                    .lock()
-                    .map(|s| s.contains(&t.name))
-                    .unwrap_or(true);
-                if busy || tried.get(&t.name).is_some_and(|held| *held >= slot) {
+                if pass.in_flight.contains(&t.name)
+                    || pass.tried.get(&t.name).is_some_and(|held| *held >= slot)
+                {
                     continue;
+                }
+                let host = host_of(t);
+                if elsewhere.contains(&host) {
+                    continue;
+                }
+                if !pass.hosts.contains_key(&host) {
+                    let Some(held) = self.lease_host(&host, now, &stop).await? else {
+                        elsewhere.insert(host);
+                        wake = wake.min(now + retry_ms);
+                        continue;
+                    };
+                    pass.hosts.insert(host.clone(), held);
                 }
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
                     break; // a run finishing wakes the loop
                 };
-                let (name, lease) = (t.name.clone(), ms(self.config.lease));
-                let claim = match db(&self.store, move |s| s.claim(&name, slot, now, lease)).await {
+                let (name, worker) = (t.name.clone(), self.config.worker.clone());
+                let claim = match db(&self.store, move |s| {
+                    s.claim_for(&name, slot, &worker, now, lease)
+                })
+                .await
+                {
                     Ok(c) => c,
                     Err(e) => {
                         // Running scans are cancelled and recorded before the error returns.
                         stop.cancel();
                         while tasks.join_next().await.is_some() {}
+                        pass.release_all(&self.store).await;
                         return Err(e);
                     }
                 };
                 let claim = match claim {
                     Claimed::Run(c) => c,
                     Claimed::Done => {
-                        tried.insert(t.name.clone(), slot);
+                        pass.tried.insert(t.name.clone(), slot);
                         continue;
                     }
-                    // Another run holds the target (a daemon that died: its lease lapses):
-                    // try again on a later pass.
-                    Claimed::Busy => continue,
+                    // Another run holds the target (a worker that died: its lease lapses):
+                    // try again on a later pass, keeping the host.
+                    Claimed::Busy => {
+                        pending.insert(host);
+                        wake = wake.min(now + retry_ms);
+                        continue;
+                    }
                 };
-                tried.insert(t.name.clone(), slot);
+                pass.tried.insert(t.name.clone(), slot);
                 claimed_nothing = false;
-                if let Ok(mut s) = in_flight.lock() {
-                    s.insert(t.name.clone());
-                }
+                let Some(held) = pass.hosts.get_mut(&host) else {
+                    continue;
+                };
+                held.runs += 1;
+                pass.in_flight.insert(t.name.clone());
                 let run = Runner {
                     target: t.clone(),
                     store: self.store.clone(),
@@ -412,35 +489,270 @@ impl Daemon {
                     rate: self.config.rate,
                     lease: self.config.lease,
                     secrets: self.config.secrets.clone(),
+                    host_lost: held.lost.clone(),
                 };
-                let (cancel, done, in_flight) =
-                    (stop.child_token(), done_tx.clone(), in_flight.clone());
+                let (cancel, done) = (held.stop.child_token(), done_tx.clone());
                 tasks.spawn(async move {
-                    let name = run.target.name.clone();
-                    run.run(claim, cancel).await;
-                    if let Ok(mut s) = in_flight.lock() {
-                        s.remove(&name);
-                    }
+                    let (name, slot) = (run.target.name.clone(), claim.slot);
+                    let recorded = run.run(claim, cancel).await;
                     drop(permit);
-                    let _ = done.send(name);
+                    let _ = done.send(Ended {
+                        name,
+                        host,
+                        slot,
+                        recorded,
+                    });
                 });
             }
-            let idle = in_flight.lock().map(|s| s.is_empty()).unwrap_or(false);
+            // A host with nothing in flight and nothing waiting is given up at once.
+            pass.release_idle(&self.store, &pending).await;
             // --once does not wait for another daemon's lease: what it could claim, it ran.
-            if once && idle && claimed_nothing {
+            if once && pass.in_flight.is_empty() && claimed_nothing {
                 break;
             }
             let sleep_ms = u64::try_from((wake - now).max(1)).unwrap_or(60_000);
             tokio::select! {
                 () = shutdown.cancelled() => break,
-                _ = done_rx.recv() => {}
+                ended = done_rx.recv() => {
+                    if let Some(ended) = ended {
+                        pass.ended(ended);
+                    }
+                }
                 () = tokio::time::sleep(Duration::from_millis(sleep_ms)) => {}
             }
         }
         // Shutdown (or --once done): running scans see the cancellation and record themselves.
         while tasks.join_next().await.is_some() {}
+        while let Ok(ended) = done_rx.try_recv() {
+            pass.ended(ended);
+        }
+        pass.release_all(&self.store).await;
         Ok(())
     }
+
+    /// Applies retention (a failure is logged: history that could not be trimmed is no reason
+    /// to stop scanning).
+    async fn prune(&self, now: i64) {
+        let keep = self.config.retention;
+        match db(&self.store, move |s| s.prune(&keep, now)).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(target: "mcpprobe::daemon", "retention deleted {n} old runs (keep_runs {}, keep_days {})", keep.runs, keep.days)
+            }
+            Err(e) => tracing::warn!(target: "mcpprobe::daemon", "retention failed: {e}"),
+        }
+    }
+
+    /// Leases `host` for this worker and starts renewing it; `None` while another worker
+    /// holds it. A store error is logged and treated as held elsewhere (tried again soon).
+    async fn lease_host(
+        &self,
+        host: &str,
+        now: i64,
+        stop: &CancellationToken,
+    ) -> Result<Option<HeldHost>, DaemonError> {
+        let (h, worker, lease) = (
+            host.to_string(),
+            self.config.worker.clone(),
+            ms(self.config.lease),
+        );
+        let granted = match db(&self.store, move |s| s.lease_host(&h, &worker, now, lease)).await {
+            Ok(g) => g,
+            Err(e) => {
+                tracing::warn!(target: "mcpprobe::daemon", "the lease of host {host} could not be taken: {e}");
+                None
+            }
+        };
+        let Some(granted) = granted else {
+            return Ok(None);
+        };
+        let (lost, stop, done) = (
+            CancellationToken::new(),
+            stop.child_token(),
+            CancellationToken::new(),
+        );
+        let scanner = self.scanner.clone();
+        let renewer = renew_host_lease(
+            self.store.clone(),
+            self.config.lease,
+            move || now_ms(&scanner),
+            granted,
+            HostStop {
+                lost: lost.clone(),
+                stop: stop.clone(),
+                done: done.clone(),
+            },
+        );
+        Ok(Some(HeldHost {
+            runs: 0,
+            lost,
+            stop,
+            done,
+            renewer,
+        }))
+    }
+}
+
+/// The politeness key of a target: its URL's host, in lower case (the port aside: two servers
+/// of one machine share its capacity).
+fn host_of(t: &TargetSpec) -> String {
+    url::Url::parse(t.scan_url.expose())
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+        .unwrap_or_else(|| t.name.clone())
+}
+
+/// How many times a slot whose run could not be recorded is tried again (without a restart).
+const RECORD_RETRIES: u32 = 3;
+
+/// What one run's task reports when it ends.
+struct Ended {
+    name: String,
+    host: String,
+    slot: i64,
+    /// Whether its end was recorded (a run the store could not record is tried again).
+    recorded: bool,
+}
+
+/// A host this worker leased.
+struct HeldHost {
+    /// Runs of the host in flight.
+    runs: usize,
+    /// Cancelled when the lease is lost (the host's runs say so when they record).
+    lost: CancellationToken,
+    /// The host's runs' cancellation: a shutdown, or the lease lost.
+    stop: CancellationToken,
+    /// Tells the renewer to stop.
+    done: CancellationToken,
+    /// The renewer; it ends with the lease it last held (`None` once lost).
+    renewer: tokio::task::JoinHandle<Option<store::HostLease>>,
+}
+
+/// The scheduler's state across passes.
+#[derive(Default)]
+struct Pass {
+    /// Per target: the latest slot it ran (or that another worker's run holds).
+    tried: HashMap<String, i64>,
+    /// Targets with a run in flight.
+    in_flight: HashSet<String>,
+    hosts: HashMap<String, HeldHost>,
+    /// Per target: the slot whose record failed, and how many times.
+    failed: HashMap<String, (i64, u32)>,
+}
+
+impl Pass {
+    fn ended(&mut self, e: Ended) {
+        self.in_flight.remove(&e.name);
+        if let Some(h) = self.hosts.get_mut(&e.host) {
+            h.runs = h.runs.saturating_sub(1);
+        }
+        if e.recorded {
+            self.failed.remove(&e.name);
+            return;
+        }
+        // Not recorded: the slot is tried again on a later pass, a bounded number of times.
+        let tries = match self.failed.get(&e.name) {
+            Some((slot, n)) if *slot == e.slot => n + 1,
+            _ => 1,
+        };
+        self.failed.insert(e.name.clone(), (e.slot, tries));
+        if tries <= RECORD_RETRIES && self.tried.get(&e.name) == Some(&e.slot) {
+            self.tried.remove(&e.name);
+        }
+    }
+
+    /// Gives up the hosts with no run in flight and no target waiting (`pending`), and those
+    /// whose lease was lost.
+    async fn release_idle(&mut self, store: &Arc<dyn Store>, pending: &HashSet<String>) {
+        let idle: Vec<String> = self
+            .hosts
+            .iter()
+            .filter(|(host, h)| {
+                (h.runs == 0 && !pending.contains(host.as_str())) || h.lost.is_cancelled()
+            })
+            .map(|(host, _)| host.clone())
+            .collect();
+        for host in idle {
+            if let Some(h) = self.hosts.remove(&host) {
+                release(store, h).await;
+            }
+        }
+    }
+
+    async fn release_all(&mut self, store: &Arc<dyn Store>) {
+        for (_, h) in self.hosts.drain() {
+            release(store, h).await;
+        }
+    }
+}
+
+/// Stops a host's renewer and gives its lease up (a lease already lost needs nothing).
+async fn release(store: &Arc<dyn Store>, h: HeldHost) {
+    h.done.cancel();
+    if let Ok(Some(lease)) = h.renewer.await {
+        let host = lease.host.clone();
+        if let Err(e) = db(store, move |s| s.release_host(&lease)).await {
+            // It lapses after its lease: nothing is lost but time.
+            tracing::warn!(target: "mcpprobe::daemon", "the lease of host {host} could not be given up: {e}");
+        }
+    }
+}
+
+/// How a host's renewer signals and is stopped.
+struct HostStop {
+    /// Cancelled when the lease is lost.
+    lost: CancellationToken,
+    /// The host's runs' cancellation, cancelled with `lost`.
+    stop: CancellationToken,
+    /// Stops the renewer (between renewals).
+    done: CancellationToken,
+}
+
+/// Renews a host's lease every third of `lease` until `signals.done`; ends with the lease it
+/// holds, or `None` once lost (one store error is tried again after a twelfth of the lease,
+/// as for runs; a refused renewal is a loss at once), which cancels the host's runs.
+fn renew_host_lease(
+    store: Arc<dyn Store>,
+    lease: Duration,
+    now_ms: impl Fn() -> i64 + Send + 'static,
+    mut held: store::HostLease,
+    signals: HostStop,
+) -> tokio::task::JoinHandle<Option<store::HostLease>> {
+    tokio::spawn(async move {
+        let mut failed = false;
+        loop {
+            let wait = if failed { lease / 12 } else { lease / 3 };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = signals.done.cancelled() => return Some(held),
+            }
+            let now = now_ms();
+            let renewed = tokio::task::spawn_blocking({
+                let (store, mut h) = (store.clone(), held.clone());
+                move || {
+                    let ok = store.renew_host(&mut h, now, ms(lease));
+                    (ok, h)
+                }
+            })
+            .await;
+            match renewed {
+                Ok((Ok(true), next)) => {
+                    held = next;
+                    failed = false;
+                }
+                Ok((Err(e), _)) if !failed => {
+                    tracing::warn!(target: "mcpprobe::daemon", "the lease of host {} could not be renewed, trying again: {e}", held.host);
+                    failed = true;
+                }
+                _ => {
+                    tracing::warn!(target: "mcpprobe::daemon", "the lease of host {} was lost: its runs are cancelled", held.host);
+                    signals.lost.cancel();
+                    signals.stop.cancel();
+                    return None;
+                }
+            }
+        }
+    })
 }
 
 /// The incomplete report of a run that never started its scan: why, and every check skipped.
@@ -463,6 +775,8 @@ struct Runner {
     lease: Duration,
     /// The configuration's secrets, redacted from everything the run stores.
     secrets: Secrets,
+    /// Cancelled when this worker lost its lease on the target's host.
+    host_lost: CancellationToken,
 }
 
 /// A run's report as the daemon records it, with the state the scan observed and the proof
@@ -527,7 +841,9 @@ fn renew_lease(
 }
 
 impl Runner {
-    async fn run(self, claim: Claim, cancel: CancellationToken) {
+    /// Runs and records the run; `false` when it could not be recorded (the scheduler tries
+    /// the slot again).
+    async fn run(self, claim: Claim, cancel: CancellationToken) -> bool {
         let name = self.target.name.clone();
         // The claim's current epoch, shared by the renewer (which bumps it) and whatever
         // records the run (finish and interrupt hold only with it).
@@ -543,7 +859,9 @@ impl Runner {
                 .secrets
                 .redact(&format!("the daemon could not record it: {e}"));
             let _ = db(&store, move |s| s.interrupt(&c, &why, now)).await;
+            return false;
         }
+        true
     }
 
     /// One run: reads the accepted baseline, scans under a renewed lease, then records the
@@ -689,7 +1007,9 @@ impl Runner {
         now: i64,
     ) -> Result<(), DaemonError> {
         let t = &self.target;
-        let why = if cancel.is_cancelled() {
+        let why = if self.host_lost.is_cancelled() {
+            "interrupted: the worker lost its lease on the target's host"
+        } else if cancel.is_cancelled() {
             "interrupted: the daemon was shutting down"
         } else {
             "interrupted: the run's lease was lost"

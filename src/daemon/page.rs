@@ -751,6 +751,7 @@ mod tests {
             tool_list_sha256: Some("ab".repeat(32)),
             requests: 12,
             reason: Some(format!("reason {HOSTILE}")),
+            worker: None,
             proof: None,
         }
     }

@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::store::{
-    Claim, Claimed, Counts, Finished, ProofRecord, Retention, RunDocuments, RunStatus, RunSummary,
-    Store, StoreError, StoredBaseline, TargetRow, Totals,
+    Claim, Claimed, Counts, Finished, HostLease, ProofRecord, Retention, RunDocuments, RunStatus,
+    RunSummary, Store, StoreError, StoredBaseline, TargetRow, Totals,
 };
 
 /// The migrations, in order; the schema version is their count.
@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/002_latest_run.sql"),
     include_str!("migrations/003_run_proofs.sql"),
     include_str!("migrations/004_documents_retention_counters.sql"),
+    include_str!("migrations/005_host_leases.sql"),
 ];
 
 pub struct SqliteStore {
@@ -44,7 +45,7 @@ fn count(tx: &Connection, name: &str, by: i64) -> rusqlite::Result<()> {
 const RUN_COLUMNS: &str = "runs.id, runs.target, runs.slot, runs.started_ms, runs.finished_ms, \
      runs.status, runs.exit_code, runs.critical, runs.high, runs.medium, runs.low, runs.info, \
      runs.tool_list_sha256, runs.requests, runs.reason, \
-     proofs.method, proofs.host, proofs.verified_ms, proofs.expires_ms";
+     proofs.method, proofs.host, proofs.verified_ms, proofs.expires_ms, runs.worker";
 /// The runs with the proof each relied on.
 const RUNS: &str = "runs LEFT JOIN run_proofs ON run_proofs.run = runs.id \
      LEFT JOIN proofs ON proofs.id = run_proofs.proof";
@@ -78,6 +79,7 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
             }),
             None => None,
         },
+        worker: r.get(19)?,
     })
 }
 
@@ -262,15 +264,24 @@ impl Store for SqliteStore {
         })
     }
 
-    fn claim(
+    fn claim_for(
         &self,
         target: &str,
         slot: i64,
+        worker: &str,
         now_ms: i64,
         lease_ms: i64,
     ) -> Result<Claimed, StoreError> {
-        self.with(|c| {
+        let claimed = self.with(|c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let known: i64 = tx.query_row(
+                "SELECT count(*) FROM targets WHERE name = ?1",
+                params![target],
+                |r| r.get(0),
+            )?;
+            if known == 0 {
+                return Ok(None);
+            }
             // A lease that lapsed: its daemon died. The run is interrupted, its slot released.
             let lapsed = tx.execute(
                 "UPDATE runs SET status = 'interrupted', finished_ms = ?2,
@@ -287,12 +298,13 @@ impl Store for SqliteStore {
                 |r| r.get(0),
             )?;
             if busy > 0 {
-                return Ok(Claimed::Busy);
+                tx.commit()?;
+                return Ok(Some(Claimed::Busy));
             }
             let inserted = tx.execute(
-                "INSERT OR IGNORE INTO runs (target, slot, status, started_ms, lease_until, lease_epoch)
-                 VALUES (?1, ?2, 'running', ?3, ?4, 1)",
-                params![target, slot, now_ms, now_ms + lease_ms],
+                "INSERT OR IGNORE INTO runs (target, slot, status, started_ms, lease_until, lease_epoch, worker)
+                 VALUES (?1, ?2, 'running', ?3, ?4, 1, ?5)",
+                params![target, slot, now_ms, now_ms + lease_ms, worker],
             )?;
             let claim = (inserted == 1).then(|| Claim {
                 run_id: tx.last_insert_rowid(),
@@ -307,8 +319,9 @@ impl Store for SqliteStore {
                 )?;
             }
             tx.commit()?;
-            Ok(claim.map_or(Claimed::Done, Claimed::Run))
-        })
+            Ok(Some(claim.map_or(Claimed::Done, Claimed::Run)))
+        })?;
+        claimed.ok_or_else(|| StoreError::UnknownTarget(target.to_string()))
     }
 
     fn renew(&self, claim: &mut Claim, now_ms: i64, lease_ms: i64) -> Result<bool, StoreError> {
@@ -581,6 +594,68 @@ impl Store for SqliteStore {
             tx.commit()?;
             Ok(u64::try_from(n).unwrap_or(u64::MAX))
         })
+    }
+
+    fn lease_host(
+        &self,
+        host: &str,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<HostLease>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "INSERT INTO host_leases (host, worker, lease_until, epoch) VALUES (?1, ?2, ?3, 1)
+                 ON CONFLICT(host) DO UPDATE SET worker = excluded.worker,
+                     lease_until = excluded.lease_until, epoch = host_leases.epoch + 1
+                 WHERE host_leases.lease_until < ?4
+                 RETURNING epoch",
+                params![host, worker, now_ms.saturating_add(lease_ms), now_ms],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+        .map(|epoch| {
+            epoch.map(|epoch| HostLease {
+                host: host.to_string(),
+                worker: worker.to_string(),
+                epoch,
+            })
+        })
+    }
+
+    fn renew_host(
+        &self,
+        lease: &mut HostLease,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let n = self.with(|c| {
+            c.execute(
+                "UPDATE host_leases SET lease_until = ?1, epoch = epoch + 1
+                 WHERE host = ?2 AND worker = ?3 AND epoch = ?4",
+                params![
+                    now_ms.saturating_add(lease_ms),
+                    lease.host,
+                    lease.worker,
+                    lease.epoch
+                ],
+            )
+        })?;
+        if n == 1 {
+            lease.epoch += 1;
+        }
+        Ok(n == 1)
+    }
+
+    fn release_host(&self, lease: &HostLease) -> Result<bool, StoreError> {
+        self.with(|c| {
+            c.execute(
+                "DELETE FROM host_leases WHERE host = ?1 AND worker = ?2 AND epoch = ?3",
+                params![lease.host, lease.worker, lease.epoch],
+            )
+        })
+        .map(|n| n == 1)
     }
 
     fn totals(&self) -> Result<Totals, StoreError> {

@@ -2,9 +2,10 @@
 //! unique per (target, slot), their reports, the accepted baselines, and the ownership proof
 //! each run relied on (the proof files `mcpprobe verify` writes in the state folder stay what
 //! the gate reads on every run; the store records which one a run used). SQLite is the embedded
-//! default ([`super::sqlite::SqliteStore`]); the interface is synchronous and shaped so that a
-//! PostgreSQL store (claims with `FOR UPDATE SKIP LOCKED`, several daemons sharing targets) can
-//! be added without touching the scheduler. Times are unix milliseconds, passed in by the caller.
+//! default ([`super::sqlite::SqliteStore`]); PostgreSQL ([`super::postgres::PgStore`]) is the
+//! store a fleet of daemons shares (claims with `FOR UPDATE SKIP LOCKED`, host leases). The
+//! interface is synchronous: callers on async threads go through [`super::db`]
+//! (`spawn_blocking`). Times are unix milliseconds, passed in by the caller.
 
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +132,8 @@ pub struct RunSummary {
     pub requests: u64,
     /// Why it was refused, incomplete or interrupted.
     pub reason: Option<String>,
+    /// The daemon that ran it (its worker name; none for runs from before version 5).
+    pub worker: Option<String>,
     /// The ownership proof the gate accepted for it (none when the gate stopped it, or it
     /// never reached the gate).
     pub proof: Option<ProofRecord>,
@@ -246,15 +249,26 @@ pub trait Store: Send + Sync {
     /// keep their history but are no longer listed).
     fn sync_targets(&self, targets: &[TargetRow], now_ms: i64) -> Result<(), StoreError>;
     fn targets(&self) -> Result<Vec<TargetRow>, StoreError>;
-    /// Claims `slot` of `target`. A run whose lease lapsed is marked interrupted first,
-    /// releasing its slot.
+    /// Claims `slot` of `target` for `worker` (recorded with the run). A run whose lease
+    /// lapsed is marked interrupted first, releasing its slot.
+    fn claim_for(
+        &self,
+        target: &str,
+        slot: i64,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Claimed, StoreError>;
+    /// [`Store::claim_for`] by the default worker (a daemon alone).
     fn claim(
         &self,
         target: &str,
         slot: i64,
         now_ms: i64,
         lease_ms: i64,
-    ) -> Result<Claimed, StoreError>;
+    ) -> Result<Claimed, StoreError> {
+        self.claim_for(target, slot, super::DEFAULT_WORKER, now_ms, lease_ms)
+    }
     /// Extends the lease; `false` when it was lost (the scan must stop).
     fn renew(&self, claim: &mut Claim, now_ms: i64, lease_ms: i64) -> Result<bool, StoreError>;
     /// Records the end of a run that still holds its claim (its current epoch); `false` when
@@ -296,6 +310,35 @@ pub trait Store: Send + Sync {
     /// with go too, the accepted one of each target aside. Counters are kept. Returns the
     /// runs deleted.
     fn prune(&self, keep: &Retention, now_ms: i64) -> Result<u64, StoreError>;
+    /// Leases `host` to `worker` (politeness across a fleet: one worker scans a host at a
+    /// time): granted when no live lease holds it (none, or one that lapsed, whoever held it);
+    /// `None` while another lease is live, this worker's own included.
+    fn lease_host(
+        &self,
+        host: &str,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<HostLease>, StoreError>;
+    /// Extends a host's lease; `false` when it was lost (it lapsed and another worker took
+    /// it): the worker must stop scanning the host.
+    fn renew_host(
+        &self,
+        lease: &mut HostLease,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<bool, StoreError>;
+    /// Gives the host up; `false` when the lease was no longer this one.
+    fn release_host(&self, lease: &HostLease) -> Result<bool, StoreError>;
+}
+
+/// A host leased to a worker: the handle it renews and releases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostLease {
+    pub host: String,
+    pub worker: String,
+    /// Bumped by every grant and renewal; a renewal that finds another epoch lost the lease.
+    pub epoch: i64,
 }
 
 /// How much history the store keeps (`keep_runs`, `keep_days` in `mcpprobe.toml`).

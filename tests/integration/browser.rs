@@ -123,6 +123,7 @@ fn hostile_run_page_in_chromium_is_inert_text() {
         tool_list_sha256: Some(now.tool_list_sha256.clone()),
         requests: 0,
         reason: None,
+        worker: None,
         proof: None,
     };
     let html = page::run_page(&target, &run, Some(&report), &changes).into_string();

@@ -25,4 +25,5 @@ mod report;
 mod rules;
 mod secrets;
 mod stdio;
+mod store;
 mod support;

@@ -62,6 +62,7 @@ pub mod hostile;
 pub mod http;
 pub mod netns;
 pub mod peers;
+pub mod postgres;
 pub mod rmcp_peer;
 
 /// A multi-threaded runtime for the test's servers, while the test itself runs the binary.
