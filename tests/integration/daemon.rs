@@ -75,12 +75,11 @@ fn fixture_resolving(
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let dc = DaemonConfig::new(
-        &config(text),
-        |var| env.iter().find(|(k, _)| k == var).map(|(_, v)| v.clone()),
-        state.path().to_path_buf(),
-    )
-    .expect("a valid daemon config");
+    let lookup = move |var: &str| env.iter().find(|(k, _)| k == var).map(|(_, v)| v.clone());
+    let dc = DaemonConfig::new(&config(text), &lookup, state.path().to_path_buf())
+        .expect("a valid daemon config")
+        // Imported targets' tokens come from the same environment.
+        .with_env(lookup);
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&SqliteStore::path_in(state.path())).expect("store"));
     let clock = TestClock::new();
@@ -424,12 +423,7 @@ fn serve(rt: &tokio::runtime::Runtime, f: &Fixture, bind: &str) -> u16 {
         .block_on(tokio::net::TcpListener::bind(bind))
         .expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    let state = http::AppState {
-        config: f.daemon.config.clone(),
-        store: f.store.clone(),
-        scanner: f.daemon.scanner.clone(),
-        metrics: f.daemon.metrics.clone(),
-    };
+    let state = http::AppState::of(&f.daemon);
     rt.spawn(http::serve(listener, state, CancellationToken::new()));
     port
 }
