@@ -1,12 +1,13 @@
 //! `mcpprobe daemon` as the CLI hosts it: the configuration (tokens from the environment), the
 //! state folder, logs, SIGTERM/SIGINT (which cancel running scans, recorded as interrupted),
-//! the status endpoint and the schedule. `daemon accept NAME` accepts a target's state.
+//! the status endpoint and the schedule. `daemon accept NAME` accepts a target's state;
+//! `daemon targets import FILE | remove NAME | list` manages the imported targets.
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{DaemonAction, DaemonArgs, LogFormat, print_out, usage_error};
+use crate::cli::{DaemonAction, DaemonArgs, LogFormat, TargetsAction, print_out, usage_error};
 use crate::config::Config;
 use secrecy::SecretString;
 
@@ -16,15 +17,16 @@ use crate::daemon::store::{Store, StoreError};
 use crate::daemon::{Daemon, DaemonConfig, DatabaseUrl, http};
 use crate::engine::{Scanner, ScannerConfig};
 
-/// Logs on stderr, `secrets` redacted from every line (SPEC §7).
-fn logs(format: LogFormat, secrets: crate::net::redact::Secrets) {
+/// Logs on stderr, `secrets` redacted from every line (SPEC §7): the latest set at each line,
+/// so that an imported target's secrets are redacted as soon as the daemon loads it.
+fn logs(format: LogFormat, secrets: crate::net::redact::SharedSecrets) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::filter::Targets::new()
         .with_target("mcpprobe::daemon", tracing::Level::INFO)
         .with_target("mcpprobe", tracing::Level::WARN);
     let base = tracing_subscriber::fmt::layer()
-        .with_writer(crate::net::redact::RedactingStderr::new(secrets))
+        .with_writer(crate::net::redact::RedactingStderr::shared(secrets))
         .with_ansi(false);
     let _ = match format {
         LogFormat::Json => tracing_subscriber::registry()
@@ -81,8 +83,8 @@ pub fn run(args: &DaemonArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
-    // `accept` needs only the store (not the targets' tokens).
-    if let Some(DaemonAction::Accept { name, run }) = &args.action {
+    // `accept` and `targets` need only the store (not the targets' tokens).
+    if let Some(action) = &args.action {
         let state_dir = config.state_dir.clone().unwrap_or(default_state);
         let database = match &config.database_url_env {
             Some(var) => match std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
@@ -98,6 +100,12 @@ pub fn run(args: &DaemonArgs) -> i32 {
                 }
             },
             None => None,
+        };
+        let (name, run) = match action {
+            DaemonAction::Targets { action } => {
+                return targets(action, &state_dir, database.as_ref());
+            }
+            DaemonAction::Accept { name, run } => (name, run),
         };
         let store = match open_store(&state_dir, database.as_ref()) {
             Ok(s) => s,
@@ -117,7 +125,7 @@ pub fn run(args: &DaemonArgs) -> i32 {
     }
     let mut daemon_config =
         match DaemonConfig::new(&config, |v| std::env::var(v).ok(), default_state) {
-            Ok(c) => c,
+            Ok(c) => c.with_env(|v| std::env::var(v).ok()),
             Err(e) => return usage_error(e),
         };
     daemon_config.worker = match &args.test_worker {
@@ -139,9 +147,18 @@ pub fn run(args: &DaemonArgs) -> i32 {
         Err(e) => return usage_error(daemon_config.secrets.redact(&e.to_string())),
     };
     if daemon_config.targets.is_empty() {
-        return usage_error(format!("{}: no [[targets]] to scan", args.config.display()));
+        match store.imported_targets() {
+            Ok(imported) if !imported.is_empty() => {}
+            Ok(_) => {
+                return usage_error(format!(
+                    "{}: no [[targets]] to scan, and none imported (`mcpprobe daemon targets import FILE`)",
+                    args.config.display()
+                ));
+            }
+            Err(e) => return usage_error(e),
+        }
     }
-    logs(args.log_format, daemon_config.secrets.clone());
+    logs(args.log_format, daemon_config.log_secrets.clone());
     let runtime = match super::scan::runtime() {
         Ok(r) => r,
         Err(e) => return usage_error(e),
@@ -183,12 +200,7 @@ pub fn run(args: &DaemonArgs) -> i32 {
                 Err(e) => return usage_error(format!("cannot listen on {listen}: {e}")),
             };
             tracing::info!(target: "mcpprobe::daemon", "status endpoint on http://{listen}/");
-            let state = http::AppState {
-                config: daemon.config.clone(),
-                store: daemon.store.clone(),
-                scanner: daemon.scanner.clone(),
-                metrics: daemon.metrics.clone(),
-            };
+            let state = http::AppState::of(&daemon);
             Some(tokio::spawn(http::serve(listener, state, shutdown.clone())))
         };
         let result = daemon.run(shutdown.clone(), args.once).await;
@@ -204,4 +216,101 @@ pub fn run(args: &DaemonArgs) -> i32 {
             }
         }
     })
+}
+
+/// Why `mcpprobe daemon targets …` did nothing (exit 64).
+#[derive(Debug, thiserror::Error)]
+enum TargetsError {
+    #[error(transparent)]
+    Import(#[from] crate::daemon::targets::ImportError),
+    #[error(transparent)]
+    Store(#[from] crate::daemon::store::StoreError),
+    #[error("cannot create the state folder {}: {source}", path.display())]
+    StateDir {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `mcpprobe daemon targets …` on the store in `state_dir`.
+fn targets(
+    action: &TargetsAction,
+    state_dir: &std::path::Path,
+    database: Option<&DatabaseUrl>,
+) -> i32 {
+    let open = || -> Result<Arc<dyn Store>, TargetsError> {
+        if database.is_none() {
+            std::fs::create_dir_all(state_dir).map_err(|source| TargetsError::StateDir {
+                path: state_dir.to_path_buf(),
+                source,
+            })?;
+        }
+        Ok(open_store(state_dir, database)?)
+    };
+    let done = match action {
+        TargetsAction::Import { file } => import(file, open),
+        TargetsAction::Remove { name } => open().and_then(|store| {
+            store.remove_target(name)?;
+            Ok(format!(
+                "removed {name}: no longer listed or scheduled (its history is kept)\n"
+            ))
+        }),
+        TargetsAction::List => open().and_then(|store| Ok(list(&store)?)),
+    };
+    match done {
+        Ok(text) => print_out(&text),
+        Err(e) => usage_error(e),
+    }
+}
+
+/// Checks `file` whole before the store is opened (a bad file imports nothing), then imports
+/// it in one transaction.
+fn import(
+    file: &std::path::Path,
+    open: impl FnOnce() -> Result<Arc<dyn Store>, TargetsError>,
+) -> Result<String, TargetsError> {
+    let list = crate::daemon::targets::read_file(file)?;
+    let store = open()?;
+    let now = chrono::Utc::now().timestamp_millis();
+    let s = store.import_targets(&list, now)?;
+    let mut text = format!(
+        "imported {}: {} targets ({} added, {} updated, {} unchanged)\n",
+        file.display(),
+        list.len(),
+        s.added,
+        s.updated,
+        s.unchanged
+    );
+    if s.shadowed > 0 {
+        text.push_str(&format!(
+            "{} of them are named by the configuration file, which wins: their import is not kept\n",
+            s.shadowed
+        ));
+    }
+    Ok(text)
+}
+
+/// The listed targets: name, source, interval, URL (its secrets redacted), one a line.
+fn list(store: &Arc<dyn Store>) -> Result<String, crate::daemon::store::StoreError> {
+    let imported: std::collections::HashSet<String> = store
+        .imported_targets()?
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    let mut text = String::new();
+    for t in store.targets()? {
+        let source = if imported.contains(&t.name) {
+            "import"
+        } else {
+            "config"
+        };
+        text.push_str(&format!(
+            "{}\t{source}\t{}s\t{}\n",
+            t.name,
+            t.every_ms / 1000,
+            crate::util::escape::escape(&t.url)
+        ));
+    }
+    Ok(text)
 }

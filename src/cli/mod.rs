@@ -372,6 +372,23 @@ pub enum DaemonAction {
         #[arg(long, value_name = "ID")]
         run: Option<i64>,
     },
+    /// Manage imported targets (beside the configuration file's, which win by name).
+    Targets {
+        #[command(subcommand)]
+        action: TargetsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TargetsAction {
+    /// Import targets, all or none, idempotent by name: FILE.toml holds `[[targets]]` tables
+    /// as in mcpprobe.toml; FILE.jsonl one target object per line (the same keys); FILE.json
+    /// an array of them.
+    Import { file: PathBuf },
+    /// Stop listing and scheduling an imported target (its history is kept).
+    Remove { name: String },
+    /// List the targets the store holds (configured and imported).
+    List,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

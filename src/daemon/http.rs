@@ -1,13 +1,16 @@
 //! The status endpoint (SPEC §8, §8.1), on 127.0.0.1:9464 by default: `/healthz`, `/targets`,
 //! `/targets/{name}/runs`, `/targets/{name}/runs/{id}`, `/targets/{name}/report`,
-//! `POST /targets/{name}/accept`, `/badge/{name}.svg|.json`, `/metrics`, and the web page
-//! (`/`, `/targets/{name}`, and the run pages when a browser asks for HTML). Every answer has a
-//! strict Content-Security-Policy; with `api_token_env`, every request but `/healthz` and the
-//! badges must show the bearer token (`Authorization: Bearer …`, the scheme in any case, the
-//! token compared in constant time). Accepting a baseline over HTTP needs that token even on
-//! loopback; without one it is refused, and `mcpprobe daemon accept NAME` accepts on this
-//! machine. Served by hyper directly ([`serve`]) so that a client that opens a connection and
-//! dribbles its headers is dropped after [`HEADER_READ_TIMEOUT`].
+//! `POST /targets/{name}/accept`, `POST /targets` (an import: a JSON array of target objects,
+//! or one per line), `DELETE /targets/{name}` (an imported target), `/badge/{name}.svg|.json`,
+//! `/metrics`, and the web page (`/`, `/targets/{name}`, and the run pages when a browser asks
+//! for HTML). Every answer has a strict Content-Security-Policy; with `api_token_env`, every
+//! request but `/healthz` and the badges must show the bearer token (`Authorization: Bearer
+//! …`, the scheme in any case, the token compared in constant time). Accepting a baseline,
+//! importing and removing targets over HTTP need that token even on loopback; without one
+//! they are refused, and `mcpprobe daemon accept NAME` / `mcpprobe daemon targets import FILE`
+//! do it on this machine. The targets listed are the configuration's and the imported ones
+//! ([`super::targets`]). Served by hyper directly ([`serve`]) so that a client that opens a
+//! connection and dribbles its headers is dropped after [`HEADER_READ_TIMEOUT`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +36,28 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub scanner: Arc<Scanner>,
     pub metrics: Arc<super::metrics::Metrics>,
+    /// The targets shown: the configuration's and the imported ones.
+    pub targets: Arc<super::targets::LiveTargets>,
+}
+
+impl AppState {
+    /// The state of `daemon`'s endpoint.
+    pub fn of(daemon: &super::Daemon) -> AppState {
+        AppState {
+            config: daemon.config.clone(),
+            store: daemon.store.clone(),
+            scanner: daemon.scanner.clone(),
+            metrics: daemon.metrics.clone(),
+            targets: daemon.targets.clone(),
+        }
+    }
+
+    /// The targets as they are now (read again from the store at most every few seconds).
+    async fn targets(&self) -> Arc<super::targets::TargetSet> {
+        self.targets
+            .current(&self.store, now_ms(&self.scanner))
+            .await
+    }
 }
 
 /// The CSP of every answer: nothing runs, nothing loads from elsewhere.
@@ -79,8 +104,8 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
         .is_some_and(|a| a.contains("text/html"))
 }
 
-fn known(state: &AppState, name: &str) -> bool {
-    state.config.targets.iter().any(|t| t.name == name)
+async fn known(state: &AppState, name: &str) -> bool {
+    state.targets().await.get(name).is_some()
 }
 
 /// A run as the API shows it (serialised straight from the summary: `/targets` lists
@@ -221,8 +246,8 @@ async fn dashboard(State(s): State<AppState>) -> Response {
     let mut by_name: std::collections::HashMap<String, RunSummary> =
         latest.into_iter().map(|r| (r.target.clone(), r)).collect();
     let now = s.scanner.now();
-    let cards: Vec<page::TargetCard> = s
-        .config
+    let set = s.targets().await;
+    let cards: Vec<page::TargetCard> = set
         .targets
         .iter()
         .map(|t| {
@@ -251,7 +276,8 @@ async fn target(
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(t) = s.config.targets.iter().find(|t| t.name == name) else {
+    let set = s.targets().await;
+    let Some(t) = set.get(&name) else {
         return error(StatusCode::NOT_FOUND, "no such target");
     };
     let n = name.clone();
@@ -284,7 +310,7 @@ async fn badge(State(s): State<AppState>, Path(file): Path<String>) -> Response 
         (None, Some(n)) => (n.to_string(), false),
         _ => return error(StatusCode::NOT_FOUND, "badges are NAME.svg or NAME.json"),
     };
-    if !known(&s, &name) {
+    if !known(&s, &name).await {
         return error(StatusCode::NOT_FOUND, "no such target");
     }
     let n = name.clone();
@@ -322,8 +348,8 @@ async fn targets(State(s): State<AppState>) -> Response {
     };
     let by_name: std::collections::HashMap<&str, &RunSummary> =
         latest.iter().map(|r| (r.target.as_str(), r)).collect();
-    let list: Vec<TargetJson<'_>> = s
-        .config
+    let set = s.targets().await;
+    let list: Vec<TargetJson<'_>> = set
         .targets
         .iter()
         .map(|t| TargetJson {
@@ -344,7 +370,7 @@ async fn targets(State(s): State<AppState>) -> Response {
 }
 
 async fn runs(State(s): State<AppState>, Path(name): Path<String>) -> Response {
-    if !known(&s, &name) {
+    if !known(&s, &name).await {
         return error(StatusCode::NOT_FOUND, "no such target");
     }
     match db(&s.store, move |st| st.runs(&name, RUNS_LIMIT)).await {
@@ -359,7 +385,8 @@ async fn run(
     Path((name, id)): Path<(String, i64)>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(t) = s.config.targets.iter().find(|t| t.name == name) else {
+    let set = s.targets().await;
+    let Some(t) = set.get(&name) else {
         return error(StatusCode::NOT_FOUND, "no such target");
     };
     let found = db(&s.store, move |st| {
@@ -409,7 +436,7 @@ async fn run(
 }
 
 async fn report(State(s): State<AppState>, Path(name): Path<String>) -> Response {
-    if !known(&s, &name) {
+    if !known(&s, &name).await {
         return error(StatusCode::NOT_FOUND, "no such target");
     }
     match db(&s.store, move |st| st.latest_report(&name)).await {
@@ -440,7 +467,7 @@ async fn accept(
 
 /// Accepts the state run `id` observed (the one the reviewer read), or the latest run's.
 async fn accept_state(s: AppState, name: String, id: Option<i64>, headers: HeaderMap) -> Response {
-    if !known(&s, &name) {
+    if !known(&s, &name).await {
         return error(StatusCode::NOT_FOUND, "no such target");
     }
     // A state change needs the API token whatever the address (the guard checked it when one
@@ -472,6 +499,140 @@ async fn accept_state(s: AppState, name: String, id: Option<i64>, headers: Heade
             e @ (super::store::StoreError::NothingToAccept(_)
             | super::store::StoreError::NoSuchRunToAccept(..)),
         )) => error(StatusCode::CONFLICT, &e.to_string()),
+        Err(e) => internal(e),
+    }
+}
+
+/// Refuses a state change made without the API token (none configured: any local process
+/// could make it; `cli` says what to run on this machine instead) or from a web page (an
+/// `Origin` header: a page cannot make a browser change the daemon's state).
+fn state_change_refused(
+    s: &AppState,
+    headers: &HeaderMap,
+    what: &str,
+    cli: &str,
+) -> Option<Response> {
+    // The guard checked the token when one is configured.
+    if s.config.api_token.is_none() {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            &format!("{what} over HTTP needs api_token_env; on this machine run `{cli}` instead"),
+        ));
+    }
+    if headers.contains_key(header::ORIGIN) {
+        return Some(error(
+            StatusCode::FORBIDDEN,
+            &format!("{what} is an API call: requests carrying an Origin header are refused"),
+        ));
+    }
+    None
+}
+
+/// `POST /targets`: imports the targets of the body (a JSON array of target objects, or one
+/// per line), all or none, in one transaction.
+async fn import(State(s): State<AppState>, headers: HeaderMap, body: axum::body::Body) -> Response {
+    if let Some(refused) = state_change_refused(
+        &s,
+        &headers,
+        "importing targets",
+        "mcpprobe daemon targets import FILE",
+    ) {
+        return refused;
+    }
+    let bytes = match axum::body::to_bytes(body, super::targets::MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "the body is larger than {} bytes: import in parts, or with `mcpprobe daemon targets import FILE`",
+                    super::targets::MAX_BODY_BYTES
+                ),
+            );
+        }
+    };
+    let parsed =
+        tokio::task::spawn_blocking(move || super::targets::parse_body(bytes.to_vec())).await;
+    let targets = match parsed {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => return import_error(&e),
+        Err(e) => return internal(DaemonError::Blocking(e.to_string())),
+    };
+    let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+    let now = now_ms(&s.scanner);
+    let summary = match db(&s.store, move |st| st.import_targets(&targets, now)).await {
+        Ok(summary) => summary,
+        Err(e) => return internal(e),
+    };
+    // This daemon schedules them at once; the others within their next reading.
+    s.targets.invalidate();
+    let set = s.targets().await;
+    let wanted: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+    let not_scheduled: Vec<Value> = set
+        .skipped
+        .iter()
+        .filter(|(name, _)| wanted.contains(name.as_str()))
+        .map(|(name, why)| json!({ "name": name, "reason": why }))
+        .collect();
+    axum::Json(json!({
+        "added": summary.added,
+        "updated": summary.updated,
+        "unchanged": summary.unchanged,
+        "shadowed": summary.shadowed,
+        "not_scheduled_here": not_scheduled,
+    }))
+    .into_response()
+}
+
+/// An import refused, as JSON naming where (line, column, index) and which key.
+fn import_error(e: &super::targets::ImportError) -> Response {
+    use super::targets::ImportError;
+    let status = match e {
+        ImportError::TooLarge { .. } | ImportError::TooMany { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    let mut body = json!({ "error": e.to_string() });
+    if let ImportError::Invalid {
+        line,
+        column,
+        index,
+        key,
+        message,
+        ..
+    } = e
+    {
+        body["line"] = json!(line);
+        body["column"] = json!(column);
+        body["index"] = json!(index);
+        body["key"] = json!(key);
+        body["message"] = json!(message);
+    }
+    (status, axum::Json(body)).into_response()
+}
+
+/// `DELETE /targets/{name}`: an imported target is no longer listed or scheduled (its history
+/// stays).
+async fn remove(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let cli = format!("mcpprobe daemon targets remove {name}");
+    if let Some(refused) = state_change_refused(&s, &headers, "removing a target", &cli) {
+        return refused;
+    }
+    let n = name.clone();
+    match db(&s.store, move |st| st.remove_target(&n)).await {
+        Ok(()) => {
+            s.targets.invalidate();
+            axum::Json(json!({ "removed": name })).into_response()
+        }
+        Err(DaemonError::Store(e @ super::store::StoreError::UnknownTarget(_))) => {
+            error(StatusCode::NOT_FOUND, &e.to_string())
+        }
+        Err(DaemonError::Store(e @ super::store::StoreError::ConfiguredTarget(_))) => {
+            error(StatusCode::CONFLICT, &e.to_string())
+        }
         Err(e) => internal(e),
     }
 }
@@ -588,9 +749,9 @@ pub fn router(state: AppState) -> axum::Router {
         .route(page::HOME_PATH, get(dashboard))
         .route(page::STYLE_PATH, get(style))
         .route("/healthz", get(healthz))
-        .route("/targets/{name}", get(target))
+        .route("/targets/{name}", get(target).delete(remove))
         .route("/badge/{file}", get(badge))
-        .route("/targets", get(targets))
+        .route("/targets", get(targets).post(import))
         .route("/targets/{name}/runs", get(runs))
         .route("/targets/{name}/runs/{id}", get(run))
         .route("/targets/{name}/report", get(report))

@@ -1,8 +1,9 @@
-//! `mcpprobe daemon` (SPEC §8, §8.1): scheduled re-scans of the targets in `mcpprobe.toml`,
-//! through one [`crate::engine::Scanner`] (so the host-keyed rate limit covers every target of a
-//! host), each run gate first, its state in a [`store::Store`], with a status API, badges,
-//! metrics and a web page ([`http`]). A host of the engine, like the CLI: it reads the
-//! environment for tokens (and only for them), never prints (logs go through `tracing`).
+//! `mcpprobe daemon` (SPEC §8, §8.1): scheduled re-scans of the targets in `mcpprobe.toml` and
+//! of those imported into its store ([`targets`]), through one [`crate::engine::Scanner`] (so
+//! the host-keyed rate limit covers every target of a host), each run gate first, its state in
+//! a [`store::Store`], with a status API, badges, metrics and a web page ([`http`]). A host of
+//! the engine, like the CLI: it reads the environment for tokens (and only for them), never
+//! prints (logs go through `tracing`).
 
 pub mod http;
 pub mod metrics;
@@ -11,6 +12,7 @@ pub mod postgres;
 pub mod schedule;
 pub mod sqlite;
 pub mod store;
+pub mod targets;
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -27,10 +29,9 @@ use crate::engine::{
     ConfigError, Credentials, ScanLimits, ScanRequest, Scanned, Scanner, Secret, SecretSource,
     Selection, StoredBaseline, Target,
 };
-use crate::finding::Confidence;
-use crate::model::{FailOn, Policy, Report, RunOutcome};
-use crate::net::redact::Secrets;
-use crate::review::{Review, Suppression};
+use crate::model::{Policy, Report, RunOutcome};
+use crate::net::redact::{Secrets, SharedSecrets};
+use crate::review::Review;
 use store::{Claim, Claimed, Counts, Finished, RunStatus, Store, StoreError, TargetRow};
 
 /// The status endpoint's default address (SPEC §8).
@@ -94,10 +95,20 @@ pub struct DaemonConfig {
     /// A run's (and a host's) lease, renewed every third of it; [`LEASE`] unless a test
     /// shortens it.
     pub lease: Duration,
+    /// Every target's interval, when a test set one ([`DaemonConfig::hurry`]).
+    pub every_override: Option<i64>,
     pub targets: Vec<TargetSpec>,
     /// Every secret of the configuration (SPEC §7): each target's token and URL query values,
     /// the API token. Redacted from every run stored, every target row and every log line.
+    /// The imported targets' secrets join them in each [`targets::TargetSet`].
     pub secrets: Secrets,
+    /// What the logs redact: [`DaemonConfig::secrets`], then those of the current target set
+    /// (the host's log writer reads it at each line).
+    pub log_secrets: SharedSecrets,
+    /// The file's top-level policy, checks and suppressions, for imported targets.
+    pub defaults: targets::Defaults,
+    /// Where imported targets' tokens come from ([`DaemonConfig::with_env`]).
+    pub env: targets::Env,
 }
 
 impl DaemonConfig {
@@ -196,76 +207,14 @@ impl DaemonConfig {
             },
             None => None,
         };
+        let defaults = targets::Defaults::of(config);
         let mut targets = Vec::new();
         for (i, t) in config.targets.iter().enumerate() {
-            let line = l.target(i);
-            let key = |k: &str| format!("targets[{i}].{k}");
-            Target::http(&t.url).map_err(|e| l.error(line, key("url"), e.to_string()))?;
-            let token = match &t.token_env {
-                Some(var) => match env(var).filter(|v| !v.is_empty()) {
-                    Some(v) => Some(Secret::new(v)),
-                    None => {
-                        return Err(l.error(
-                            line,
-                            key("token_env"),
-                            format!("the environment variable {var} is not set"),
-                        ));
-                    }
-                },
-                None => None,
-            };
-            let (only, skip) = match (&t.checks, &t.skip_checks) {
-                (None, None) => (config.checks.clone(), config.skip_checks.clone()),
-                (o, s) => (o.clone(), s.clone()),
-            };
-            let checks = Selection::new(
-                only.as_deref().unwrap_or_default(),
-                skip.as_deref().unwrap_or_default(),
-            )
-            .map_err(|e| l.error(line, key("checks"), e.to_string()))?;
-            let every_ms = i64::try_from(t.every.as_millis()).unwrap_or(i64::MAX);
-            let suppressions: Vec<Suppression> = config
-                .suppress
-                .iter()
-                .chain(t.suppress.iter())
-                .cloned()
-                .collect();
-            targets.push(TargetSpec {
-                name: t.name.clone(),
-                url: t.url.clone(),
-                scan_url: Secret::new(t.url.clone()),
-                every_ms,
-                offset_ms: schedule::offset_ms(&t.name, every_ms),
-                policy: Policy {
-                    fail_on: t
-                        .fail_on
-                        .or(config.fail_on)
-                        .unwrap_or(FailOn::High)
-                        .severity(),
-                    min_confidence: t
-                        .min_confidence
-                        .or(config.min_confidence)
-                        .unwrap_or(Confidence::Low),
-                },
-                token,
-                checks,
-                review: Review {
-                    severities: config.severity.clone(),
-                    suppressions,
-                    previous: None,
-                },
-                allow_private_addresses: t.allow_private_addresses,
-            });
+            let spec = targets::spec_of(t, &defaults, &env)
+                .map_err(|e| l.error(l.target(i), format!("targets[{i}].{}", e.key), e.message))?;
+            targets.push(spec);
         }
-        let mut sources: Vec<SecretSource> = Vec::new();
-        for t in &targets {
-            sources.push(SecretSource::Url(t.scan_url.expose().to_string()));
-            sources.extend(
-                t.token
-                    .iter()
-                    .map(|v| SecretSource::Token(v.expose().to_string())),
-            );
-        }
+        let mut sources: Vec<SecretSource> = targets::secret_sources(&targets);
         sources.extend(
             api_token
                 .iter()
@@ -290,8 +239,12 @@ impl DaemonConfig {
             database,
             worker: DEFAULT_WORKER.to_string(),
             lease: LEASE,
+            every_override: None,
             targets,
+            log_secrets: SharedSecrets::new(secrets.clone()),
             secrets,
+            defaults,
+            env: targets::Env::none(),
         })
     }
 
@@ -299,6 +252,7 @@ impl DaemonConfig {
     /// run many slots in seconds; the configuration's floor of 30 s stays for users).
     pub fn hurry(&mut self, every: Option<Duration>, lease: Option<Duration>) {
         if let Some(every) = every.filter(|d| !d.is_zero()) {
+            self.every_override = Some(ms(every));
             for t in &mut self.targets {
                 t.every_ms = ms(every);
                 t.offset_ms = schedule::offset_ms(&t.name, t.every_ms);
@@ -307,6 +261,16 @@ impl DaemonConfig {
         if let Some(lease) = lease.filter(|d| !d.is_zero()) {
             self.lease = lease;
         }
+    }
+
+    /// Where imported targets' tokens are read from (`token_env`), when the daemon loads them:
+    /// the process's environment unless the host says otherwise.
+    pub fn with_env(
+        mut self,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> DaemonConfig {
+        self.env = targets::Env::new(env);
+        self
     }
 
     pub fn rows(&self) -> Vec<TargetRow> {
@@ -365,12 +329,16 @@ pub struct Daemon {
     pub store: Arc<dyn Store>,
     pub scanner: Arc<Scanner>,
     pub metrics: Arc<metrics::Metrics>,
+    /// The configuration's targets merged with the imported ones ([`targets`]).
+    pub targets: Arc<targets::LiveTargets>,
 }
 
 impl Daemon {
     pub fn new(config: DaemonConfig, store: Arc<dyn Store>, scanner: Scanner) -> Daemon {
+        let config = Arc::new(config);
         Daemon {
-            config: Arc::new(config),
+            targets: Arc::new(targets::LiveTargets::new(config.clone())),
+            config,
             store,
             scanner: Arc::new(scanner),
             metrics: Arc::new(metrics::Metrics::default()),
@@ -422,7 +390,8 @@ impl Daemon {
             // Hosts another worker holds, and targets another run holds, this pass.
             let mut elsewhere: HashSet<String> = HashSet::new();
             let mut pending: HashSet<String> = HashSet::new();
-            for t in &self.config.targets {
+            let set = self.current_targets().await;
+            for t in &set.targets {
                 let slot = schedule::slot_at(now, t.every_ms, t.offset_ms);
                 wake = wake.min(slot + t.every_ms);
                 if pass.in_flight.contains(&t.name)
@@ -488,7 +457,7 @@ impl Daemon {
                     metrics: self.metrics.clone(),
                     rate: self.config.rate,
                     lease: self.config.lease,
-                    secrets: self.config.secrets.clone(),
+                    secrets: set.secrets.clone(),
                     host_lost: held.lost.clone(),
                 };
                 let (cancel, done) = (held.stop.child_token(), done_tx.clone());
@@ -518,6 +487,7 @@ impl Daemon {
                         pass.ended(ended);
                     }
                 }
+                () = self.targets.changed() => {}
                 () = tokio::time::sleep(Duration::from_millis(sleep_ms)) => {}
             }
         }

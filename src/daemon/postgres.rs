@@ -19,8 +19,9 @@ use secrecy::{ExposeSecret as _, SecretString};
 use tokio_postgres::{NoTls, Row};
 
 use super::store::{
-    Claim, Claimed, Counts, Finished, HostLease, ProofRecord, Retention, RunDocuments, RunStatus,
-    RunSummary, Store, StoreError, StoredBaseline, TargetRow, Totals,
+    Claim, Claimed, Counts, Finished, HostLease, ImportSummary, ImportedTarget, ProofRecord,
+    Retention, RunDocuments, RunStatus, RunSummary, Store, StoreError, StoredBaseline, TargetRow,
+    Totals,
 };
 
 /// The migrations, in order; the schema version is their count (as in the SQLite store).
@@ -30,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/postgres/003_run_proofs.sql"),
     include_str!("migrations/postgres/004_documents_retention_counters.sql"),
     include_str!("migrations/postgres/005_host_leases.sql"),
+    include_str!("migrations/postgres/006_imported_targets.sql"),
 ];
 
 /// The advisory lock migrations run under ("mcpprobe" in ASCII): daemons starting together
@@ -408,11 +410,15 @@ impl Store for PgStore {
             let tx = client.transaction().await?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TARGETS_LOCK])
                 .await?;
-            tx.execute("UPDATE targets SET active = 0", &[]).await?;
+            // Only the file's own targets leave with it; imported ones stay listed.
+            tx.execute("UPDATE targets SET active = 0 WHERE source = 'config'", &[])
+                .await?;
             let upsert = tx
                 .prepare(
-                    "INSERT INTO targets (name, url, every_ms, active, added_ms) VALUES ($1, $2, $3, 1, $4)
-                     ON CONFLICT (name) DO UPDATE SET url = excluded.url, every_ms = excluded.every_ms, active = 1",
+                    "INSERT INTO targets (name, url, every_ms, active, added_ms, source)
+                     VALUES ($1, $2, $3, 1, $4, 'config')
+                     ON CONFLICT (name) DO UPDATE SET url = excluded.url,
+                         every_ms = excluded.every_ms, active = 1, source = 'config', spec = NULL",
                 )
                 .await?;
             for t in targets {
@@ -421,6 +427,125 @@ impl Store for PgStore {
             }
             tx.commit().await?;
             Ok(())
+        })
+    }
+
+    fn import_targets(
+        &self,
+        targets: &[ImportedTarget],
+        now_ms: i64,
+    ) -> Result<ImportSummary, StoreError> {
+        self.call(async {
+            let mut client = self.pool.get().await?;
+            let tx = client.transaction().await?;
+            // Imports and starts serialise on the targets (the same lock as sync_targets).
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TARGETS_LOCK])
+                .await?;
+            let find = tx
+                .prepare("SELECT source, active, spec FROM targets WHERE name = $1")
+                .await?;
+            let insert = tx
+                .prepare(
+                    "INSERT INTO targets (name, url, every_ms, active, added_ms, source, spec)
+                     VALUES ($1, $2, $3, 1, $4, 'import', $5)",
+                )
+                .await?;
+            let update = tx
+                .prepare(
+                    "UPDATE targets SET url = $2, every_ms = $3, active = 1, source = 'import',
+                         spec = $4 WHERE name = $1",
+                )
+                .await?;
+            let mut summary = ImportSummary::default();
+            for t in targets {
+                let found = tx.query_opt(&find, &[&t.name]).await?;
+                let found: Option<(String, i64, Option<String>)> = match found {
+                    Some(r) => Some((get(&r, 0)?, get(&r, 1)?, get(&r, 2)?)),
+                    None => None,
+                };
+                match found {
+                    None => {
+                        tx.execute(&insert, &[&t.name, &t.url, &t.every_ms, &now_ms, &t.spec])
+                            .await?;
+                        summary.added += 1;
+                        continue;
+                    }
+                    Some((source, 1, _)) if source == "config" => {
+                        summary.shadowed += 1;
+                        continue;
+                    }
+                    Some((_, 1, spec)) if spec.as_deref() == Some(t.spec.as_str()) => {
+                        summary.unchanged += 1;
+                        continue;
+                    }
+                    Some((_, 1, _)) => summary.updated += 1,
+                    // Listed no more (removed, or it left the file): back, with its history.
+                    Some(_) => summary.added += 1,
+                }
+                tx.execute(&update, &[&t.name, &t.url, &t.every_ms, &t.spec])
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(summary)
+        })
+    }
+
+    fn remove_target(&self, name: &str) -> Result<(), StoreError> {
+        enum Removed {
+            Done,
+            Unknown,
+            Configured,
+        }
+        let removed = self.call(async {
+            let mut client = self.pool.get().await?;
+            let tx = client.transaction().await?;
+            let found = tx
+                .query_opt(
+                    "SELECT source, active FROM targets WHERE name = $1 FOR UPDATE",
+                    &[&name],
+                )
+                .await?;
+            let found: Option<(String, i64)> = match found {
+                Some(r) => Some((get(&r, 0)?, get(&r, 1)?)),
+                None => None,
+            };
+            let removed = match found {
+                Some((_, 0)) | None => Removed::Unknown,
+                Some((source, _)) if source == "config" => Removed::Configured,
+                Some(_) => {
+                    tx.execute("UPDATE targets SET active = 0 WHERE name = $1", &[&name])
+                        .await?;
+                    Removed::Done
+                }
+            };
+            tx.commit().await?;
+            Ok(removed)
+        })?;
+        match removed {
+            Removed::Done => Ok(()),
+            Removed::Unknown => Err(StoreError::UnknownTarget(name.to_string())),
+            Removed::Configured => Err(StoreError::ConfiguredTarget(name.to_string())),
+        }
+    }
+
+    fn imported_targets(&self) -> Result<Vec<ImportedTarget>, StoreError> {
+        self.call(async {
+            let client = self.pool.get().await?;
+            let found = client
+                .query(
+                    "SELECT name, url, every_ms, spec FROM targets
+                     WHERE source = 'import' AND active = 1 AND spec IS NOT NULL ORDER BY name",
+                    &[],
+                )
+                .await?;
+            rows(&found, |r| {
+                Ok(ImportedTarget {
+                    name: get(r, 0)?,
+                    url: get(r, 1)?,
+                    every_ms: get(r, 2)?,
+                    spec: get(r, 3)?,
+                })
+            })
         })
     }
 

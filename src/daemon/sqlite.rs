@@ -9,8 +9,9 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::store::{
-    Claim, Claimed, Counts, Finished, HostLease, ProofRecord, Retention, RunDocuments, RunStatus,
-    RunSummary, Store, StoreError, StoredBaseline, TargetRow, Totals,
+    Claim, Claimed, Counts, Finished, HostLease, ImportSummary, ImportedTarget, ProofRecord,
+    Retention, RunDocuments, RunStatus, RunSummary, Store, StoreError, StoredBaseline, TargetRow,
+    Totals,
 };
 
 /// The migrations, in order; the schema version is their count.
@@ -20,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/003_run_proofs.sql"),
     include_str!("migrations/004_documents_retention_counters.sql"),
     include_str!("migrations/005_host_leases.sql"),
+    include_str!("migrations/006_imported_targets.sql"),
 ];
 
 pub struct SqliteStore {
@@ -236,15 +238,123 @@ impl Store for SqliteStore {
     fn sync_targets(&self, targets: &[TargetRow], now_ms: i64) -> Result<(), StoreError> {
         self.with(|c| {
             let tx = c.transaction()?;
-            tx.execute("UPDATE targets SET active = 0", [])?;
-            for t in targets {
-                tx.execute(
-                    "INSERT INTO targets (name, url, every_ms, active, added_ms) VALUES (?1, ?2, ?3, 1, ?4)
-                     ON CONFLICT(name) DO UPDATE SET url = excluded.url, every_ms = excluded.every_ms, active = 1",
-                    params![t.name, t.url, t.every_ms, now_ms],
+            // Only the file's own targets leave with it; imported ones stay listed.
+            tx.execute("UPDATE targets SET active = 0 WHERE source = 'config'", [])?;
+            {
+                let mut upsert = tx.prepare(
+                    "INSERT INTO targets (name, url, every_ms, active, added_ms, source)
+                     VALUES (?1, ?2, ?3, 1, ?4, 'config')
+                     ON CONFLICT(name) DO UPDATE SET url = excluded.url,
+                         every_ms = excluded.every_ms, active = 1, source = 'config', spec = NULL",
                 )?;
+                for t in targets {
+                    upsert.execute(params![t.name, t.url, t.every_ms, now_ms])?;
+                }
             }
             tx.commit()
+        })
+    }
+
+    fn import_targets(
+        &self,
+        targets: &[ImportedTarget],
+        now_ms: i64,
+    ) -> Result<ImportSummary, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let mut summary = ImportSummary::default();
+            {
+                let mut find =
+                    tx.prepare("SELECT source, active, spec FROM targets WHERE name = ?1")?;
+                let mut insert = tx.prepare(
+                    "INSERT INTO targets (name, url, every_ms, active, added_ms, source, spec)
+                     VALUES (?1, ?2, ?3, 1, ?4, 'import', ?5)",
+                )?;
+                let mut update = tx.prepare(
+                    "UPDATE targets SET url = ?2, every_ms = ?3, active = 1, source = 'import',
+                         spec = ?4 WHERE name = ?1",
+                )?;
+                for t in targets {
+                    let found: Option<(String, i64, Option<String>)> = find
+                        .query_row(params![t.name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                        .optional()?;
+                    match found {
+                        None => {
+                            insert.execute(params![t.name, t.url, t.every_ms, now_ms, t.spec])?;
+                            summary.added += 1;
+                            continue;
+                        }
+                        Some((source, 1, _)) if source == "config" => {
+                            summary.shadowed += 1;
+                            continue;
+                        }
+                        Some((_, 1, spec)) if spec.as_deref() == Some(t.spec.as_str()) => {
+                            summary.unchanged += 1;
+                            continue;
+                        }
+                        Some((_, 1, _)) => summary.updated += 1,
+                        // Listed no more (removed, or it left the file): back, with its history.
+                        Some(_) => summary.added += 1,
+                    }
+                    update.execute(params![t.name, t.url, t.every_ms, t.spec])?;
+                }
+            }
+            tx.commit()?;
+            Ok(summary)
+        })
+    }
+
+    fn remove_target(&self, name: &str) -> Result<(), StoreError> {
+        enum Removed {
+            Done,
+            Unknown,
+            Configured,
+        }
+        let removed = self.with(|c| {
+            let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let found: Option<(String, i64)> = tx
+                .query_row(
+                    "SELECT source, active FROM targets WHERE name = ?1",
+                    params![name],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let removed = match found {
+                Some((_, 0)) | None => Removed::Unknown,
+                Some((source, _)) if source == "config" => Removed::Configured,
+                Some(_) => {
+                    tx.execute(
+                        "UPDATE targets SET active = 0 WHERE name = ?1",
+                        params![name],
+                    )?;
+                    Removed::Done
+                }
+            };
+            tx.commit()?;
+            Ok(removed)
+        })?;
+        match removed {
+            Removed::Done => Ok(()),
+            Removed::Unknown => Err(StoreError::UnknownTarget(name.to_string())),
+            Removed::Configured => Err(StoreError::ConfiguredTarget(name.to_string())),
+        }
+    }
+
+    fn imported_targets(&self) -> Result<Vec<ImportedTarget>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT name, url, every_ms, spec FROM targets
+                 WHERE source = 'import' AND active = 1 AND spec IS NOT NULL ORDER BY name",
+            )?;
+            st.query_map([], |r| {
+                Ok(ImportedTarget {
+                    name: r.get(0)?,
+                    url: r.get(1)?,
+                    every_ms: r.get(2)?,
+                    spec: r.get(3)?,
+                })
+            })?
+            .collect()
         })
     }
 
@@ -1082,5 +1192,189 @@ mod tests {
                 .expect("finish")
         );
         assert_eq!(s.runs("a", 1).expect("runs")[0].status, RunStatus::Complete);
+    }
+
+    fn imported(name: &str, every_ms: i64) -> ImportedTarget {
+        ImportedTarget {
+            name: name.into(),
+            url: format!("https://{name}.example/mcp"),
+            every_ms,
+            spec: format!(
+                "{{\"every\":\"{}s\",\"name\":\"{name}\",\"url\":\"https://{name}.example/mcp\"}}",
+                every_ms / 1000
+            ),
+        }
+    }
+
+    fn names(rows: &[impl AsRef<str>]) -> Vec<&str> {
+        rows.iter().map(AsRef::as_ref).collect()
+    }
+
+    impl AsRef<str> for TargetRow {
+        fn as_ref(&self) -> &str {
+            &self.name
+        }
+    }
+
+    impl AsRef<str> for ImportedTarget {
+        fn as_ref(&self) -> &str {
+            &self.name
+        }
+    }
+
+    #[test]
+    fn thousands_of_targets_import_in_one_go_and_again_change_nothing() {
+        let (_d, s) = store();
+        let many: Vec<ImportedTarget> = (0..3000)
+            .map(|i| imported(&format!("t{i:04}"), 3_600_000))
+            .collect();
+        let first = s.import_targets(&many, 1).expect("import");
+        assert_eq!(
+            first,
+            ImportSummary {
+                added: 3000,
+                ..ImportSummary::default()
+            }
+        );
+        assert_eq!(
+            s.imported_targets().expect("read"),
+            many,
+            "by name, as imported"
+        );
+        let again = s.import_targets(&many, 2).expect("import");
+        assert_eq!(
+            again,
+            ImportSummary {
+                unchanged: 3000,
+                ..ImportSummary::default()
+            }
+        );
+        // One changed target is updated; the rest are unchanged.
+        let mut changed = many.clone();
+        changed[7] = imported("t0007", 7_200_000);
+        let third = s.import_targets(&changed, 3).expect("import");
+        assert_eq!((third.updated, third.unchanged), (1, 2999));
+        let stored = s.imported_targets().expect("read");
+        assert_eq!(stored[7].every_ms, 7_200_000);
+        assert_eq!(
+            s.targets().expect("targets").len(),
+            3001,
+            "and the configured one"
+        );
+    }
+
+    #[test]
+    fn a_failed_import_keeps_nothing() {
+        let (_d, s) = store();
+        // The second row is refused (a trigger) inside the one transaction.
+        let broken = s.with(|c| {
+            c.execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON targets WHEN NEW.name = 'bad'
+                 BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+            )
+        });
+        broken.expect("trigger");
+        let list = [imported("good", 60_000), imported("bad", 60_000)];
+        assert!(s.import_targets(&list, 1).is_err());
+        assert!(
+            s.imported_targets().expect("read").is_empty(),
+            "all or none"
+        );
+    }
+
+    #[test]
+    fn a_removed_target_keeps_its_history_and_comes_back_with_it() {
+        let (_d, s) = store();
+        s.import_targets(&[imported("imp", 60_000)], 1)
+            .expect("import");
+        let Claimed::Run(c) = s.claim("imp", 0, 10, 1000).expect("claim") else {
+            panic!("claimed")
+        };
+        assert!(
+            s.finish(&c, &done(RunStatus::Complete), 20)
+                .expect("finish")
+        );
+        s.remove_target("imp").expect("removed");
+        assert!(s.imported_targets().expect("read").is_empty());
+        assert_eq!(names(&s.targets().expect("targets")), ["a"]);
+        assert_eq!(s.runs("imp", 10).expect("runs").len(), 1, "history kept");
+        assert!(matches!(
+            s.remove_target("imp"),
+            Err(StoreError::UnknownTarget(n)) if n == "imp"
+        ));
+        assert!(matches!(
+            s.remove_target("never"),
+            Err(StoreError::UnknownTarget(_))
+        ));
+        assert!(matches!(
+            s.remove_target("a"),
+            Err(StoreError::ConfiguredTarget(n)) if n == "a"
+        ));
+        // Imported again: added, with its history.
+        let back = s
+            .import_targets(&[imported("imp", 60_000)], 30)
+            .expect("import");
+        assert_eq!(back.added, 1);
+        assert_eq!(s.runs("imp", 10).expect("runs").len(), 1);
+    }
+
+    #[test]
+    fn a_start_deactivates_only_the_files_targets_and_the_file_wins_by_name() {
+        let (_d, s) = store();
+        s.import_targets(&[imported("imp", 60_000), imported("both", 60_000)], 1)
+            .expect("import");
+        let row = |name: &str| TargetRow {
+            name: name.into(),
+            url: format!("http://{name}.config/mcp"),
+            every_ms: 120_000,
+        };
+        // "a" left the file, "both" joined it: the file's now.
+        s.sync_targets(&[row("both")], 2).expect("sync");
+        assert_eq!(names(&s.targets().expect("targets")), ["both", "imp"]);
+        assert_eq!(names(&s.imported_targets().expect("read")), ["imp"]);
+        let both = s
+            .targets()
+            .expect("targets")
+            .into_iter()
+            .find(|t| t.name == "both")
+            .expect("listed");
+        assert_eq!(both.url, "http://both.config/mcp");
+        // Importing a name the file holds keeps the file's.
+        let shadowed = s
+            .import_targets(&[imported("both", 60_000), imported("imp", 60_000)], 3)
+            .expect("import");
+        assert_eq!((shadowed.shadowed, shadowed.unchanged), (1, 1));
+        assert_eq!(names(&s.imported_targets().expect("read")), ["imp"]);
+        // A start with no configured targets at all leaves the imported ones listed.
+        s.sync_targets(&[], 4).expect("sync");
+        assert_eq!(names(&s.targets().expect("targets")), ["imp"]);
+        // "a" left the file: imported now, it is added back (with its history).
+        let a = s
+            .import_targets(&[imported("a", 60_000)], 5)
+            .expect("import");
+        assert_eq!(a.added, 1);
+        assert_eq!(names(&s.imported_targets().expect("read")), ["a", "imp"]);
+    }
+
+    #[test]
+    fn a_version_4_database_keeps_its_targets_as_configured() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.sqlite3");
+        let c = Connection::open(&path).expect("raw");
+        for m in &MIGRATIONS[..4] {
+            c.execute_batch(m).expect("migration");
+        }
+        c.execute_batch(
+            "PRAGMA user_version = 4;
+             INSERT INTO targets (name, url, every_ms, added_ms) VALUES ('old', 'http://x/mcp', 60000, 0);",
+        )
+        .expect("a version 4 database");
+        drop(c);
+        let s = SqliteStore::open(&path).expect("migrated");
+        assert_eq!(names(&s.targets().expect("targets")), ["old"]);
+        assert!(s.imported_targets().expect("read").is_empty());
+        // It is the file's: a start without it deactivates it.
+        s.sync_targets(&[], 1).expect("sync");
+        assert!(s.targets().expect("targets").is_empty());
     }
 }

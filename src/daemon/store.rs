@@ -30,6 +30,11 @@ pub enum StoreError {
     NothingToAccept(String),
     #[error("target {0:?} has no run {1} with a complete inventory to accept")]
     NoSuchRunToAccept(String, i64),
+    /// `remove_target` of a target the configuration file defines (remove it there).
+    #[error(
+        "target {0:?} is defined in the configuration file, not imported: remove it from the file"
+    )]
+    ConfiguredTarget(String),
 }
 
 /// How a run ended (or that it has not).
@@ -243,12 +248,58 @@ pub struct TargetRow {
     pub every_ms: i64,
 }
 
+/// A target imported (`mcpprobe daemon targets import`, `POST /targets`) rather than written
+/// in the configuration file: its definition is the JSON of a `[[targets]]` table
+/// ([`crate::config::TargetConfig`]'s keys), checked again each time the daemon loads it.
+/// `token_env` names a variable: the spec never holds a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportedTarget {
+    pub name: String,
+    /// The URL as it may be shown (its query secrets redacted).
+    pub url: String,
+    pub every_ms: i64,
+    /// The target's keys as canonical JSON (keys sorted): what the daemon schedules, and what
+    /// an import compares to tell a changed target from an unchanged one.
+    pub spec: String,
+}
+
+/// What an import did, by name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportSummary {
+    /// Not stored before, or removed since (its history is kept and continues).
+    pub added: u64,
+    /// Imported before with another spec.
+    pub updated: u64,
+    /// Imported before with the same spec: nothing was written.
+    pub unchanged: u64,
+    /// Named by the configuration file, which wins: the import of that name is not kept.
+    pub shadowed: u64,
+}
+
 /// The daemon's state. Every method is one transaction.
 pub trait Store: Send + Sync {
-    /// Makes the stored targets the configured ones (new added, changed updated; removed ones
-    /// keep their history but are no longer listed).
+    /// Makes the stored configuration targets the configured ones (new added, changed
+    /// updated; ones that left the file keep their history but are no longer listed). Imported
+    /// targets are left as they are, but a name the file holds becomes the file's (the
+    /// configuration wins; its imported spec is dropped).
     fn sync_targets(&self, targets: &[TargetRow], now_ms: i64) -> Result<(), StoreError>;
+    /// The listed targets, configured and imported, by name.
     fn targets(&self) -> Result<Vec<TargetRow>, StoreError>;
+    /// Imports `targets`, all or none: a name not listed is added (a removed one comes back
+    /// with its history), an imported one whose spec changed is updated, one with the same
+    /// spec is left unchanged, and a name the configuration file holds stays the file's
+    /// (counted as shadowed, its import not kept).
+    fn import_targets(
+        &self,
+        targets: &[ImportedTarget],
+        now_ms: i64,
+    ) -> Result<ImportSummary, StoreError>;
+    /// Stops listing and scheduling imported target `name`; its history stays.
+    /// [`StoreError::UnknownTarget`] when no such target is listed,
+    /// [`StoreError::ConfiguredTarget`] when the configuration file defines it.
+    fn remove_target(&self, name: &str) -> Result<(), StoreError>;
+    /// The listed imported targets, by name.
+    fn imported_targets(&self) -> Result<Vec<ImportedTarget>, StoreError>;
     /// Claims `slot` of `target` for `worker` (recorded with the run). A run whose lease
     /// lapsed is marked interrupted first, releasing its slot.
     fn claim_for(

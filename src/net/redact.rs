@@ -107,9 +107,9 @@ impl std::fmt::Debug for Source {
 #[derive(Clone, Default)]
 pub struct Secrets {
     /// Whole values (any length): a header whose value is exactly one of them is redacted.
-    whole: Vec<String>,
+    whole: Arc<[String]>,
     /// Every text that is redacted, longest first.
-    patterns: Vec<String>,
+    patterns: Arc<[String]>,
     matcher: Option<Arc<AhoCorasick>>,
     /// Header names the user set, lower case: their values are always redacted.
     headers: Vec<String>,
@@ -303,8 +303,8 @@ impl Builder {
         headers.sort();
         headers.dedup();
         Secrets {
-            whole,
-            patterns,
+            whole: whole.into(),
+            patterns: patterns.into(),
             matcher,
             headers,
         }
@@ -483,14 +483,52 @@ pub use crate::util::json::map_strings as redact_value;
 /// line carries a secret, whatever a server echoed into it.
 #[derive(Clone, Debug)]
 pub struct RedactingStderr {
-    secrets: Arc<Secrets>,
+    secrets: SharedSecrets,
 }
 
 impl RedactingStderr {
     pub fn new(secrets: Secrets) -> RedactingStderr {
-        RedactingStderr {
-            secrets: Arc::new(secrets),
+        RedactingStderr::shared(SharedSecrets::new(secrets))
+    }
+
+    /// A writer redacting whatever `secrets` holds when each line is written (a daemon's
+    /// secrets grow as targets are imported).
+    pub fn shared(secrets: SharedSecrets) -> RedactingStderr {
+        RedactingStderr { secrets }
+    }
+}
+
+/// A set of secrets that its holders replace as they learn more (a daemon's, as targets are
+/// imported); every reader sees the latest. Cheap to clone (the clones share it).
+#[derive(Clone, Default)]
+pub struct SharedSecrets(Arc<std::sync::RwLock<Arc<Secrets>>>);
+
+impl SharedSecrets {
+    pub fn new(secrets: Secrets) -> SharedSecrets {
+        SharedSecrets(Arc::new(std::sync::RwLock::new(Arc::new(secrets))))
+    }
+
+    /// The latest set.
+    pub fn get(&self) -> Arc<Secrets> {
+        match self.0.read() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// Replaces the set.
+    pub fn set(&self, secrets: Secrets) {
+        let secrets = Arc::new(secrets);
+        match self.0.write() {
+            Ok(mut s) => *s = secrets,
+            Err(poisoned) => *poisoned.into_inner() = secrets,
+        }
+    }
+}
+
+impl std::fmt::Debug for SharedSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
     }
 }
 
@@ -524,7 +562,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingStderr {
     type Writer = RedactedEvent;
     fn make_writer(&'a self) -> RedactedEvent {
         RedactedEvent {
-            secrets: self.secrets.clone(),
+            secrets: self.secrets.get(),
             buf: Vec::new(),
         }
     }

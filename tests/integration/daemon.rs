@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::http::{Answer, TestHttp};
-use crate::support::{mcpprobe, runtime};
+use crate::support::{mcpprobe, runtime, state_dir};
 
 /// Every bound of this file: nothing here waits longer.
 const BOUND: Duration = Duration::from_secs(90);
@@ -75,12 +75,11 @@ fn fixture_resolving(
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let dc = DaemonConfig::new(
-        &config(text),
-        |var| env.iter().find(|(k, _)| k == var).map(|(_, v)| v.clone()),
-        state.path().to_path_buf(),
-    )
-    .expect("a valid daemon config");
+    let lookup = move |var: &str| env.iter().find(|(k, _)| k == var).map(|(_, v)| v.clone());
+    let dc = DaemonConfig::new(&config(text), &lookup, state.path().to_path_buf())
+        .expect("a valid daemon config")
+        // Imported targets' tokens come from the same environment.
+        .with_env(lookup);
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&SqliteStore::path_in(state.path())).expect("store"));
     let clock = TestClock::new();
@@ -424,12 +423,7 @@ fn serve(rt: &tokio::runtime::Runtime, f: &Fixture, bind: &str) -> u16 {
         .block_on(tokio::net::TcpListener::bind(bind))
         .expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    let state = http::AppState {
-        config: f.daemon.config.clone(),
-        store: f.store.clone(),
-        scanner: f.daemon.scanner.clone(),
-        metrics: f.daemon.metrics.clone(),
-    };
+    let state = http::AppState::of(&f.daemon);
     rt.spawn(http::serve(listener, state, CancellationToken::new()));
     port
 }
@@ -1465,4 +1459,430 @@ fn a_proven_target_resolving_to_a_private_address_is_refused_recorded_and_sent_n
         message.contains("mcpprobe.toml") && message.contains("allow_private_addresses"),
         "{message}"
     );
+}
+
+/// Imports `jsonl` (one target object per line) into `f`'s store, as `daemon targets import`
+/// does.
+fn import_jsonl(f: &Fixture, jsonl: &str) -> mcpprobe::daemon::store::ImportSummary {
+    use mcpprobe::daemon::targets;
+    let list = targets::parse(
+        jsonl,
+        Path::new("fleet.jsonl"),
+        targets::Format::Jsonl,
+        targets::MAX_IMPORT,
+    )
+    .expect("a valid import");
+    f.store
+        .import_targets(&list, f.clock.now().timestamp_millis())
+        .expect("imported")
+}
+
+#[test]
+fn imported_targets_are_scanned_beside_the_files_which_win_by_name() {
+    let rt = runtime();
+    let (conf, imp, f) = two_targets(&rt, 10, ["conf", "other"], ["1h", "1h"]);
+    let late = rt
+        .block_on(server::start(twin(server::safe_tools()), 0))
+        .expect("late");
+    // "conf" imported too, at a port where nothing listens: the file's wins. "broken" names a
+    // variable this daemon does not have: left out, the others scanned.
+    let summary = import_jsonl(
+        &f,
+        &format!(
+            "{{\"name\":\"imp\",\"url\":\"{}\",\"every\":\"1h\",\"token_env\":\"T\"}}\n\
+             {{\"name\":\"conf\",\"url\":\"http://127.0.0.1:9/mcp\",\"every\":\"1h\",\"token_env\":\"T\"}}\n\
+             {{\"name\":\"broken\",\"url\":\"{}\",\"every\":\"1h\",\"token_env\":\"UNSET_TOKEN\"}}\n",
+            imp.url(),
+            imp.url()
+        ),
+    );
+    assert_eq!(
+        summary.added, 3,
+        "the file's targets are stored at the daemon's start"
+    );
+    rt.block_on(f.once());
+    assert_eq!(f.runs("imp").len(), 1);
+    assert_eq!(f.runs("imp")[0].status, RunStatus::Complete);
+    assert_eq!(
+        f.runs("conf")[0].status,
+        RunStatus::Complete,
+        "the file's URL"
+    );
+    assert!(f.runs("broken").is_empty(), "left out");
+    let listed: Vec<String> = f
+        .store
+        .imported_targets()
+        .expect("read")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        listed,
+        ["broken", "imp"],
+        "conf became the file's at the start"
+    );
+    let set = f.daemon.targets.last();
+    assert_eq!(set.skipped.len(), 1);
+    assert!(
+        set.skipped[0].1.contains("UNSET_TOKEN is not set"),
+        "{:?}",
+        set.skipped
+    );
+
+    // While the daemon runs: one imported (by another daemon), one removed. The next passes
+    // (a slot later, past the list's refresh) scan the new one and no longer the removed one.
+    import_jsonl(
+        &f,
+        &format!(
+            "{{\"name\":\"late\",\"url\":\"{}\",\"every\":\"1h\",\"token_env\":\"T\"}}\n",
+            late.url()
+        ),
+    );
+    f.store.remove_target("imp").expect("removed");
+    f.clock.advance(Duration::from_secs(3600));
+    rt.block_on(f.once());
+    assert_eq!(f.runs("late").len(), 1);
+    assert_eq!(f.runs("late")[0].status, RunStatus::Complete);
+    assert_eq!(
+        f.runs("imp").len(),
+        1,
+        "removed: not scanned again, its run kept"
+    );
+    assert_eq!(f.runs("conf").len(), 2);
+    drop((conf, imp, late));
+}
+
+#[test]
+fn an_imported_targets_token_and_url_secrets_stay_out_of_the_store() {
+    let rt = runtime();
+    let srv = rt
+        .block_on(server::start(mcpprobe::demo::vulnerable(), 0))
+        .expect("server");
+    let f = rt.block_on(async {
+        fixture(
+            "rate = 10\n",
+            &[("IMP_TOKEN", "imported-secret-token-9911")],
+        )
+    });
+    let url = format!("{}?api_key=imp0rtedQueryKey-42", srv.url());
+    import_jsonl(
+        &f,
+        &format!(
+            "{{\"name\":\"imp\",\"url\":\"{url}\",\"every\":\"1h\",\"token_env\":\"IMP_TOKEN\"}}\n"
+        ),
+    );
+    rt.block_on(f.once());
+    let runs = f.runs("imp");
+    assert_eq!(runs.len(), 1, "scanned");
+    let report = f.latest_report("imp").to_string();
+    assert!(report.contains("[REDACTED]"), "the URL is shown redacted");
+    for secret in ["imported-secret-token-9911", "imp0rtedQueryKey-42"] {
+        assert!(!report.contains(secret), "{secret} in the report");
+    }
+    let shown = &f.daemon.targets.last();
+    assert_eq!(
+        shown.get("imp").map(|t| t.url.clone()),
+        Some(format!("{}?api_key=[REDACTED]", srv.url()))
+    );
+    assert_eq!(
+        f.daemon
+            .config
+            .log_secrets
+            .get()
+            .redact("imp0rtedQueryKey-42 imported-secret-token-9911"),
+        "[REDACTED] [REDACTED]",
+        "the logs redact them"
+    );
+}
+
+/// `mcpprobe daemon targets ARGS…` with `config` and the state folder `state`.
+fn targets_cli(state: &Path, config: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = mcpprobe()
+        .env("MCPPROBE_STATE_DIR", state)
+        .args(["daemon", "targets"])
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_imports_thousands_idempotently_and_a_bad_line_imports_nothing() {
+    let dir = state_dir();
+    let config = dir.path().join("mcpprobe.toml");
+    std::fs::write(
+        &config,
+        "[[targets]]\nname = \"conf\"\nurl = \"https://conf.example/mcp\"\nevery = \"1h\"\n",
+    )
+    .expect("config");
+    let toml_file = dir.path().join("fleet.toml");
+    let toml: String = (0..3000)
+        .map(|i| {
+            format!(
+                "[[targets]]\nname = \"t{i:04}\"\nurl = \"https://h{}.example/mcp/{i}\"\nevery = \"24h\"\ntoken_env = \"FLEET_TOKEN\"\n\n",
+                i % 30
+            )
+        })
+        .collect();
+    std::fs::write(&toml_file, &toml).expect("toml");
+    let toml_path = toml_file.to_str().expect("utf-8 path");
+    let (code, out, err) = targets_cli(dir.path(), &config, &["import", toml_path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("3000 targets (3000 added, 0 updated, 0 unchanged)"),
+        "{out}"
+    );
+    let (code, out, _) = targets_cli(dir.path(), &config, &["import", toml_path]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("3000 targets (0 added, 0 updated, 3000 unchanged)"),
+        "{out}"
+    );
+
+    // JSONL: the 2,001st line is bad; nothing of the file is imported.
+    let jsonl_file = dir.path().join("more.jsonl");
+    let line = |i: usize| {
+        format!("{{\"name\":\"j{i:04}\",\"url\":\"https://j.example/mcp/{i}\",\"every\":\"1h\"}}\n")
+    };
+    let mut jsonl: String = (0..3000).map(line).collect();
+    jsonl = jsonl.replacen(
+        "{\"name\":\"j2000\",\"url\":\"https://j.example/mcp/2000\",\"every\":\"1h\"}",
+        "{\"name\":\"j2000\",\"url\":\"https://j.example/mcp/2000\",\"every\":\"1 hour\"}",
+        1,
+    );
+    std::fs::write(&jsonl_file, &jsonl).expect("jsonl");
+    let jsonl_path = jsonl_file.to_str().expect("utf-8 path");
+    let (code, _, err) = targets_cli(dir.path(), &config, &["import", jsonl_path]);
+    assert_eq!(code, 64);
+    assert!(
+        err.contains("more.jsonl:2001:") && err.contains("key `every`"),
+        "{err}"
+    );
+    let (code, listed, _) = targets_cli(dir.path(), &config, &["list"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        listed.lines().count(),
+        3000,
+        "the TOML's, none of the JSONL's"
+    );
+    assert!(!listed.contains("j0000"));
+    assert!(
+        listed.contains("t0001\timport\t86400s\thttps://h1.example/mcp/1\n"),
+        "{listed}"
+    );
+
+    // Fixed: imported; one changed line again is one update.
+    std::fs::write(&jsonl_file, jsonl.replace("1 hour", "1h")).expect("jsonl");
+    let (code, out, err) = targets_cli(dir.path(), &config, &["import", jsonl_path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("(3000 added, 0 updated, 0 unchanged)"),
+        "{out}"
+    );
+    std::fs::write(
+        &jsonl_file,
+        jsonl
+            .replace("1 hour", "1h")
+            .replacen("mcp/7\"", "mcp/seven\"", 1),
+    )
+    .expect("jsonl");
+    let (_, out, _) = targets_cli(dir.path(), &config, &["import", jsonl_path]);
+    assert!(
+        out.contains("(0 added, 1 updated, 2999 unchanged)"),
+        "{out}"
+    );
+
+    // Remove: no longer listed; removing it again, or a name never imported, is an error.
+    let (code, out, _) = targets_cli(dir.path(), &config, &["remove", "t0001"]);
+    assert_eq!((code, out.contains("removed t0001")), (0, true), "{out}");
+    let (_, listed, _) = targets_cli(dir.path(), &config, &["list"]);
+    assert_eq!(listed.lines().count(), 5999);
+    assert!(!listed.contains("t0001\t"));
+    let (code, _, err) = targets_cli(dir.path(), &config, &["remove", "t0001"]);
+    assert_eq!(code, 64);
+    assert!(err.contains("no target named \"t0001\""), "{err}");
+    assert_eq!(targets_cli(dir.path(), &config, &["remove", "nope"]).0, 64);
+    // A file of another kind, or missing, imports nothing (exit 64).
+    let other = dir.path().join("fleet.yaml");
+    std::fs::write(&other, "targets: []\n").expect("yaml");
+    let (code, _, err) = targets_cli(
+        dir.path(),
+        &config,
+        &["import", other.to_str().expect("utf-8")],
+    );
+    assert_eq!(code, 64);
+    assert!(err.contains(".toml, .jsonl or .json"), "{err}");
+}
+
+/// A request with `method`, `headers` and `body`: (status, body as JSON, or null).
+fn send(method: &str, url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> (u16, Value) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut r = reqwest::Client::new().request(method, url).body(body);
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        let resp = tokio::time::timeout(BOUND, r.send())
+            .await
+            .expect("in time")
+            .expect("answered");
+        let status = resp.status().as_u16();
+        let text = tokio::time::timeout(BOUND, resp.text())
+            .await
+            .expect("in time")
+            .unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    })
+}
+
+#[test]
+fn importing_and_removing_over_http_need_the_token_even_on_loopback() {
+    let rt = runtime();
+    let body = |names: &[&str]| -> Vec<u8> {
+        let list: Vec<Value> = names
+            .iter()
+            .map(|n| json!({ "name": n, "url": format!("https://{n}.example/mcp"), "every": "1h" }))
+            .collect();
+        serde_json::to_vec(&list).expect("json")
+    };
+    let conf = "[[targets]]\nname = \"conf\"\nurl = \"http://127.0.0.1:9/mcp\"\nevery = \"1h\"\n";
+
+    // Without api_token_env: refused, pointing at the command line.
+    let open = rt.block_on(async { fixture(conf, &[]) });
+    let port = serve(&rt, &open, "127.0.0.1:0");
+    let (status, answer) = send(
+        "POST",
+        &format!("http://127.0.0.1:{port}/targets"),
+        &[],
+        body(&["a"]),
+    );
+    assert_eq!(status, 403);
+    assert!(
+        answer["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("mcpprobe daemon targets import")),
+        "{answer}"
+    );
+    let (status, _) = send(
+        "DELETE",
+        &format!("http://127.0.0.1:{port}/targets/conf"),
+        &[],
+        Vec::new(),
+    );
+    assert_eq!(status, 403);
+    assert!(open.store.imported_targets().expect("read").is_empty());
+
+    // With it.
+    let token = "fleet-api-token-0123456";
+    let text = format!("api_token_env = \"API\"\n{conf}");
+    let f = rt.block_on(async { fixture(&text, &[("API", token)]) });
+    rt.block_on(f.once()); // the file's target is stored
+    let port = serve(&rt, &f, "127.0.0.1:0");
+    let url = |p: &str| format!("http://127.0.0.1:{port}{p}");
+    let bearer = format!("Bearer {token}");
+    let auth = [("authorization", bearer.as_str())];
+    assert_eq!(send("POST", &url("/targets"), &[], body(&["a"])).0, 401);
+    assert_eq!(
+        send(
+            "POST",
+            &url("/targets"),
+            &[("authorization", "Bearer fleet-api-token-0123457")],
+            body(&["a"])
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        send(
+            "POST",
+            &url("/targets"),
+            &[
+                ("authorization", &bearer),
+                ("origin", "https://evil.example")
+            ],
+            body(&["a"])
+        )
+        .0,
+        403
+    );
+    assert!(f.store.imported_targets().expect("read").is_empty());
+    let (status, answer) = send("POST", &url("/targets"), &auth, body(&["a", "b", "conf"]));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        (&answer["added"], &answer["unchanged"], &answer["shadowed"]),
+        (&json!(2), &json!(0), &json!(1)),
+        "{answer}"
+    );
+    // Listed by this daemon at once.
+    let (status, _, listed) = get(&url("/targets"), Some(token), None);
+    assert_eq!(status, 200);
+    let listed: Value = serde_json::from_str(&listed).expect("json");
+    let names: Vec<&str> = listed["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["conf", "a", "b"]);
+    // JSONL, the same targets: unchanged. One it cannot schedule is said so.
+    let jsonl = b"{\"name\":\"a\",\"url\":\"https://a.example/mcp\",\"every\":\"1h\"}\n{\"name\":\"b\",\"url\":\"https://b.example/mcp\",\"every\":\"1h\"}\n{\"name\":\"c\",\"url\":\"https://c.example/mcp\",\"every\":\"1h\",\"token_env\":\"NOT_HERE\"}\n";
+    let (status, answer) = send("POST", &url("/targets"), &auth, jsonl.to_vec());
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        (&answer["unchanged"], &answer["added"]),
+        (&json!(2), &json!(1))
+    );
+    assert_eq!(answer["not_scheduled_here"][0]["name"], "c", "{answer}");
+
+    // A bad element: named by index, line and key; nothing imported.
+    let bad = b"[\n{\"name\":\"d\",\"url\":\"https://d.example/mcp\",\"every\":\"1h\"},\n{\"name\":\"e\",\"url\":\"https://e.example/mcp\",\"every\":\"1h\",\"colour\":\"red\"}\n]";
+    let (status, answer) = send("POST", &url("/targets"), &auth, bad.to_vec());
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(
+        (&answer["index"], &answer["line"], &answer["key"]),
+        (&json!(1), &json!(3), &json!("[1].colour")),
+        "{answer}"
+    );
+    assert_eq!(
+        f.store.imported_targets().expect("read").len(),
+        3,
+        "a, b, c"
+    );
+    // Too large a body.
+    let (status, _) = send(
+        "POST",
+        &url("/targets"),
+        &auth,
+        vec![b' '; mcpprobe::daemon::targets::MAX_BODY_BYTES + 1],
+    );
+    assert_eq!(status, 413);
+
+    // Remove: gone from the list (its history would stay); again, 404; the file's, 409.
+    let (status, answer) = send("DELETE", &url("/targets/a"), &auth, Vec::new());
+    assert_eq!((status, &answer["removed"]), (200, &json!("a")), "{answer}");
+    assert_eq!(get(&url("/targets/a"), Some(token), None).0, 404);
+    assert_eq!(send("DELETE", &url("/targets/a"), &auth, Vec::new()).0, 404);
+    assert_eq!(send("DELETE", &url("/targets/b"), &[], Vec::new()).0, 401);
+    assert_eq!(
+        send("DELETE", &url("/targets/conf"), &auth, Vec::new()).0,
+        409
+    );
+    let names: Vec<String> = f
+        .store
+        .imported_targets()
+        .expect("read")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["b", "c"]);
 }

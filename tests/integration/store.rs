@@ -8,8 +8,8 @@ use std::sync::Arc;
 use mcpprobe::daemon::postgres::PgStore;
 use mcpprobe::daemon::sqlite::SqliteStore;
 use mcpprobe::daemon::store::{
-    Claim, Claimed, Counts, Finished, ProofRecord, Retention, RunStatus, Store, StoreError,
-    TargetRow,
+    Claim, Claimed, Counts, Finished, ImportedTarget, ProofRecord, Retention, RunStatus, Store,
+    StoreError, TargetRow,
 };
 
 use crate::support::postgres::TempPostgres;
@@ -36,6 +36,7 @@ const CASES: &[(&str, Case)] = &[
         concurrent_claims,
     ),
     ("counters and latest runs", totals),
+    ("imported targets beside the file's", imports),
 ];
 
 fn target(name: &str) -> TargetRow {
@@ -445,6 +446,74 @@ fn totals(s: &Arc<dyn Store>) {
         vec!["a"]
     );
     assert_eq!(s.runs("b", 10).expect("runs").len(), 2);
+}
+
+fn imported(name: &str, spec: &str) -> ImportedTarget {
+    ImportedTarget {
+        name: name.into(),
+        url: format!("http://127.0.0.1:1/{name}"),
+        every_ms: 60_000,
+        spec: spec.into(),
+    }
+}
+
+fn imports(s: &Arc<dyn Store>) {
+    let s = s.as_ref();
+    let many: Vec<ImportedTarget> = (0..500)
+        .map(|i| imported(&format!("i{i}"), &format!("{{\"n\":{i}}}")))
+        .collect();
+    let first = s.import_targets(&many, 1).expect("import");
+    assert_eq!((first.added, first.updated, first.unchanged), (500, 0, 0));
+    let again = s.import_targets(&many, 2).expect("again");
+    assert_eq!(
+        (again.added, again.updated, again.unchanged),
+        (0, 0, 500),
+        "idempotent"
+    );
+    let changed = s
+        .import_targets(
+            &[imported("i7", "{\"n\":\"seven\"}"), imported("a", "{}")],
+            3,
+        )
+        .expect("changed");
+    assert_eq!((changed.updated, changed.shadowed), (1, 1), "{changed:?}");
+    let listed = s.imported_targets().expect("imported");
+    assert_eq!(listed.len(), 500);
+    assert_eq!(
+        listed
+            .iter()
+            .find(|t| t.name == "i7")
+            .map(|t| t.spec.as_str()),
+        Some("{\"n\":\"seven\"}")
+    );
+    // The file's targets are synced without touching imported ones; the file's stay its own.
+    s.sync_targets(&[target("a")], 4).expect("sync");
+    assert_eq!(
+        s.targets().expect("targets").len(),
+        501,
+        "a and the 500 imported"
+    );
+    assert!(matches!(
+        s.remove_target("a"),
+        Err(StoreError::ConfiguredTarget(_))
+    ));
+    // Removed: unlisted, its history kept; imported again, it comes back with it.
+    let c = claimed(s, "i1", 0, 5);
+    assert!(s.finish(&c, &done(RunStatus::Complete), 6).expect("finish"));
+    s.remove_target("i1").expect("remove");
+    assert!(matches!(
+        s.remove_target("i1"),
+        Err(StoreError::UnknownTarget(_))
+    ));
+    assert!(
+        s.imported_targets()
+            .expect("imported")
+            .iter()
+            .all(|t| t.name != "i1")
+    );
+    let back = s.import_targets(&many[1..2], 7).expect("back");
+    assert_eq!(back.added, 1);
+    assert_eq!(s.runs("i1", 10).expect("runs").len(), 1, "history kept");
 }
 
 fn run_cases(kind: &str, mut fresh: impl FnMut() -> Arc<dyn Store>) {
