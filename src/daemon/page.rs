@@ -10,7 +10,7 @@
 //! Pure functions: documents in, full HTML documents out (as [`Markup`]; `into_string()` gives
 //! the text). No store, no clock, no network. The link targets are the constants below.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use maud::{DOCTYPE, Markup, html};
@@ -315,20 +315,27 @@ pub fn tool_changes(old: Option<&Baseline>, new: &Baseline) -> Vec<ToolChange> {
         .collect()
 }
 
-/// Tools by name, as pretty JSON (a second tool of one name is keyed `name (2)`).
+/// Tools by name, as pretty JSON (a second tool of one name is keyed `name (2)`, a third
+/// `name (3)`, skipping any key a tool already has). Linear: each name remembers the last
+/// suffix it gave, so no duplicate walks the ones before it again.
 fn by_name(tools: &[serde_json::Value]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
+    let mut last_suffix: HashMap<&str, usize> = HashMap::new();
     for tool in tools {
         let base = tool
             .get("name")
             .and_then(serde_json::Value::as_str)
-            .unwrap_or("(unnamed)")
-            .to_string();
-        let mut key = base.clone();
-        let mut n = 1;
-        while out.contains_key(&key) {
-            n += 1;
-            key = format!("{base} ({n})");
+            .unwrap_or("(unnamed)");
+        let mut key = base.to_string();
+        if out.contains_key(&key) {
+            let n = last_suffix.entry(base).or_insert(1);
+            loop {
+                *n += 1;
+                key = format!("{base} ({n})");
+                if !out.contains_key(&key) {
+                    break;
+                }
+            }
         }
         let text = serde_json::to_string_pretty(tool).unwrap_or_else(|_| tool.to_string());
         out.insert(key, text);
@@ -1035,5 +1042,44 @@ mod tests {
     fn stylesheet_styles_the_diff_marks() {
         assert!(STYLE_CSS.contains("del {") && STYLE_CSS.contains("ins {"));
         assert!(!STYLE_CSS.contains("</"));
+    }
+
+    #[test]
+    fn by_name_keeps_every_tool_of_a_duplicated_name() {
+        let tools = serde_json::json!([
+            {"name": "x", "description": "first"},
+            {"name": "x (2)", "description": "named so"},
+            {"name": "x", "description": "second"},
+            {"name": "x", "description": "third"},
+            {"description": "no name"},
+            {"name": "y"},
+        ]);
+        let tools = tools.as_array().expect("an array");
+        let keyed = by_name(tools);
+        let keys: Vec<&str> = keyed.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["(unnamed)", "x", "x (2)", "x (3)", "x (4)", "y"]);
+        let text = |k: &str| keyed.get(k).map(String::as_str).unwrap_or_default();
+        assert!(text("x").contains("first"));
+        assert!(
+            text("x (2)").contains("named so"),
+            "a real name keeps its key"
+        );
+        assert!(text("x (3)").contains("second"));
+        assert!(text("x (4)").contains("third"));
+
+        // 20,000 tools of one name: each is kept, in linear time (quadratic took minutes).
+        let many: Vec<serde_json::Value> = (0..20_000)
+            .map(|i| serde_json::json!({"name": "dup", "description": i}))
+            .collect();
+        let started = std::time::Instant::now();
+        let keyed = by_name(&many);
+        let took = started.elapsed();
+        assert_eq!(keyed.len(), 20_000);
+        assert!(
+            keyed
+                .get("dup (20000)")
+                .is_some_and(|t| t.contains("19999"))
+        );
+        assert!(took < std::time::Duration::from_secs(5), "{took:?}");
     }
 }
