@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use maud::{DOCTYPE, Markup, html};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
 use crate::baseline::Baseline;
@@ -458,7 +459,7 @@ fn report_body(report: &Report) -> Markup {
     let suppressed = report.suppressed_count();
     html! {
         dl.meta {
-            dt { "Outcome" } dd { (format!("{:?}", report.outcome).to_lowercase()) }
+            dt { "Outcome" } dd { (serde_name(&report.outcome)) }
             dt { "Requests sent" } dd { (report.requests_sent) }
             dt { "Checks" } dd { (report.checks.len()) }
             @if suppressed > 0 { dt { "Suppressed" } dd { (suppressed) } }
@@ -495,8 +496,8 @@ fn report_body(report: &Report) -> Markup {
                     @for c in &report.checks {
                         tr {
                             td.mono { (escape(&c.id)) }
-                            td { (format!("{:?}", c.kind).to_lowercase()) }
-                            td { (format!("{:?}", c.status).to_lowercase()) }
+                            td { (c.kind.as_str()) }
+                            td { (serde_name(&c.status)) }
                             td { (c.findings) }
                             td { (c.requests) }
                             td { @if let Some(r) = &c.reason { (escape(r)) } }
@@ -505,6 +506,15 @@ fn report_body(report: &Report) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The name serde gives a unit variant (`not_implemented`): the page shows what the JSON
+/// report says, never a `Debug` name.
+fn serde_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => "?".into(),
     }
 }
 
@@ -1081,5 +1091,52 @@ mod tests {
                 .is_some_and(|t| t.contains("19999"))
         );
         assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn statuses_use_the_serialised_names() {
+        use crate::catalogue::Kind;
+        use crate::model::{CheckRecord, CheckStatus, RunOutcome};
+        let mut report = hostile_report();
+        report.checks = [
+            CheckStatus::Ran,
+            CheckStatus::Skipped,
+            CheckStatus::NotImplemented,
+            CheckStatus::Error,
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, status)| CheckRecord {
+            id: format!("C-{i}"),
+            kind: Kind::Active,
+            status,
+            reason: None,
+            findings: 0,
+            requests: 0,
+        })
+        .collect();
+        for outcome in [
+            RunOutcome::Complete,
+            RunOutcome::Refused,
+            RunOutcome::Incomplete,
+        ] {
+            report.outcome = outcome;
+            let json = serde_json::to_value(&report).expect("json");
+            let html = run_page(&target("prod"), &run(1), Some(&report), &[]).into_string();
+            let named = json["outcome"].as_str().expect("outcome");
+            assert!(
+                html.contains(&format!("<dd>{named}</dd>")),
+                "{named}: {html}"
+            );
+            for check in json["checks"].as_array().expect("checks") {
+                for key in ["status", "kind"] {
+                    let name = check[key].as_str().expect("name");
+                    assert!(html.contains(&format!("<td>{name}</td>")), "{name}: {html}");
+                }
+            }
+        }
+        let html = run_page(&target("prod"), &run(1), Some(&report), &[]).into_string();
+        assert!(html.contains("<td>not_implemented</td>"), "{html}");
+        assert!(!html.contains("notimplemented"), "{html}");
     }
 }
