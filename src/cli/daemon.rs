@@ -122,12 +122,12 @@ pub fn run(args: &DaemonArgs) -> i32 {
                 Err(e) => return usage_error(format!("cannot listen on {listen}: {e}")),
             };
             tracing::info!(target: "mcpprobe::daemon", "status endpoint on http://{listen}/");
-            let state = http::AppState {
-                config: daemon.config.clone(),
-                store: daemon.store.clone(),
-                scanner: daemon.scanner.clone(),
-                metrics: daemon.metrics.clone(),
-            };
+            let state = http::AppState::new(
+                daemon.config.clone(),
+                daemon.store.clone(),
+                daemon.scanner.clone(),
+                daemon.metrics.clone(),
+            );
             Some(tokio::spawn(http::serve(listener, state, shutdown.clone())))
         };
         let result = daemon.run(shutdown.clone(), args.once).await;

@@ -33,7 +33,32 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub scanner: Arc<Scanner>,
     pub metrics: Arc<super::metrics::Metrics>,
+    /// The time a run page may spend on its diff work ([`DIFF_BUDGET`] unless a test changes
+    /// it): parsing the stored report and baselines, then word-diffing the changed tools.
+    pub diff_budget: Duration,
 }
+
+impl AppState {
+    /// The state of a daemon's endpoint, with the default budget.
+    pub fn new(
+        config: Arc<DaemonConfig>,
+        store: Arc<dyn Store>,
+        scanner: Arc<Scanner>,
+        metrics: Arc<super::metrics::Metrics>,
+    ) -> AppState {
+        AppState {
+            config,
+            store,
+            scanner,
+            metrics,
+            diff_budget: DIFF_BUDGET,
+        }
+    }
+}
+
+/// The time a run page spends on its diff work at most, on a blocking thread; the tools left
+/// when it runs out are shown unmarked, and the page says which.
+pub const DIFF_BUDGET: Duration = Duration::from_secs(2);
 
 /// The CSP of every answer: nothing runs, nothing loads from elsewhere.
 pub use super::page::CSP;
@@ -362,50 +387,72 @@ async fn run(
     let Some(t) = s.config.targets.iter().find(|t| t.name == name) else {
         return error(StatusCode::NOT_FOUND, "no such target");
     };
+    let as_page = wants_html(&headers);
     let found = db(&s.store, move |st| {
+        let Some(run) = st.run(&name, id)? else {
+            return Ok(None);
+        };
         let docs = st.run_documents(&name, id)?;
         // The accepted baseline the run was compared with, for the side-by-side view.
         let old = match docs.as_ref().and_then(|d| d.compared_with) {
-            Some(b) => st.baseline(b)?,
-            None => None,
+            Some(b) if as_page => st.baseline(b)?,
+            _ => None,
         };
-        Ok((st.run(&name, id)?, docs, old))
+        Ok(Some((run, docs, old)))
     })
     .await;
-    if wants_html(&headers) {
-        return match found {
-            Ok((Some(r), docs, old)) => {
-                let report = docs.as_ref().and_then(|d| {
-                    serde_json::from_str::<crate::model::Report>(&d.report_json).ok()
-                });
-                let parse = |json: &str| {
-                    crate::baseline::parse(json.as_bytes(), std::path::Path::new("stored")).ok()
-                };
-                let new = docs
-                    .as_ref()
-                    .and_then(|d| d.observed_json.as_deref())
-                    .and_then(parse);
-                let old = old.and_then(|b| parse(&b.json));
-                let changes = match (&new, &old) {
-                    (Some(n), Some(o)) => page::tool_changes(Some(o), n),
-                    _ => Vec::new(),
-                };
-                html(page::run_page(&row(t), &r, report.as_ref(), &changes))
-            }
-            Ok((None, _, _)) => error(StatusCode::NOT_FOUND, "no such run"),
-            Err(e) => internal(e),
-        };
-    }
-    match found.map(|(r, d, _)| (r, d)) {
-        Ok((Some(r), docs)) => {
-            let report = docs
-                .and_then(|d| serde_json::from_str::<Value>(&d.report_json).ok())
-                .unwrap_or(Value::Null);
-            axum::Json(json!({ "run": run_detail_json(&r), "report": report })).into_response()
+    let (r, docs, old) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return error(StatusCode::NOT_FOUND, "no such run"),
+        Err(e) => return internal(e),
+    };
+    let (target, budget) = (row(t), s.diff_budget);
+    // Parsing the documents and diffing the tools is CPU work of any length: on a blocking
+    // thread, the diff within its budget.
+    let answer = tokio::task::spawn_blocking(move || {
+        if as_page {
+            return html(run_page_html(
+                &target,
+                &r,
+                docs.as_ref(),
+                old.as_ref(),
+                budget,
+            ));
         }
-        Ok((None, _)) => error(StatusCode::NOT_FOUND, "no such run"),
-        Err(e) => internal(e),
-    }
+        let report = docs
+            .and_then(|d| serde_json::from_str::<Value>(&d.report_json).ok())
+            .unwrap_or(Value::Null);
+        axum::Json(json!({ "run": run_detail_json(&r), "report": report })).into_response()
+    })
+    .await;
+    answer.unwrap_or_else(|e| internal(DaemonError::Blocking(e.to_string())))
+}
+
+/// A run's page from its stored documents and the baseline it was compared with: the report
+/// and both states parsed, the changed tools word-diffed while `budget` lasts (counted from
+/// the call), the tools left shown unmarked and named. For a blocking thread.
+fn run_page_html(
+    target: &super::store::TargetRow,
+    run: &RunSummary,
+    docs: Option<&super::store::RunDocuments>,
+    old: Option<&super::store::StoredBaseline>,
+    budget: Duration,
+) -> maud::Markup {
+    let deadline = std::time::Instant::now().checked_add(budget);
+    let mut spent = move || deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    let report =
+        docs.and_then(|d| serde_json::from_str::<crate::model::Report>(&d.report_json).ok());
+    let parse =
+        |json: &str| crate::baseline::parse(json.as_bytes(), std::path::Path::new("stored")).ok();
+    let new = docs
+        .and_then(|d| d.observed_json.as_deref())
+        .and_then(parse);
+    let old = old.and_then(|b| parse(&b.json));
+    let changes = match (&new, &old) {
+        (Some(n), Some(o)) => page::tool_changes(Some(o), n),
+        _ => Vec::new(),
+    };
+    page::run_page(target, run, report.as_ref(), &changes, &mut spent)
 }
 
 async fn report(State(s): State<AppState>, Path(name): Path<String>) -> Response {
