@@ -36,10 +36,15 @@ pub struct AppState {
     /// The time a run page may spend on its diff work ([`DIFF_BUDGET`] unless a test changes
     /// it): parsing the stored report and baselines, then word-diffing the changed tools.
     pub diff_budget: Duration,
+    /// How long `/healthz` waits for the store ([`HEALTH_TIMEOUT`] unless a test changes it).
+    pub health_timeout: Duration,
+    /// `/healthz`'s store reads that may be waiting at once ([`HEALTH_PROBES`]): a store that
+    /// hangs holds that many blocking threads at most, not one more per probe.
+    pub health_probes: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
-    /// The state of a daemon's endpoint, with the default budget.
+    /// The state of a daemon's endpoint, with the default budgets.
     pub fn new(
         config: Arc<DaemonConfig>,
         store: Arc<dyn Store>,
@@ -52,6 +57,8 @@ impl AppState {
             scanner,
             metrics,
             diff_budget: DIFF_BUDGET,
+            health_timeout: HEALTH_TIMEOUT,
+            health_probes: Arc::new(tokio::sync::Semaphore::new(HEALTH_PROBES)),
         }
     }
 }
@@ -59,6 +66,12 @@ impl AppState {
 /// The time a run page spends on its diff work at most, on a blocking thread; the tools left
 /// when it runs out are shown unmarked, and the page says which.
 pub const DIFF_BUDGET: Duration = Duration::from_secs(2);
+
+/// How long `/healthz` waits for the store before it answers that the store is unreachable.
+pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `/healthz` store reads waiting at once at most; beyond, the answer is "unreachable" at once.
+pub const HEALTH_PROBES: usize = 4;
 
 /// The CSP of every answer: nothing runs, nothing loads from elsewhere.
 pub use super::page::CSP;
@@ -336,8 +349,47 @@ async fn badge(State(s): State<AppState>, Path(file): Path<String>) -> Response 
     }
 }
 
-async fn healthz() -> Response {
-    axum::Json(json!({ "status": "ok" })).into_response()
+/// `/healthz`: which worker this is and whether its store answers (one primary-key read,
+/// within [`AppState::health_timeout`]): 200 with `"store": "ok"`, or 503 with
+/// `"store": "unreachable"`. Nothing else: no address, no path, no error text.
+async fn healthz(State(s): State<AppState>) -> Response {
+    let reachable = match s.health_probes.clone().try_acquire_owned() {
+        Ok(permit) => {
+            // The cheapest question only the database can answer: a baseline by its key (no
+            // row has id 0). The permit is held until the read returns, timed out or not.
+            let read = db(&s.store, move |st| {
+                let _permit = permit;
+                st.baseline(0).map(|_| ())
+            });
+            match tokio::time::timeout(s.health_timeout, read).await {
+                Ok(Ok(())) => true,
+                Ok(Err(e)) => {
+                    tracing::warn!(target: "mcpprobe::daemon", "health check: {e}");
+                    false
+                }
+                Err(_) => {
+                    tracing::warn!(target: "mcpprobe::daemon", "health check: the state database did not answer within {:?}", s.health_timeout);
+                    false
+                }
+            }
+        }
+        // Earlier checks are still waiting for the store.
+        Err(_) => false,
+    };
+    let (code, status, store) = if reachable {
+        (StatusCode::OK, "ok", "ok")
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "unreachable",
+        )
+    };
+    (
+        code,
+        axum::Json(json!({ "status": status, "worker": s.config.worker, "store": store })),
+    )
+        .into_response()
 }
 
 async fn targets(State(s): State<AppState>) -> Response {

@@ -1476,6 +1476,191 @@ fn a_proven_target_resolving_to_a_private_address_is_refused_recorded_and_sent_n
     );
 }
 
+/// A store that cannot answer (its database gone) or that hangs (until opened): every read
+/// but `baseline` fails; `baseline`, the read `/healthz` makes, fails, or waits for the gate.
+struct DownStore {
+    /// `None`: fail at once. `Some`: wait until the gate opens, then answer.
+    gate: Option<Arc<(Mutex<bool>, std::sync::Condvar)>>,
+    /// How many reads reached the store.
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+/// What a store that is down says: with a path and a password, which no answer may show.
+const DOWN: &str = "/var/lib/secret-place/daemon.sqlite3?password=hunter2";
+
+fn down<T>() -> Result<T, mcpprobe::daemon::store::StoreError> {
+    Err(mcpprobe::daemon::store::StoreError::Database {
+        path: DOWN.into(),
+        message: "disk I/O error".into(),
+    })
+}
+
+impl DownStore {
+    fn failing() -> DownStore {
+        DownStore {
+            gate: None,
+            reads: 0.into(),
+        }
+    }
+    fn hanging() -> DownStore {
+        DownStore {
+            gate: Some(Arc::new((Mutex::new(false), std::sync::Condvar::new()))),
+            reads: 0.into(),
+        }
+    }
+    fn open(&self) {
+        if let Some(gate) = &self.gate {
+            *gate.0.lock().expect("gate") = true;
+            gate.1.notify_all();
+        }
+    }
+}
+
+impl Store for DownStore {
+    fn sync_targets(
+        &self,
+        _: &[mcpprobe::daemon::store::TargetRow],
+        _: i64,
+    ) -> Result<(), mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn targets(
+        &self,
+    ) -> Result<Vec<mcpprobe::daemon::store::TargetRow>, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn claim(
+        &self,
+        _: &str,
+        _: i64,
+        _: i64,
+        _: i64,
+    ) -> Result<mcpprobe::daemon::store::Claimed, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn renew(
+        &self,
+        _: &mut mcpprobe::daemon::store::Claim,
+        _: i64,
+        _: i64,
+    ) -> Result<bool, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn finish(
+        &self,
+        _: &mcpprobe::daemon::store::Claim,
+        _: &mcpprobe::daemon::store::Finished,
+        _: i64,
+    ) -> Result<bool, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn interrupt(
+        &self,
+        _: &mcpprobe::daemon::store::Claim,
+        _: &str,
+        _: i64,
+    ) -> Result<bool, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn runs(
+        &self,
+        _: &str,
+        _: usize,
+    ) -> Result<Vec<mcpprobe::daemon::store::RunSummary>, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn run(
+        &self,
+        _: &str,
+        _: i64,
+    ) -> Result<Option<mcpprobe::daemon::store::RunSummary>, mcpprobe::daemon::store::StoreError>
+    {
+        down()
+    }
+    fn held_slots(&self) -> Result<Vec<(String, i64)>, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn latest_runs(
+        &self,
+    ) -> Result<Vec<mcpprobe::daemon::store::RunSummary>, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn run_documents(
+        &self,
+        _: &str,
+        _: i64,
+    ) -> Result<Option<mcpprobe::daemon::store::RunDocuments>, mcpprobe::daemon::store::StoreError>
+    {
+        down()
+    }
+    fn latest_report(
+        &self,
+        _: &str,
+    ) -> Result<Option<String>, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn last_clean_and_first(
+        &self,
+        _: &str,
+    ) -> Result<(Option<i64>, Option<i64>), mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn accepted_baseline(
+        &self,
+        _: &str,
+    ) -> Result<Option<mcpprobe::daemon::store::StoredBaseline>, mcpprobe::daemon::store::StoreError>
+    {
+        down()
+    }
+    fn baseline(
+        &self,
+        _: i64,
+    ) -> Result<Option<mcpprobe::daemon::store::StoredBaseline>, mcpprobe::daemon::store::StoreError>
+    {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let Some(gate) = &self.gate else {
+            return down();
+        };
+        let (open, opened) = &**gate;
+        let mut open = open.lock().expect("gate");
+        while !*open {
+            open = opened.wait(open).expect("gate");
+        }
+        Ok(None)
+    }
+    fn accept_baseline(
+        &self,
+        _: &str,
+        _: &str,
+        _: i64,
+    ) -> Result<i64, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn accept_latest(&self, _: &str, _: i64) -> Result<i64, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn accept_run(
+        &self,
+        _: &str,
+        _: i64,
+        _: i64,
+    ) -> Result<i64, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn totals(
+        &self,
+    ) -> Result<mcpprobe::daemon::store::Totals, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+    fn prune(
+        &self,
+        _: &mcpprobe::daemon::store::Retention,
+        _: i64,
+    ) -> Result<u64, mcpprobe::daemon::store::StoreError> {
+        down()
+    }
+}
+
 /// A fixture with one target, `name`, that is never scanned (its runs are stored by the test).
 fn quiet_fixture(name: &str) -> Fixture {
     fixture(
@@ -1484,6 +1669,89 @@ fn quiet_fixture(name: &str) -> Fixture {
         ),
         &[],
     )
+}
+
+/// `f`'s endpoint state with its worker named `worker`.
+fn named_worker(f: &Fixture, worker: &str) -> http::AppState {
+    let mut config = (*f.daemon.config).clone();
+    config.worker = worker.into();
+    http::AppState {
+        config: Arc::new(config),
+        ..app_state(f)
+    }
+}
+
+#[test]
+fn healthz_names_the_worker_and_whether_its_store_answers() {
+    let rt = runtime();
+    let f = rt.block_on(async { quiet_fixture("t") });
+    let get_json = |port: u16| {
+        let (status, headers, body) = get(&format!("http://127.0.0.1:{port}/healthz"), None, None);
+        assert_eq!(
+            headers.get("content-type").and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "{body}"
+        );
+        assert!(
+            !body.contains("secret-place") && !body.contains("hunter2"),
+            "{body}"
+        );
+        (status, serde_json::from_str::<Value>(&body).expect("json"))
+    };
+
+    // The store answers: 200, this worker, "ok".
+    let port = serve_state(&rt, named_worker(&f, "host-a-42"), "127.0.0.1:0");
+    assert_eq!(
+        get_json(port),
+        (
+            200,
+            json!({"status": "ok", "worker": "host-a-42", "store": "ok"})
+        )
+    );
+
+    // The store fails: 503, "unreachable", nothing of its error.
+    let failing = Arc::new(DownStore::failing());
+    let state = http::AppState {
+        store: failing.clone(),
+        ..named_worker(&f, "host-a-42")
+    };
+    let port = serve_state(&rt, state, "127.0.0.1:0");
+    let unreachable =
+        json!({"status": "unavailable", "worker": "host-a-42", "store": "unreachable"});
+    assert_eq!(get_json(port), (503, unreachable.clone()));
+    assert_eq!(failing.reads.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // The store hangs: 503 once the health timeout passes; the reads left waiting are capped,
+    // and beyond the cap the answer comes without asking the store again.
+    let hanging = Arc::new(DownStore::hanging());
+    let state = http::AppState {
+        store: hanging.clone(),
+        health_timeout: Duration::from_millis(100),
+        ..named_worker(&f, "host-a-42")
+    };
+    let port = serve_state(&rt, state, "127.0.0.1:0");
+    for _ in 0..http::HEALTH_PROBES + 2 {
+        assert_eq!(get_json(port), (503, unreachable.clone()));
+    }
+    assert_eq!(
+        hanging.reads.load(std::sync::atomic::Ordering::SeqCst),
+        http::HEALTH_PROBES,
+        "one waiting read per permit, no more"
+    );
+    // Once it answers again, a worker with free permits says so.
+    hanging.open();
+    let state = http::AppState {
+        store: hanging.clone(),
+        ..named_worker(&f, "host-a-42")
+    };
+    let port = serve_state(&rt, state, "127.0.0.1:0");
+    assert_eq!(
+        get_json(port),
+        (
+            200,
+            json!({"status": "ok", "worker": "host-a-42", "store": "ok"})
+        )
+    );
 }
 
 /// `n` tools whose descriptions are `describe(i)`.
