@@ -591,7 +591,7 @@ async fn metrics(State(s): State<AppState>, Query(q): Query<MetricsQuery>) -> Re
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(super::metrics::CONTENT_TYPE),
             )],
-            s.metrics.render(&t, per_target),
+            s.metrics.render(&t, per_target, &s.config.worker),
         )
             .into_response(),
         Err(e) => internal(e),

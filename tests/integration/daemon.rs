@@ -443,8 +443,42 @@ fn serve_state(rt: &tokio::runtime::Runtime, state: http::AppState, bind: &str) 
     port
 }
 
+/// A series' labels without its `worker` label (which must come first), and that worker:
+/// `name{worker="w",a="b"}` is (`name{a="b"}`, `w`); `name{worker="w"}` is (`name`, `w`).
+fn without_worker(series: &str) -> (String, Option<String>) {
+    let Some((name, labels)) = series.split_once('{') else {
+        return (series.to_string(), None);
+    };
+    let Some(rest) = labels.strip_prefix("worker=\"") else {
+        return (series.to_string(), None);
+    };
+    let Some((worker, rest)) = rest.split_once('"') else {
+        return (series.to_string(), None);
+    };
+    let rest = rest.strip_prefix(',').unwrap_or(rest);
+    let series = if rest == "}" {
+        name.to_string()
+    } else {
+        format!("{name}{{{rest}")
+    };
+    (series, Some(worker.to_string()))
+}
+
+/// The `worker` label of every sample line of a scrape (each must have one).
+fn workers(text: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let series = l.rsplit_once(' ').map_or(l, |(s, _)| s);
+            without_worker(series)
+                .1
+                .unwrap_or_else(|| panic!("no worker label: {l}"))
+        })
+        .collect()
+}
+
 /// Every sample line of the Prometheus text format: `name{labels} value`, each family
-/// announced by HELP and TYPE first.
+/// announced by HELP and TYPE first, each with a `worker` label (left out of what is returned).
 fn prometheus(text: &str) -> Vec<(String, f64)> {
     let mut typed = std::collections::BTreeSet::new();
     let mut samples = Vec::new();
@@ -476,8 +510,11 @@ fn prometheus(text: &str) -> Vec<(String, f64)> {
                 "{line}"
             );
         }
+        // Every series names its worker; the samples are returned without it.
+        let (series, worker) = without_worker(series);
+        assert!(worker.is_some(), "no worker label: {line}");
         samples.push((
-            series.to_string(),
+            series,
             value.parse::<f64>().unwrap_or_else(|_| panic!("{line}")),
         ));
     }
@@ -627,8 +664,15 @@ fn the_status_api_answers_as_specified() {
         "per target only when asked"
     );
     let (_, _, per) = get(&url("/metrics?per_target=1"), None, None);
-    prometheus(&per);
-    assert!(per.contains("mcpprobe_target_findings{target=\"demo\",severity=\"high\"}"));
+    assert!(
+        prometheus(&per)
+            .iter()
+            .any(|(s, _)| s == "mcpprobe_target_findings{target=\"demo\",severity=\"high\"}")
+    );
+    // Every series of both scrapes names this worker (the default name: the library never
+    // reads the host's).
+    assert_eq!(workers(&metrics), ["daemon".to_string()].into());
+    assert_eq!(workers(&per), ["daemon".to_string()].into());
 }
 
 #[test]
@@ -1752,6 +1796,44 @@ fn healthz_names_the_worker_and_whether_its_store_answers() {
             json!({"status": "ok", "worker": "host-a-42", "store": "ok"})
         )
     );
+}
+
+#[test]
+fn metrics_carry_the_worker_label_on_every_series() {
+    let rt = runtime();
+    let f = rt.block_on(async { quiet_fixture("t") });
+    f.store
+        .sync_targets(&f.daemon.config.rows(), 0)
+        .expect("targets");
+    let port = serve_state(&rt, named_worker(&f, "build-7.example-4242"), "127.0.0.1:0");
+    for path in ["/metrics", "/metrics?per_target=1"] {
+        let (status, _, text) = get(&format!("http://127.0.0.1:{port}{path}"), None, None);
+        assert_eq!(status, 200, "{text}");
+        assert!(prometheus(&text).len() > 20, "{text}");
+        assert_eq!(
+            workers(&text),
+            ["build-7.example-4242".to_string()].into(),
+            "{text}"
+        );
+        // The names SPEC §8.1 lists, unchanged.
+        for family in [
+            "mcpprobe_scans_total",
+            "mcpprobe_findings",
+            "mcpprobe_scan_duration_seconds",
+            "mcpprobe_requests_total",
+            "mcpprobe_gate_refusals_total",
+            "mcpprobe_targets",
+        ] {
+            assert!(
+                text.contains(&format!("# TYPE {family} ")),
+                "{family}: {text}"
+            );
+        }
+        assert!(
+            text.contains("mcpprobe_targets{worker=\"build-7.example-4242\"} 1\n"),
+            "{text}"
+        );
+    }
 }
 
 /// `n` tools whose descriptions are `describe(i)`.
