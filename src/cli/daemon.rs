@@ -35,6 +35,32 @@ fn logs(format: LogFormat, secrets: crate::net::redact::Secrets) {
     };
 }
 
+/// Where Linux keeps this machine's host name.
+const HOSTNAME_FILE: &str = "/proc/sys/kernel/hostname";
+
+/// The longest host name a worker name keeps (a host name has 64 bytes at most on Linux).
+const MAX_HOSTNAME: usize = 64;
+
+/// This daemon's worker name, `<hostname>-<pid>`: the host name as read (none: `localhost`),
+/// trimmed, each character outside `[A-Za-z0-9._-]` made `-`, at most [`MAX_HOSTNAME`] long.
+fn worker_name(hostname: Option<&str>, pid: u32) -> String {
+    let host: String = hostname
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(MAX_HOSTNAME)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let host = if host.is_empty() { "localhost" } else { &host };
+    format!("{host}-{pid}")
+}
+
 pub fn run(args: &DaemonArgs) -> i32 {
     let config = match Config::load(&args.config) {
         Ok(c) => c,
@@ -63,10 +89,16 @@ pub fn run(args: &DaemonArgs) -> i32 {
             Err(e) => usage_error(e),
         };
     }
-    let daemon_config = match DaemonConfig::new(&config, |v| std::env::var(v).ok(), default_state) {
-        Ok(c) => c,
-        Err(e) => return usage_error(e),
-    };
+    let mut daemon_config =
+        match DaemonConfig::new(&config, |v| std::env::var(v).ok(), default_state) {
+            Ok(c) => c,
+            Err(e) => return usage_error(e),
+        };
+    // The library reads no OS state: the host names the worker.
+    daemon_config.worker = worker_name(
+        std::fs::read_to_string(HOSTNAME_FILE).ok().as_deref(),
+        std::process::id(),
+    );
     if let Err(e) = std::fs::create_dir_all(&daemon_config.state_dir) {
         return usage_error(format!(
             "cannot create the state folder {}: {e}",
@@ -97,7 +129,7 @@ pub fn run(args: &DaemonArgs) -> i32 {
             Ok(s) => s,
             Err(e) => return usage_error(e),
         };
-        let listen = daemon_config.listen;
+        let (listen, worker) = (daemon_config.listen, daemon_config.worker.clone());
         let daemon = Daemon::new(daemon_config, store, scanner);
         let shutdown = CancellationToken::new();
         let on_signal = shutdown.clone();
@@ -121,7 +153,9 @@ pub fn run(args: &DaemonArgs) -> i32 {
                 Ok(l) => l,
                 Err(e) => return usage_error(format!("cannot listen on {listen}: {e}")),
             };
-            tracing::info!(target: "mcpprobe::daemon", "status endpoint on http://{listen}/");
+            // The address bound (`listen = "127.0.0.1:0"` takes a free port).
+            let bound = listener.local_addr().unwrap_or(listen);
+            tracing::info!(target: "mcpprobe::daemon", "status endpoint on http://{bound}/ (worker {worker})");
             let state = http::AppState::new(
                 daemon.config.clone(),
                 daemon.store.clone(),
@@ -143,4 +177,27 @@ pub fn run(args: &DaemonArgs) -> i32 {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worker_is_the_sanitised_host_name_and_the_pid() {
+        assert_eq!(
+            worker_name(Some("build-7.example\n"), 42),
+            "build-7.example-42"
+        );
+        assert_eq!(worker_name(Some("  h_1  "), 1), "h_1-1");
+        assert_eq!(
+            worker_name(Some("h\"o{s}t é=x"), 9),
+            "h-o-s-t---x-9",
+            "quotes, braces, spaces and non-ASCII become -"
+        );
+        assert_eq!(worker_name(None, 7), "localhost-7");
+        assert_eq!(worker_name(Some(" \n"), 7), "localhost-7");
+        let long = "a".repeat(300);
+        assert_eq!(worker_name(Some(&long), 5), format!("{}-5", "a".repeat(64)));
+    }
 }

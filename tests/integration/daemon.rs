@@ -2036,3 +2036,81 @@ fn the_run_page_shows_check_statuses_as_the_json_report_names_them() {
     assert!(!html.contains("notimplemented"), "{html}");
     assert!(!html.contains("Tools changed since"), "{html}");
 }
+
+#[test]
+fn the_binary_names_its_worker_after_the_host_and_its_pid() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("mcpprobe.toml");
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:0\"\n[[targets]]\nname = \"t\"\nurl = \"http://127.0.0.1:1/mcp\"\nevery = \"7d\"\n",
+    )
+    .expect("write");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mcpprobe"))
+        .env("MCPPROBE_STATE_DIR", dir.path())
+        .args(["daemon", "--config"])
+        .arg(&file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the daemon starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // "status endpoint on http://127.0.0.1:PORT/ (worker NAME)"
+    let (addr, logged) = loop {
+        let line = rx.recv_timeout(BOUND).unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("no status endpoint line")
+        });
+        if let Some(rest) = line.split("status endpoint on http://").nth(1) {
+            let (addr, rest) = rest.split_once("/ (worker ").expect("the worker");
+            let worker = rest.split_once(')').expect("closed").0;
+            break (addr.to_string(), worker.to_string());
+        }
+    };
+    let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let host = if host.is_empty() {
+        "localhost".into()
+    } else {
+        host
+    };
+    let want = format!("{host}-{}", child.id());
+    let (status, _, body) = get(&format!("http://{addr}/healthz"), None, None);
+    let (_, _, metrics) = get(&format!("http://{addr}/metrics"), None, None);
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+    let stopped = done_rx.recv_timeout(BOUND).expect("it stops on SIGTERM");
+    assert_eq!(stopped.expect("wait").code(), Some(0));
+    assert_eq!(logged, want);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("json"),
+        json!({"status": "ok", "worker": want, "store": "ok"})
+    );
+    assert_eq!(workers(&metrics), [want].into(), "{metrics}");
+}
