@@ -52,17 +52,20 @@ fn open_store(
     })
 }
 
-/// This daemon's worker name: the machine's host name and the process id (`web-1-4242`),
-/// in letters, digits, `.`, `_` and `-`.
-fn worker_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_string());
-    let host: String = host
+/// Where Linux keeps this machine's host name.
+const HOSTNAME_FILE: &str = "/proc/sys/kernel/hostname";
+
+/// The longest host name a worker name keeps (a host name has 64 bytes at most on Linux).
+const MAX_HOSTNAME: usize = 64;
+
+/// This daemon's worker name, `<hostname>-<pid>`: the host name as read (none: `localhost`),
+/// trimmed, each character outside `[A-Za-z0-9._-]` made `-`, at most [`MAX_HOSTNAME`] long.
+fn worker_name(hostname: Option<&str>, pid: u32) -> String {
+    let host: String = hostname
+        .unwrap_or_default()
+        .trim()
         .chars()
-        .take(64)
+        .take(MAX_HOSTNAME)
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
                 c
@@ -71,7 +74,8 @@ fn worker_name() -> String {
             }
         })
         .collect();
-    format!("{host}-{}", std::process::id())
+    let host = if host.is_empty() { "localhost" } else { &host };
+    format!("{host}-{pid}")
 }
 
 pub fn run(args: &DaemonArgs) -> i32 {
@@ -128,9 +132,13 @@ pub fn run(args: &DaemonArgs) -> i32 {
             Ok(c) => c.with_env(|v| std::env::var(v).ok()),
             Err(e) => return usage_error(e),
         };
+    // The library reads no OS state: the host names the worker.
     daemon_config.worker = match &args.test_worker {
         Some(w) => w.clone(),
-        None => worker_name(),
+        None => worker_name(
+            std::fs::read_to_string(HOSTNAME_FILE).ok().as_deref(),
+            std::process::id(),
+        ),
     };
     daemon_config.hurry(
         args.test_every_ms.map(std::time::Duration::from_millis),
@@ -175,7 +183,7 @@ pub fn run(args: &DaemonArgs) -> i32 {
             Ok(s) => s,
             Err(e) => return usage_error(e),
         };
-        let listen = daemon_config.listen;
+        let (listen, worker) = (daemon_config.listen, daemon_config.worker.clone());
         let daemon = Daemon::new(daemon_config, store, scanner);
         let shutdown = CancellationToken::new();
         let on_signal = shutdown.clone();
@@ -199,7 +207,9 @@ pub fn run(args: &DaemonArgs) -> i32 {
                 Ok(l) => l,
                 Err(e) => return usage_error(format!("cannot listen on {listen}: {e}")),
             };
-            tracing::info!(target: "mcpprobe::daemon", "status endpoint on http://{listen}/");
+            // The address bound (`listen = "127.0.0.1:0"` takes a free port).
+            let bound = listener.local_addr().unwrap_or(listen);
+            tracing::info!(target: "mcpprobe::daemon", "status endpoint on http://{bound}/ (worker {worker})");
             let state = http::AppState::of(&daemon);
             Some(tokio::spawn(http::serve(listener, state, shutdown.clone())))
         };
@@ -313,4 +323,27 @@ fn list(store: &Arc<dyn Store>) -> Result<String, crate::daemon::store::StoreErr
         ));
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worker_is_the_sanitised_host_name_and_the_pid() {
+        assert_eq!(
+            worker_name(Some("build-7.example\n"), 42),
+            "build-7.example-42"
+        );
+        assert_eq!(worker_name(Some("  h_1  "), 1), "h_1-1");
+        assert_eq!(
+            worker_name(Some("h\"o{s}t é=x"), 9),
+            "h-o-s-t---x-9",
+            "quotes, braces, spaces and non-ASCII become -"
+        );
+        assert_eq!(worker_name(None, 7), "localhost-7");
+        assert_eq!(worker_name(Some(" \n"), 7), "localhost-7");
+        let long = "a".repeat(300);
+        assert_eq!(worker_name(Some(&long), 5), format!("{}-5", "a".repeat(64)));
+    }
 }

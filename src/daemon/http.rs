@@ -38,17 +38,47 @@ pub struct AppState {
     pub metrics: Arc<super::metrics::Metrics>,
     /// The targets shown: the configuration's and the imported ones.
     pub targets: Arc<super::targets::LiveTargets>,
+    /// The time a run page may spend on its diff work ([`DIFF_BUDGET`] unless a test changes
+    /// it): parsing the stored report and baselines, then word-diffing the changed tools.
+    pub diff_budget: Duration,
+    /// How long `/healthz` waits for the store ([`HEALTH_TIMEOUT`] unless a test changes it).
+    pub health_timeout: Duration,
+    /// `/healthz`'s store reads that may be waiting at once ([`HEALTH_PROBES`]): a store that
+    /// hangs holds that many blocking threads at most, not one more per probe.
+    pub health_probes: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
-    /// The state of `daemon`'s endpoint.
+    /// The state of a daemon's endpoint, with the default budgets (the targets shown: the
+    /// configuration's, and those imported into `store`).
+    pub fn new(
+        config: Arc<DaemonConfig>,
+        store: Arc<dyn Store>,
+        scanner: Arc<Scanner>,
+        metrics: Arc<super::metrics::Metrics>,
+    ) -> AppState {
+        AppState {
+            targets: Arc::new(super::targets::LiveTargets::new(config.clone())),
+            config,
+            store,
+            scanner,
+            metrics,
+            diff_budget: DIFF_BUDGET,
+            health_timeout: HEALTH_TIMEOUT,
+            health_probes: Arc::new(tokio::sync::Semaphore::new(HEALTH_PROBES)),
+        }
+    }
+
+    /// The state of `daemon`'s endpoint (sharing its list of targets).
     pub fn of(daemon: &super::Daemon) -> AppState {
         AppState {
-            config: daemon.config.clone(),
-            store: daemon.store.clone(),
-            scanner: daemon.scanner.clone(),
-            metrics: daemon.metrics.clone(),
             targets: daemon.targets.clone(),
+            ..AppState::new(
+                daemon.config.clone(),
+                daemon.store.clone(),
+                daemon.scanner.clone(),
+                daemon.metrics.clone(),
+            )
         }
     }
 
@@ -59,6 +89,16 @@ impl AppState {
             .await
     }
 }
+
+/// The time a run page spends on its diff work at most, on a blocking thread; the tools left
+/// when it runs out are shown unmarked, and the page says which.
+pub const DIFF_BUDGET: Duration = Duration::from_secs(2);
+
+/// How long `/healthz` waits for the store before it answers that the store is unreachable.
+pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `/healthz` store reads waiting at once at most; beyond, the answer is "unreachable" at once.
+pub const HEALTH_PROBES: usize = 4;
 
 /// The CSP of every answer: nothing runs, nothing loads from elsewhere.
 pub use super::page::CSP;
@@ -337,8 +377,47 @@ async fn badge(State(s): State<AppState>, Path(file): Path<String>) -> Response 
     }
 }
 
-async fn healthz() -> Response {
-    axum::Json(json!({ "status": "ok" })).into_response()
+/// `/healthz`: which worker this is and whether its store answers (one primary-key read,
+/// within [`AppState::health_timeout`]): 200 with `"store": "ok"`, or 503 with
+/// `"store": "unreachable"`. Nothing else: no address, no path, no error text.
+async fn healthz(State(s): State<AppState>) -> Response {
+    let reachable = match s.health_probes.clone().try_acquire_owned() {
+        Ok(permit) => {
+            // The cheapest question only the database can answer: a baseline by its key (no
+            // row has id 0). The permit is held until the read returns, timed out or not.
+            let read = db(&s.store, move |st| {
+                let _permit = permit;
+                st.baseline(0).map(|_| ())
+            });
+            match tokio::time::timeout(s.health_timeout, read).await {
+                Ok(Ok(())) => true,
+                Ok(Err(e)) => {
+                    tracing::warn!(target: "mcpprobe::daemon", "health check: {e}");
+                    false
+                }
+                Err(_) => {
+                    tracing::warn!(target: "mcpprobe::daemon", "health check: the state database did not answer within {:?}", s.health_timeout);
+                    false
+                }
+            }
+        }
+        // Earlier checks are still waiting for the store.
+        Err(_) => false,
+    };
+    let (code, status, store) = if reachable {
+        (StatusCode::OK, "ok", "ok")
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "unreachable",
+        )
+    };
+    (
+        code,
+        axum::Json(json!({ "status": status, "worker": s.config.worker, "store": store })),
+    )
+        .into_response()
 }
 
 async fn targets(State(s): State<AppState>) -> Response {
@@ -389,50 +468,72 @@ async fn run(
     let Some(t) = set.get(&name) else {
         return error(StatusCode::NOT_FOUND, "no such target");
     };
+    let as_page = wants_html(&headers);
     let found = db(&s.store, move |st| {
+        let Some(run) = st.run(&name, id)? else {
+            return Ok(None);
+        };
         let docs = st.run_documents(&name, id)?;
         // The accepted baseline the run was compared with, for the side-by-side view.
         let old = match docs.as_ref().and_then(|d| d.compared_with) {
-            Some(b) => st.baseline(b)?,
-            None => None,
+            Some(b) if as_page => st.baseline(b)?,
+            _ => None,
         };
-        Ok((st.run(&name, id)?, docs, old))
+        Ok(Some((run, docs, old)))
     })
     .await;
-    if wants_html(&headers) {
-        return match found {
-            Ok((Some(r), docs, old)) => {
-                let report = docs.as_ref().and_then(|d| {
-                    serde_json::from_str::<crate::model::Report>(&d.report_json).ok()
-                });
-                let parse = |json: &str| {
-                    crate::baseline::parse(json.as_bytes(), std::path::Path::new("stored")).ok()
-                };
-                let new = docs
-                    .as_ref()
-                    .and_then(|d| d.observed_json.as_deref())
-                    .and_then(parse);
-                let old = old.and_then(|b| parse(&b.json));
-                let changes = match (&new, &old) {
-                    (Some(n), Some(o)) => page::tool_changes(Some(o), n),
-                    _ => Vec::new(),
-                };
-                html(page::run_page(&row(t), &r, report.as_ref(), &changes))
-            }
-            Ok((None, _, _)) => error(StatusCode::NOT_FOUND, "no such run"),
-            Err(e) => internal(e),
-        };
-    }
-    match found.map(|(r, d, _)| (r, d)) {
-        Ok((Some(r), docs)) => {
-            let report = docs
-                .and_then(|d| serde_json::from_str::<Value>(&d.report_json).ok())
-                .unwrap_or(Value::Null);
-            axum::Json(json!({ "run": run_detail_json(&r), "report": report })).into_response()
+    let (r, docs, old) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return error(StatusCode::NOT_FOUND, "no such run"),
+        Err(e) => return internal(e),
+    };
+    let (target, budget) = (row(t), s.diff_budget);
+    // Parsing the documents and diffing the tools is CPU work of any length: on a blocking
+    // thread, the diff within its budget.
+    let answer = tokio::task::spawn_blocking(move || {
+        if as_page {
+            return html(run_page_html(
+                &target,
+                &r,
+                docs.as_ref(),
+                old.as_ref(),
+                budget,
+            ));
         }
-        Ok((None, _)) => error(StatusCode::NOT_FOUND, "no such run"),
-        Err(e) => internal(e),
-    }
+        let report = docs
+            .and_then(|d| serde_json::from_str::<Value>(&d.report_json).ok())
+            .unwrap_or(Value::Null);
+        axum::Json(json!({ "run": run_detail_json(&r), "report": report })).into_response()
+    })
+    .await;
+    answer.unwrap_or_else(|e| internal(DaemonError::Blocking(e.to_string())))
+}
+
+/// A run's page from its stored documents and the baseline it was compared with: the report
+/// and both states parsed, the changed tools word-diffed while `budget` lasts (counted from
+/// the call), the tools left shown unmarked and named. For a blocking thread.
+fn run_page_html(
+    target: &super::store::TargetRow,
+    run: &RunSummary,
+    docs: Option<&super::store::RunDocuments>,
+    old: Option<&super::store::StoredBaseline>,
+    budget: Duration,
+) -> maud::Markup {
+    let deadline = std::time::Instant::now().checked_add(budget);
+    let mut spent = move || deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    let report =
+        docs.and_then(|d| serde_json::from_str::<crate::model::Report>(&d.report_json).ok());
+    let parse =
+        |json: &str| crate::baseline::parse(json.as_bytes(), std::path::Path::new("stored")).ok();
+    let new = docs
+        .and_then(|d| d.observed_json.as_deref())
+        .and_then(parse);
+    let old = old.and_then(|b| parse(&b.json));
+    let changes = match (&new, &old) {
+        (Some(n), Some(o)) => page::tool_changes(Some(o), n),
+        _ => Vec::new(),
+    };
+    page::run_page(target, run, report.as_ref(), &changes, &mut spent)
 }
 
 async fn report(State(s): State<AppState>, Path(name): Path<String>) -> Response {
@@ -653,7 +754,7 @@ async fn metrics(State(s): State<AppState>, Query(q): Query<MetricsQuery>) -> Re
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(super::metrics::CONTENT_TYPE),
             )],
-            s.metrics.render(&t, per_target),
+            s.metrics.render(&t, per_target, &s.config.worker),
         )
             .into_response(),
         Err(e) => internal(e),

@@ -3,9 +3,12 @@
 //! (histogram), `mcpprobe_requests_total`, `mcpprobe_gate_refusals_total{reason}`,
 //! `mcpprobe_targets`, and per target only when asked (`?per_target=1`). Counts come from the
 //! store (they survive restarts), so they are written as constant metrics of one scrape; the
-//! duration histogram is this process's. `prometheus-client` writes the text (names, `_total`,
-//! label escaping) in the classic format (version 0.0.4).
+//! duration histogram is this process's. Every series carries the `worker` label (the
+//! daemon's [`super::DaemonConfig::worker`]), so that the scrapes of several workers sharing a
+//! store stay apart. `prometheus-client` writes the text (names, `_total`, label escaping) in
+//! the classic format (version 0.0.4).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -61,9 +64,12 @@ impl Metrics {
         self.durations.observe(d.as_secs_f64());
     }
 
-    /// The exposition text.
-    pub fn render(&self, totals: &Totals, per_target: bool) -> String {
-        let mut registry = Registry::default();
+    /// The exposition text, every series labelled `worker="{worker}"`.
+    pub fn render(&self, totals: &Totals, per_target: bool, worker: &str) -> String {
+        let mut registry = Registry::with_labels(std::iter::once((
+            Cow::Borrowed("worker"),
+            Cow::Owned(worker.to_string()),
+        )));
         registry.register_collector(Box::new(Scrape {
             totals: totals.clone(),
             per_target,
@@ -214,30 +220,30 @@ mod tests {
         let m = Metrics::default();
         m.record(RunStatus::Complete, Duration::from_millis(700));
         m.record(RunStatus::Complete, Duration::from_secs(400));
-        let text = m.render(&totals(), false);
+        let text = m.render(&totals(), false, "w1");
         let lines: Vec<&str> = text.lines().collect();
         for want in [
             "# HELP mcpprobe_scans_total Finished scans by outcome.",
             "# TYPE mcpprobe_scans_total counter",
-            "mcpprobe_scans_total{outcome=\"complete\"} 3",
-            "mcpprobe_scans_total{outcome=\"refused\"} 1",
-            "mcpprobe_scans_total{outcome=\"interrupted\"} 0",
+            "mcpprobe_scans_total{worker=\"w1\",outcome=\"complete\"} 3",
+            "mcpprobe_scans_total{worker=\"w1\",outcome=\"refused\"} 1",
+            "mcpprobe_scans_total{worker=\"w1\",outcome=\"interrupted\"} 0",
             "# TYPE mcpprobe_findings gauge",
-            "mcpprobe_findings{severity=\"high\"} 2",
-            "mcpprobe_findings{severity=\"info\"} 0",
+            "mcpprobe_findings{worker=\"w1\",severity=\"high\"} 2",
+            "mcpprobe_findings{worker=\"w1\",severity=\"info\"} 0",
             "# TYPE mcpprobe_scan_duration_seconds histogram",
-            "mcpprobe_scan_duration_seconds_bucket{le=\"0.5\"} 0",
-            "mcpprobe_scan_duration_seconds_bucket{le=\"1\"} 1",
-            "mcpprobe_scan_duration_seconds_bucket{le=\"300\"} 1",
-            "mcpprobe_scan_duration_seconds_bucket{le=\"+Inf\"} 2",
-            "mcpprobe_scan_duration_seconds_count 2",
+            "mcpprobe_scan_duration_seconds_bucket{worker=\"w1\",le=\"0.5\"} 0",
+            "mcpprobe_scan_duration_seconds_bucket{worker=\"w1\",le=\"1\"} 1",
+            "mcpprobe_scan_duration_seconds_bucket{worker=\"w1\",le=\"300\"} 1",
+            "mcpprobe_scan_duration_seconds_bucket{worker=\"w1\",le=\"+Inf\"} 2",
+            "mcpprobe_scan_duration_seconds_count{worker=\"w1\"} 2",
             "# TYPE mcpprobe_requests_total counter",
-            "mcpprobe_requests_total 42",
+            "mcpprobe_requests_total{worker=\"w1\"} 42",
             "# TYPE mcpprobe_gate_refusals_total counter",
-            "mcpprobe_gate_refusals_total{reason=\"ownership\"} 1",
-            "mcpprobe_gate_refusals_total{reason=\"active_not_authorised\"} 0",
+            "mcpprobe_gate_refusals_total{worker=\"w1\",reason=\"ownership\"} 1",
+            "mcpprobe_gate_refusals_total{worker=\"w1\",reason=\"active_not_authorised\"} 0",
             "# TYPE mcpprobe_targets gauge",
-            "mcpprobe_targets 1",
+            "mcpprobe_targets{worker=\"w1\"} 1",
         ] {
             assert!(lines.contains(&want), "no {want:?} in\n{text}");
         }
@@ -250,21 +256,46 @@ mod tests {
         );
         let sum = lines
             .iter()
-            .find_map(|l| l.strip_prefix("mcpprobe_scan_duration_seconds_sum "))
+            .find_map(|l| l.strip_prefix("mcpprobe_scan_duration_seconds_sum{worker=\"w1\"} "))
             .and_then(|v| v.parse::<f64>().ok());
         assert_eq!(sum, Some(400.7));
     }
 
+    /// Every sample line of `text` (not the comments) carries `worker="{escaped}"` first.
+    fn assert_every_series_has_the_worker(text: &str, escaped: &str) {
+        let want = format!("{{worker=\"{escaped}\"");
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(samples.len() > 20, "{text}");
+        for line in samples {
+            assert!(line.contains(&want), "no worker label: {line}\n{text}");
+        }
+    }
+
+    #[test]
+    fn every_series_names_its_worker_escaped() {
+        let m = Metrics::default();
+        m.record(RunStatus::Complete, Duration::from_millis(700));
+        for per_target in [false, true] {
+            let text = m.render(&totals(), per_target, "host-a-42");
+            assert_every_series_has_the_worker(&text, "host-a-42");
+        }
+        // A name the host did not sanitise still cannot break out of its label.
+        let text = m.render(&totals(), true, "a\"b\\c\nd");
+        assert_every_series_has_the_worker(&text, "a\\\"b\\\\c\\nd");
+    }
+
     #[test]
     fn per_target_series_escape_the_name() {
-        let text = Metrics::default().render(&totals(), true);
+        let text = Metrics::default().render(&totals(), true, "w");
         assert!(
-            text.contains("mcpprobe_target_findings{target=\"a\\\"b\\\\c\",severity=\"high\"} 2"),
+            text.contains(
+                "mcpprobe_target_findings{worker=\"w\",target=\"a\\\"b\\\\c\",severity=\"high\"} 2"
+            ),
             "{text}"
         );
         assert!(
             text.contains(
-                "mcpprobe_target_last_run_timestamp_seconds{target=\"a\\\"b\\\\c\"} 1700000000\n"
+                "mcpprobe_target_last_run_timestamp_seconds{worker=\"w\",target=\"a\\\"b\\\\c\"} 1700000000\n"
             ),
             "{text}"
         );

@@ -8,14 +8,16 @@
 //! `[U+200B]` ([`crate::util::escape`], the terminal's escaper), then HTML-escaped by maud.
 //!
 //! Pure functions: documents in, full HTML documents out (as [`Markup`]; `into_string()` gives
-//! the text). No store, no clock, no network. The link targets are the constants below.
+//! the text). No store, no clock, no network: the run page's word diffs are bounded by size
+//! ([`MAX_DIFF_CHARS`], [`MAX_DIFF_TOKENS`], [`MAX_DIFF_EDITS`]) and by a budget the caller
+//! gives as a question (`spent`), asked before each tool and at every step of each diff. The
+//! link targets are the constants below.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
 
 use maud::{DOCTYPE, Markup, html};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use similar::{ChangeTag, TextDiff};
+use serde::Serialize;
 
 use crate::baseline::Baseline;
 use crate::daemon::store::{Counts, RunStatus, RunSummary, TargetRow};
@@ -43,8 +45,14 @@ pub const MAX_BODY_CHARS: usize = 16 * 1024;
 /// The longest tool definition diffed word by word; longer ones are shown whole, unmarked.
 pub const MAX_DIFF_CHARS: usize = 64 * 1024;
 
-/// How long a word diff may take before it settles for a coarser one.
-const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+/// The most words and spaces a word diff compares on each side, once the common start and end
+/// are set aside; a longer changed part is marked whole.
+pub const MAX_DIFF_TOKENS: usize = 8 * 1024;
+
+/// The most words and spaces a word diff removes and adds (the edit distance it searches up
+/// to): beyond, the changed part is marked whole. Bounds a diff's time by
+/// O(`MAX_DIFF_TOKENS` × `MAX_DIFF_EDITS`) and its memory by O(`MAX_DIFF_EDITS`²).
+pub const MAX_DIFF_EDITS: usize = 1000;
 
 /// The stylesheet of every page (served at [`STYLE_PATH`]).
 pub const STYLE_CSS: &str = r#":root {
@@ -100,6 +108,7 @@ article.finding h3 { margin: 0 0 4px; color: var(--fg); }
 .mark { display: inline-block; font-size: 11px; font-weight: 600; padding: 0 6px; border-radius: 10px; border: 1px solid var(--line); margin-left: 6px; color: var(--muted); }
 .mark-new { color: #8250df; border-color: #8250df; }
 .mark-suppressed { color: var(--muted); }
+.mark-not-diffed { color: var(--medium); border-color: var(--medium); }
 .exchange { margin: 6px 0 10px; }
 .exchange h4 { margin: 6px 0 2px; font-size: 13px; }
 details > summary { cursor: pointer; color: var(--muted); }
@@ -255,12 +264,15 @@ pub fn target_page(target: &TargetRow, badge: &Badge, runs: &[RunSummary]) -> Ma
 /// statuses; and when `changes` is not empty, "Tools changed since the accepted baseline" with
 /// old and new definitions side by side, the changed words marked `<del>` / `<ins>`.
 /// `report` is `None` when no report was stored (a run still running or interrupted).
-/// A full HTML document.
+/// `spent` says when the diff work's budget is used up: it is asked before each changed tool
+/// and at every step of its diff; from its first `true` on, the tools left are shown whole,
+/// unmarked, and the page names them. A full HTML document.
 pub fn run_page(
     target: &TargetRow,
     run: &RunSummary,
     report: Option<&Report>,
     changes: &[ToolChange],
+    spent: &mut dyn FnMut() -> bool,
 ) -> Markup {
     let name = &target.name;
     let crumbs = html! {
@@ -282,7 +294,7 @@ pub fn run_page(
         }
         p { (counts(&run.counts)) }
         @if !changes.is_empty() {
-            (tool_changes_section(changes))
+            (tool_changes_section(changes, spent))
         }
         @match report {
             Some(report) => (report_body(report)),
@@ -315,20 +327,27 @@ pub fn tool_changes(old: Option<&Baseline>, new: &Baseline) -> Vec<ToolChange> {
         .collect()
 }
 
-/// Tools by name, as pretty JSON (a second tool of one name is keyed `name (2)`).
+/// Tools by name, as pretty JSON (a second tool of one name is keyed `name (2)`, a third
+/// `name (3)`, skipping any key a tool already has). Linear: each name remembers the last
+/// suffix it gave, so no duplicate walks the ones before it again.
 fn by_name(tools: &[serde_json::Value]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
+    let mut last_suffix: HashMap<&str, usize> = HashMap::new();
     for tool in tools {
         let base = tool
             .get("name")
             .and_then(serde_json::Value::as_str)
-            .unwrap_or("(unnamed)")
-            .to_string();
-        let mut key = base.clone();
-        let mut n = 1;
-        while out.contains_key(&key) {
-            n += 1;
-            key = format!("{base} ({n})");
+            .unwrap_or("(unnamed)");
+        let mut key = base.to_string();
+        if out.contains_key(&key) {
+            let n = last_suffix.entry(base).or_insert(1);
+            loop {
+                *n += 1;
+                key = format!("{base} ({n})");
+                if !out.contains_key(&key) {
+                    break;
+                }
+            }
         }
         let text = serde_json::to_string_pretty(tool).unwrap_or_else(|_| tool.to_string());
         out.insert(key, text);
@@ -451,7 +470,7 @@ fn report_body(report: &Report) -> Markup {
     let suppressed = report.suppressed_count();
     html! {
         dl.meta {
-            dt { "Outcome" } dd { (format!("{:?}", report.outcome).to_lowercase()) }
+            dt { "Outcome" } dd { (serde_name(&report.outcome)) }
             dt { "Requests sent" } dd { (report.requests_sent) }
             dt { "Checks" } dd { (report.checks.len()) }
             @if suppressed > 0 { dt { "Suppressed" } dd { (suppressed) } }
@@ -488,8 +507,8 @@ fn report_body(report: &Report) -> Markup {
                     @for c in &report.checks {
                         tr {
                             td.mono { (escape(&c.id)) }
-                            td { (format!("{:?}", c.kind).to_lowercase()) }
-                            td { (format!("{:?}", c.status).to_lowercase()) }
+                            td { (c.kind.as_str()) }
+                            td { (serde_name(&c.status)) }
                             td { (c.findings) }
                             td { (c.requests) }
                             td { @if let Some(r) = &c.reason { (escape(r)) } }
@@ -498,6 +517,15 @@ fn report_body(report: &Report) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The name serde gives a unit variant (`not_implemented`): the page shows what the JSON
+/// report says, never a `Debug` name.
+fn serde_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => "?".into(),
     }
 }
 
@@ -633,13 +661,34 @@ fn capped(s: &str, max: usize) -> &str {
     }
 }
 
+/// What a word diff made of one token (a word, or a run of white space).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    /// On both sides.
+    Equal,
+    /// Only on the old side.
+    Delete,
+    /// Only on the new side.
+    Insert,
+}
+
+/// Why a word diff gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// The changed part is longer than [`MAX_DIFF_TOKENS`], or needs more than
+    /// [`MAX_DIFF_EDITS`] edits: it is marked whole.
+    TooDifferent,
+    /// The budget was spent: this tool (and the ones after it) are not diffed.
+    OutOfTime,
+}
+
 /// One side of a word diff (`marked` is `Delete` for the old side, `Insert` for the new):
 /// the equal words and the marked ones, consecutive marked words in one `<del>` / `<ins>`.
-fn side(changes: &[(ChangeTag, &str)], marked: ChangeTag) -> Markup {
+fn side(changes: &[(Tag, &str)], marked: Tag) -> Markup {
     let mut runs: Vec<(bool, String)> = Vec::new();
     for (tag, text) in changes {
         let is_marked = *tag == marked;
-        if !is_marked && *tag != ChangeTag::Equal {
+        if !is_marked && *tag != Tag::Equal {
             continue;
         }
         match runs.last_mut() {
@@ -653,7 +702,7 @@ fn side(changes: &[(ChangeTag, &str)], marked: ChangeTag) -> Markup {
                 @let shown = escape_multiline(run);
                 @if !*is_marked {
                     (shown)
-                } @else if marked == ChangeTag::Delete {
+                } @else if marked == Tag::Delete {
                     del { (shown) }
                 } @else {
                     ins { (shown) }
@@ -664,18 +713,57 @@ fn side(changes: &[(ChangeTag, &str)], marked: ChangeTag) -> Markup {
 }
 
 /// "Tools changed since the accepted baseline": each change side by side, changed words marked.
-fn tool_changes_section(changes: &[ToolChange]) -> Markup {
+/// The diffs are made first, while `spent` says no; the tools left once it says yes are shown
+/// whole, unmarked, named above them all.
+fn tool_changes_section(changes: &[ToolChange], spent: &mut dyn FnMut() -> bool) -> Markup {
+    let mut out_of_time = false;
+    let diffs: Vec<Option<(Markup, Markup)>> = changes
+        .iter()
+        .map(|c| {
+            // An added or removed tool needs no diff: it is shown as it is, budget or not.
+            if out_of_time && c.old.is_some() && c.new.is_some() {
+                return None;
+            }
+            match word_diff(c.old.as_deref(), c.new.as_deref(), spent) {
+                Ok(sides) => Some(sides),
+                Err(_) => {
+                    out_of_time = true;
+                    None
+                }
+            }
+        })
+        .collect();
+    let not_diffed: Vec<&str> = changes
+        .iter()
+        .zip(&diffs)
+        .filter(|(_, d)| d.is_none())
+        .map(|(c, _)| c.name.as_str())
+        .collect();
     html! {
         section.changes {
             h2 { "Tools changed since the accepted baseline (" (changes.len()) ")" }
-            @for c in changes {
+            @if !not_diffed.is_empty() {
+                p.warning.cut-short {
+                    "The word diff was cut short (its time budget ran out): "
+                    (not_diffed.len()) " of the " (changes.len())
+                    " changed tools are not diffed, shown whole and unmarked: "
+                    @for (i, name) in not_diffed.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        code { (escape_trimmed(name, 80)) }
+                    }
+                }
+            }
+            @for (c, diff) in changes.iter().zip(diffs) {
                 @let kind = match (&c.old, &c.new) {
                     (None, Some(_)) => "added",
                     (Some(_), None) => "removed",
                     _ => "changed",
                 };
-                h3 { code { (escape(&c.name)) } " " span.mark { (kind) } }
-                @let (old, new) = word_diff(c.old.as_deref(), c.new.as_deref());
+                h3 {
+                    code { (escape(&c.name)) } " " span.mark { (kind) }
+                    @if diff.is_none() { " " span.mark.mark-not-diffed { "not diffed" } }
+                }
+                @let (old, new) = diff.unwrap_or_else(|| unmarked(c.old.as_deref(), c.new.as_deref()));
                 div.diff {
                     div.old { h4 { "Accepted" } (old) }
                     div.new { h4 { "Now" } (new) }
@@ -685,12 +773,27 @@ fn tool_changes_section(changes: &[ToolChange]) -> Markup {
     }
 }
 
+/// Both sides of a change shown whole, nothing marked (a diff that was not made).
+fn unmarked(old: Option<&str>, new: Option<&str>) -> (Markup, Markup) {
+    let one = |text: Option<&str>| match text {
+        Some(t) => html! { pre { (escape_multiline(t)) } },
+        None => html! { p.empty { "(none)" } },
+    };
+    (one(old), one(new))
+}
+
 /// The two sides of a word diff: removed words in `<del>` on the old side, added ones in
 /// `<ins>` on the new side. A missing side says so; texts above [`MAX_DIFF_CHARS`] are shown
-/// whole, unmarked.
-fn word_diff(old: Option<&str>, new: Option<&str>) -> (Markup, Markup) {
+/// whole, unmarked; a changed part too long or too different to diff word by word
+/// ([`MAX_DIFF_TOKENS`], [`MAX_DIFF_EDITS`]) is marked whole. `Err` when `spent` said the
+/// budget is used up (before the diff, or at one of its steps): nothing was marked.
+fn word_diff(
+    old: Option<&str>,
+    new: Option<&str>,
+    spent: &mut dyn FnMut() -> bool,
+) -> Result<(Markup, Markup), Cut> {
     let missing = |what: &str| html! { p.empty { (what) } };
-    match (old, new) {
+    Ok(match (old, new) {
         (None, None) => (missing("(none)"), missing("(none)")),
         (None, Some(n)) => (
             missing("(not in the accepted baseline)"),
@@ -705,16 +808,212 @@ fn word_diff(old: Option<&str>, new: Option<&str>) -> (Markup, Markup) {
             html! { p.muted { "(too long to mark)" } pre { (escape_multiline(n)) } },
         ),
         (Some(o), Some(n)) => {
-            let diff = TextDiff::configure().timeout(DIFF_TIMEOUT).diff_words(o, n);
-            let changes: Vec<(ChangeTag, &str)> = diff
-                .iter_all_changes()
-                .map(|c| (c.tag(), c.value()))
-                .collect();
-            let old = side(&changes, ChangeTag::Delete);
-            let new = side(&changes, ChangeTag::Insert);
-            (old, new)
+            if spent() {
+                return Err(Cut::OutOfTime);
+            }
+            let (a, b) = (words(o), words(n));
+            let (changes, whole) = match diff_words(&a, &b, spent) {
+                Ok(changes) => (changes, false),
+                Err(Cut::TooDifferent) => (marked_whole(&a, &b), true),
+                Err(Cut::OutOfTime) => return Err(Cut::OutOfTime),
+            };
+            let note = html! {
+                @if whole { p.muted { "(too different to mark word by word: the changed part is marked whole)" } }
+            };
+            (
+                html! { (note) (side(&changes, Tag::Delete)) },
+                html! { (note) (side(&changes, Tag::Insert)) },
+            )
         }
+    })
+}
+
+/// `text` as tokens: each word (a run of characters that are not white space) and each run of
+/// white space, in order; joined they are `text`.
+fn words(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut space = None;
+    for (i, c) in text.char_indices() {
+        let is_space = c.is_whitespace();
+        if space.is_some_and(|s| s != is_space) {
+            out.push(&text[start..i]);
+            start = i;
+        }
+        space = Some(is_space);
     }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+/// How many tokens `a` and `b` share at their start, and then at their end.
+fn common_ends(a: &[&str], b: &[&str]) -> (usize, usize) {
+    let start = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let end = a[start..]
+        .iter()
+        .rev()
+        .zip(b[start..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (start, end)
+}
+
+/// The coarse diff: the common start and end equal, everything between removed and added.
+fn marked_whole<'t>(a: &[&'t str], b: &[&'t str]) -> Vec<(Tag, &'t str)> {
+    let (start, end) = common_ends(a, b);
+    let mut out: Vec<(Tag, &str)> = a[..start].iter().map(|t| (Tag::Equal, *t)).collect();
+    out.extend(a[start..a.len() - end].iter().map(|t| (Tag::Delete, *t)));
+    out.extend(b[start..b.len() - end].iter().map(|t| (Tag::Insert, *t)));
+    out.extend(a[a.len() - end..].iter().map(|t| (Tag::Equal, *t)));
+    out
+}
+
+/// The word diff of token lists `a` (old) and `b` (new): the common start and end set aside
+/// (linear), the part between diffed by [`myers`] within [`MAX_DIFF_TOKENS`] and
+/// [`MAX_DIFF_EDITS`].
+fn diff_words<'t>(
+    a: &[&'t str],
+    b: &[&'t str],
+    spent: &mut dyn FnMut() -> bool,
+) -> Result<Vec<(Tag, &'t str)>, Cut> {
+    let (start, end) = common_ends(a, b);
+    let (am, bm) = (&a[start..a.len() - end], &b[start..b.len() - end]);
+    if am.len() > MAX_DIFF_TOKENS || bm.len() > MAX_DIFF_TOKENS {
+        return Err(Cut::TooDifferent);
+    }
+    // Tokens as numbers: the diff compares integers, not strings.
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut id = |t: &'t str| {
+        let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        *ids.entry(t).or_insert(next)
+    };
+    let ai: Vec<u32> = am.iter().map(|t| id(t)).collect();
+    let bi: Vec<u32> = bm.iter().map(|t| id(t)).collect();
+    let script = myers(&ai, &bi, MAX_DIFF_EDITS, spent)?;
+    let mut out: Vec<(Tag, &str)> = a[..start].iter().map(|t| (Tag::Equal, *t)).collect();
+    let (mut i, mut j) = (0, 0);
+    for tag in script {
+        let token = match tag {
+            Tag::Equal => {
+                j += 1;
+                i += 1;
+                am.get(i - 1)
+            }
+            Tag::Delete => {
+                i += 1;
+                am.get(i - 1)
+            }
+            Tag::Insert => {
+                j += 1;
+                bm.get(j - 1)
+            }
+        };
+        out.push((tag, token.ok_or(Cut::TooDifferent)?));
+    }
+    if (i, j) != (am.len(), bm.len()) {
+        return Err(Cut::TooDifferent);
+    }
+    out.extend(a[a.len() - end..].iter().map(|t| (Tag::Equal, *t)));
+    Ok(out)
+}
+
+/// A shortest edit script from `a` to `b` (Myers' O(ND) greedy algorithm, "An O(ND)
+/// Difference Algorithm and Its Variations", 1986), in order: one [`Tag`] per token kept,
+/// removed or added. At most `max_edits` removals and additions ([`Cut::TooDifferent`]
+/// beyond): its time is O((N + M) · max_edits) and it keeps O(max_edits²) numbers. `spent` is
+/// asked at every step (one more edit); [`Cut::OutOfTime`] when it says yes.
+fn myers(
+    a: &[u32],
+    b: &[u32],
+    max_edits: usize,
+    spent: &mut dyn FnMut() -> bool,
+) -> Result<Vec<Tag>, Cut> {
+    let (n, m) = (a.len() as i64, b.len() as i64);
+    let limit = max_edits.min(a.len() + b.len());
+    // trace[d]: after step d, the furthest x reached on each diagonal k = x - y, for k in
+    // -d..=d (at index k + d; the diagonals of the other parity stay 0, unused).
+    let mut trace: Vec<Vec<i64>> = Vec::new();
+    for d in 0..=limit {
+        if spent() {
+            return Err(Cut::OutOfTime);
+        }
+        let di = d as i64;
+        let mut v = vec![0i64; 2 * d + 1];
+        let prev = trace.last();
+        let at = |k: i64| -> i64 {
+            prev.and_then(|p| usize::try_from(k + di - 1).ok().and_then(|i| p.get(i)))
+                .copied()
+                .unwrap_or(0)
+        };
+        for k in (-di..=di).step_by(2) {
+            let mut x = if d == 0 {
+                0
+            } else if k == -di || (k != di && at(k - 1) < at(k + 1)) {
+                at(k + 1)
+            } else {
+                at(k - 1) + 1
+            };
+            let mut y = x - k;
+            while x < n && y >= 0 && y < m && a[x as usize] == b[y as usize] {
+                x += 1;
+                y += 1;
+            }
+            v[(k + di) as usize] = x;
+            if x >= n && y >= m {
+                trace.push(v);
+                return backtrack(&trace, n, m);
+            }
+        }
+        trace.push(v);
+    }
+    Err(Cut::TooDifferent)
+}
+
+/// The edit script of the path [`myers`] found to (n, m), read back through its `trace`.
+fn backtrack(trace: &[Vec<i64>], n: i64, m: i64) -> Result<Vec<Tag>, Cut> {
+    let mut script = Vec::new();
+    let (mut x, mut y) = (n, m);
+    for d in (1..trace.len()).rev() {
+        let di = d as i64;
+        let prev = &trace[d - 1];
+        let at = |k: i64| -> Result<i64, Cut> {
+            usize::try_from(k + di - 1)
+                .ok()
+                .and_then(|i| prev.get(i))
+                .copied()
+                .ok_or(Cut::TooDifferent)
+        };
+        let k = x - y;
+        let down = k == -di || (k != di && at(k - 1)? < at(k + 1)?);
+        let prev_k = if down { k + 1 } else { k - 1 };
+        let prev_x = at(prev_k)?;
+        let prev_y = prev_x - prev_k;
+        // Where the move of step d ended; the snake after it is equal tokens.
+        let (mx, my) = if down {
+            (prev_x, prev_y + 1)
+        } else {
+            (prev_x + 1, prev_y)
+        };
+        while x > mx && y > my {
+            script.push(Tag::Equal);
+            x -= 1;
+            y -= 1;
+        }
+        script.push(if down { Tag::Insert } else { Tag::Delete });
+        (x, y) = (prev_x, prev_y);
+    }
+    while x > 0 && y > 0 {
+        script.push(Tag::Equal);
+        x -= 1;
+        y -= 1;
+    }
+    if (x, y) != (0, 0) {
+        return Err(Cut::TooDifferent);
+    }
+    script.reverse();
+    Ok(script)
 }
 
 #[cfg(test)]
@@ -821,7 +1120,7 @@ mod tests {
             old: Some(old.into()),
             new: Some(new.into()),
         }];
-        run_page(&target("prod"), &run(1), None, &changes).into_string()
+        run_page(&target("prod"), &run(1), None, &changes, &mut || false).into_string()
     }
 
     #[test]
@@ -832,7 +1131,14 @@ mod tests {
             new: Some("\"plain\"".into()),
         }];
         let report = hostile_report();
-        let html = run_page(&target("prod"), &run(7), Some(&report), &changes).into_string();
+        let html = run_page(
+            &target("prod"),
+            &run(7),
+            Some(&report),
+            &changes,
+            &mut || false,
+        )
+        .into_string();
         assert_inert(&html);
         assert!(
             html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
@@ -869,7 +1175,7 @@ mod tests {
             verified_ms: Some(1_764_504_000_000),
             expires_ms: Some(1_772_280_000_000),
         });
-        let html = run_page(&target("prod"), &r, None, &[]).into_string();
+        let html = run_page(&target("prod"), &r, None, &[], &mut || false).into_string();
         assert_inert(&html);
         assert!(
             html.contains("dns-txt for mcp.example.comAdds.&lt;script&gt;alert(1)&lt;/script&gt;"),
@@ -881,7 +1187,7 @@ mod tests {
             ),
             "{html}"
         );
-        let html = run_page(&target("prod"), &run(5), None, &[]).into_string();
+        let html = run_page(&target("prod"), &run(5), None, &[], &mut || false).into_string();
         assert!(html.contains("none (the gate stopped the run"), "{html}");
     }
 
@@ -896,7 +1202,8 @@ mod tests {
             until: Some("2027-03-01".into()),
         });
         report.findings.push(low);
-        let html = run_page(&target("prod"), &run(3), Some(&report), &[]).into_string();
+        let html =
+            run_page(&target("prod"), &run(3), Some(&report), &[], &mut || false).into_string();
         let high = html.find("High (1)").expect("a high group");
         let low = html.find("Low (1)").expect("a low group");
         assert!(high < low);
@@ -940,7 +1247,7 @@ mod tests {
                 new: None,
             },
         ];
-        let html = run_page(&target("prod"), &run(1), None, &changes).into_string();
+        let html = run_page(&target("prod"), &run(1), None, &changes, &mut || false).into_string();
         assert!(html.contains("(not in the accepted baseline)"));
         assert!(html.contains("<ins>{}</ins>") && html.contains("<del>{}</del>"));
         assert!(html.contains("No report is stored for this run."));
@@ -1036,5 +1343,286 @@ mod tests {
     fn stylesheet_styles_the_diff_marks() {
         assert!(STYLE_CSS.contains("del {") && STYLE_CSS.contains("ins {"));
         assert!(!STYLE_CSS.contains("</"));
+    }
+
+    /// A text of `n` words `w{seed}_{i}`, one space apart (no two seeds share a word).
+    fn distinct_words(seed: u32, n: usize) -> String {
+        (0..n)
+            .map(|i| format!("w{seed}_{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// A budget that is spent from its `allowed + 1`-th question on; counts the questions.
+    fn after(allowed: usize) -> (impl FnMut() -> bool, std::rc::Rc<std::cell::Cell<usize>>) {
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let counter = asked.clone();
+        let spent = move || {
+            counter.set(counter.get() + 1);
+            counter.get() > allowed
+        };
+        (spent, asked)
+    }
+
+    fn changed(name: &str, old: String, new: String) -> ToolChange {
+        ToolChange {
+            name: name.into(),
+            old: Some(old),
+            new: Some(new),
+        }
+    }
+
+    #[test]
+    fn a_diff_cut_short_inside_its_loop_says_so_and_names_the_tools_left() {
+        // One tool whose diff takes hundreds of steps: a budget asked only before each tool
+        // would let it run to the end.
+        let big = changed("big", distinct_words(1, 300), distinct_words(2, 300));
+        let (mut spent, asked) = after(10);
+        let html = run_page(
+            &target("prod"),
+            &run(1),
+            None,
+            std::slice::from_ref(&big),
+            &mut spent,
+        )
+        .into_string();
+        assert!(asked.get() > 10, "asked inside the diff: {}", asked.get());
+        assert!(
+            asked.get() < 20,
+            "and not asked again once spent: {}",
+            asked.get()
+        );
+        assert!(
+            html.contains("The word diff was cut short (its time budget ran out): 1 of the 1 changed tools are not diffed"),
+            "{html}"
+        );
+        assert!(html.contains("mark-not-diffed"), "{html}");
+        assert!(!html.contains("<del>") && !html.contains("<ins>"), "{html}");
+        assert!(
+            html.contains("w1_299") && html.contains("w2_299"),
+            "shown whole"
+        );
+
+        // Three tools, the budget spent during the second: the first is marked, the second
+        // and third are named and shown whole; an added tool needs no diff and is shown as it is.
+        let changes = [
+            changed("a_small", "\"one two\"".into(), "\"one three\"".into()),
+            big.clone(),
+            changed("c_small", "\"x y\"".into(), "\"x z\"".into()),
+            ToolChange {
+                name: "d_added".into(),
+                old: None,
+                new: Some("\"fresh\"".into()),
+            },
+        ];
+        let (mut spent, _) = after(10);
+        let html = run_page(&target("prod"), &run(1), None, &changes, &mut spent).into_string();
+        assert!(
+            html.contains("2 of the 4 changed tools are not diffed, shown whole and unmarked: <code>big</code>, <code>c_small</code>"),
+            "{html}"
+        );
+        assert!(html.contains("<del>two&quot;</del>"), "{html}");
+        assert!(html.contains("<ins>three&quot;</ins>"), "{html}");
+        assert!(!html.contains("<ins>z"), "{html}");
+        assert!(html.contains("<ins>&quot;fresh&quot;</ins>"), "{html}");
+        assert_eq!(html.matches("mark-not-diffed").count(), 2, "{html}");
+
+        // With the budget never spent, nothing is said.
+        let html = run_page(&target("prod"), &run(1), None, &changes, &mut || false).into_string();
+        assert!(!html.contains("cut short") && !html.contains("mark-not-diffed"));
+        assert!(html.contains("<ins>z&quot;</ins>"), "{html}");
+    }
+
+    #[test]
+    fn a_diff_too_different_or_too_long_to_mark_word_by_word_is_marked_whole() {
+        // Every word changed: more than MAX_DIFF_EDITS edits.
+        let (o, n) = (distinct_words(1, 2000), distinct_words(2, 2000));
+        let (a, b) = (words(&o), words(&n));
+        assert_eq!(
+            diff_words(&a, &b, &mut || false).err(),
+            Some(Cut::TooDifferent)
+        );
+        // Beyond MAX_DIFF_TOKENS on a side once the common ends are set aside.
+        let (o, n) = (
+            format!("start {} end", distinct_words(3, 5000)),
+            format!("start {} end", distinct_words(3, 4000)),
+        );
+        let (a, b) = (words(&o), words(&n));
+        assert!(a.len() > MAX_DIFF_TOKENS);
+        assert_eq!(
+            diff_words(&a, &b, &mut || false).err(),
+            Some(Cut::TooDifferent)
+        );
+        let html = diff_text(
+            &format!("\"keep {} tail\"", distinct_words(1, 2000)),
+            &format!("\"keep {} tail\"", distinct_words(2, 2000)),
+        );
+        assert!(
+            html.contains("(too different to mark word by word"),
+            "{html}"
+        );
+        assert!(html.contains("<del>w1_0 "), "{html}");
+        assert!(html.contains("<ins>w2_0 "), "{html}");
+        assert!(!html.contains("<del>&quot;keep") && !html.contains("tail&quot;</del>"));
+        assert!(!html.contains("cut short"));
+    }
+
+    /// A small xorshift generator: the same sequences on every run.
+    fn sequence(state: &mut u64, len: usize, alphabet: u64) -> Vec<u32> {
+        (0..len)
+            .map(|_| {
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                (*state % alphabet) as u32
+            })
+            .collect()
+    }
+
+    /// The length of the longest common subsequence (quadratic; for the check only).
+    fn lcs(a: &[u32], b: &[u32]) -> usize {
+        let mut row = vec![0usize; b.len() + 1];
+        for x in a {
+            let mut diag = 0;
+            for (j, y) in b.iter().enumerate() {
+                let up = row[j + 1];
+                row[j + 1] = if x == y { diag + 1 } else { up.max(row[j]) };
+                diag = up;
+            }
+        }
+        row[b.len()]
+    }
+
+    #[test]
+    fn myers_finds_a_shortest_edit_script() {
+        let mut state = 0x9e37_79b9_7f4a_7c15;
+        for round in 0..400 {
+            let (la, lb) = (round % 23, (round * 7) % 19);
+            let alphabet = 1 + (round as u64 % 5);
+            let a = sequence(&mut state, la, alphabet);
+            let b = sequence(&mut state, lb, alphabet);
+            let script = myers(&a, &b, MAX_DIFF_EDITS, &mut || false).expect("a script");
+            // The script rebuilds both sides…
+            let (mut i, mut j) = (0, 0);
+            let (mut old, mut new) = (Vec::new(), Vec::new());
+            for tag in &script {
+                match tag {
+                    Tag::Equal => {
+                        assert_eq!(a[i], b[j], "{a:?} {b:?} {script:?}");
+                        old.push(a[i]);
+                        new.push(b[j]);
+                        i += 1;
+                        j += 1;
+                    }
+                    Tag::Delete => {
+                        old.push(a[i]);
+                        i += 1;
+                    }
+                    Tag::Insert => {
+                        new.push(b[j]);
+                        j += 1;
+                    }
+                }
+            }
+            assert_eq!((old, new), (a.clone(), b.clone()));
+            // …with as few edits as can be.
+            let edits = script.iter().filter(|t| **t != Tag::Equal).count();
+            assert_eq!(edits, la + lb - 2 * lcs(&a, &b), "{a:?} {b:?}");
+        }
+        // A cap below the edit distance gives up; one at it does not.
+        let (a, b) = ([1, 2, 3], [4, 5]);
+        assert_eq!(
+            myers(&a, &b, 4, &mut || false).err(),
+            Some(Cut::TooDifferent)
+        );
+        assert!(myers(&a, &b, 5, &mut || false).is_ok());
+    }
+
+    #[test]
+    fn by_name_keeps_every_tool_of_a_duplicated_name() {
+        let tools = serde_json::json!([
+            {"name": "x", "description": "first"},
+            {"name": "x (2)", "description": "named so"},
+            {"name": "x", "description": "second"},
+            {"name": "x", "description": "third"},
+            {"description": "no name"},
+            {"name": "y"},
+        ]);
+        let tools = tools.as_array().expect("an array");
+        let keyed = by_name(tools);
+        let keys: Vec<&str> = keyed.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["(unnamed)", "x", "x (2)", "x (3)", "x (4)", "y"]);
+        let text = |k: &str| keyed.get(k).map(String::as_str).unwrap_or_default();
+        assert!(text("x").contains("first"));
+        assert!(
+            text("x (2)").contains("named so"),
+            "a real name keeps its key"
+        );
+        assert!(text("x (3)").contains("second"));
+        assert!(text("x (4)").contains("third"));
+
+        // 20,000 tools of one name: each is kept, in linear time (quadratic took minutes).
+        let many: Vec<serde_json::Value> = (0..20_000)
+            .map(|i| serde_json::json!({"name": "dup", "description": i}))
+            .collect();
+        let started = std::time::Instant::now();
+        let keyed = by_name(&many);
+        let took = started.elapsed();
+        assert_eq!(keyed.len(), 20_000);
+        assert!(
+            keyed
+                .get("dup (20000)")
+                .is_some_and(|t| t.contains("19999"))
+        );
+        assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn statuses_use_the_serialised_names() {
+        use crate::catalogue::Kind;
+        use crate::model::{CheckRecord, CheckStatus, RunOutcome};
+        let mut report = hostile_report();
+        report.checks = [
+            CheckStatus::Ran,
+            CheckStatus::Skipped,
+            CheckStatus::NotImplemented,
+            CheckStatus::Error,
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, status)| CheckRecord {
+            id: format!("C-{i}"),
+            kind: Kind::Active,
+            status,
+            reason: None,
+            findings: 0,
+            requests: 0,
+        })
+        .collect();
+        for outcome in [
+            RunOutcome::Complete,
+            RunOutcome::Refused,
+            RunOutcome::Incomplete,
+        ] {
+            report.outcome = outcome;
+            let json = serde_json::to_value(&report).expect("json");
+            let html =
+                run_page(&target("prod"), &run(1), Some(&report), &[], &mut || false).into_string();
+            let named = json["outcome"].as_str().expect("outcome");
+            assert!(
+                html.contains(&format!("<dd>{named}</dd>")),
+                "{named}: {html}"
+            );
+            for check in json["checks"].as_array().expect("checks") {
+                for key in ["status", "kind"] {
+                    let name = check[key].as_str().expect("name");
+                    assert!(html.contains(&format!("<td>{name}</td>")), "{name}: {html}");
+                }
+            }
+        }
+        let html =
+            run_page(&target("prod"), &run(1), Some(&report), &[], &mut || false).into_string();
+        assert!(html.contains("<td>not_implemented</td>"), "{html}");
+        assert!(!html.contains("notimplemented"), "{html}");
     }
 }

@@ -126,7 +126,7 @@ fn hostile_run_page_in_chromium_is_inert_text() {
         worker: None,
         proof: None,
     };
-    let html = page::run_page(&target, &run, Some(&report), &changes).into_string();
+    let html = page::run_page(&target, &run, Some(&report), &changes, &mut || false).into_string();
 
     let control = "<!DOCTYPE html><html><body><p>control</p>\
                    <script>document.body.setAttribute('data-ran','yes')</script></body></html>";
