@@ -5,5 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-peers.sh
+scripts/setup-postgres.sh   # initdb and pg_ctl for the store and fleet tests (Debian's postgresql)
 cargo test --locked "$@"
 scripts/test-python.sh   # the Python package (maturin, pytest), against the binary just built

@@ -387,8 +387,7 @@ impl Daemon {
             }
             let mut wake = now + 60_000;
             let mut claimed_nothing = true;
-            // Hosts another worker holds, and targets another run holds, this pass.
-            let mut elsewhere: HashSet<String> = HashSet::new();
+            // Hosts with a target another run holds, this pass.
             let mut pending: HashSet<String> = HashSet::new();
             let set = self.current_targets().await;
             for t in &set.targets {
@@ -400,12 +399,18 @@ impl Daemon {
                     continue;
                 }
                 let host = host_of(t);
-                if elsewhere.contains(&host) {
-                    continue;
+                // A host another worker holds is asked for again after `retry_ms`, not at
+                // every pass (a pass runs whenever a run ends).
+                if let Some(until) = pass.refused.get(&host) {
+                    if *until > now {
+                        wake = wake.min(*until);
+                        continue;
+                    }
+                    pass.refused.remove(&host);
                 }
                 if !pass.hosts.contains_key(&host) {
                     let Some(held) = self.lease_host(&host, now, &stop).await? else {
-                        elsewhere.insert(host);
+                        pass.refused.insert(host, now + retry_ms);
                         wake = wake.min(now + retry_ms);
                         continue;
                     };
@@ -425,7 +430,7 @@ impl Daemon {
                         // Running scans are cancelled and recorded before the error returns.
                         stop.cancel();
                         while tasks.join_next().await.is_some() {}
-                        pass.release_all(&self.store).await;
+                        pass.release_all(&self.store, now_ms(&self.scanner)).await;
                         return Err(e);
                     }
                 };
@@ -474,7 +479,8 @@ impl Daemon {
                 });
             }
             // A host with nothing in flight and nothing waiting is given up at once.
-            pass.release_idle(&self.store, &pending).await;
+            pass.release_idle(&self.store, &pending, now_ms(&self.scanner))
+                .await;
             // --once does not wait for another daemon's lease: what it could claim, it ran.
             if once && pass.in_flight.is_empty() && claimed_nothing {
                 break;
@@ -496,7 +502,7 @@ impl Daemon {
         while let Ok(ended) = done_rx.try_recv() {
             pass.ended(ended);
         }
-        pass.release_all(&self.store).await;
+        pass.release_all(&self.store, now_ms(&self.scanner)).await;
         Ok(())
     }
 
@@ -606,6 +612,8 @@ struct Pass {
     /// Targets with a run in flight.
     in_flight: HashSet<String>,
     hosts: HashMap<String, HeldHost>,
+    /// Hosts another worker held, and when to ask for them again.
+    refused: HashMap<String, i64>,
     /// Per target: the slot whose record failed, and how many times.
     failed: HashMap<String, (i64, u32)>,
 }
@@ -633,7 +641,7 @@ impl Pass {
 
     /// Gives up the hosts with no run in flight and no target waiting (`pending`), and those
     /// whose lease was lost.
-    async fn release_idle(&mut self, store: &Arc<dyn Store>, pending: &HashSet<String>) {
+    async fn release_idle(&mut self, store: &Arc<dyn Store>, pending: &HashSet<String>, now: i64) {
         let idle: Vec<String> = self
             .hosts
             .iter()
@@ -644,24 +652,24 @@ impl Pass {
             .collect();
         for host in idle {
             if let Some(h) = self.hosts.remove(&host) {
-                release(store, h).await;
+                release(store, h, now).await;
             }
         }
     }
 
-    async fn release_all(&mut self, store: &Arc<dyn Store>) {
+    async fn release_all(&mut self, store: &Arc<dyn Store>, now: i64) {
         for (_, h) in self.hosts.drain() {
-            release(store, h).await;
+            release(store, h, now).await;
         }
     }
 }
 
 /// Stops a host's renewer and gives its lease up (a lease already lost needs nothing).
-async fn release(store: &Arc<dyn Store>, h: HeldHost) {
+async fn release(store: &Arc<dyn Store>, h: HeldHost, now: i64) {
     h.done.cancel();
     if let Ok(Some(lease)) = h.renewer.await {
         let host = lease.host.clone();
-        if let Err(e) = db(store, move |s| s.release_host(&lease)).await {
+        if let Err(e) = db(store, move |s| s.release_host(&lease, now)).await {
             // It lapses after its lease: nothing is lost but time.
             tracing::warn!(target: "mcpprobe::daemon", "the lease of host {host} could not be given up: {e}");
         }

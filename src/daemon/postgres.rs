@@ -1077,13 +1077,15 @@ impl Store for PgStore {
         Ok(n == 1)
     }
 
-    fn release_host(&self, lease: &HostLease) -> Result<bool, StoreError> {
+    fn release_host(&self, lease: &HostLease, now_ms: i64) -> Result<bool, StoreError> {
+        let quiet = now_ms.saturating_add(super::store::HOST_QUIET_MS);
         self.call(async {
             let client = self.pool.get().await?;
             Ok(client
                 .execute(
-                    "DELETE FROM host_leases WHERE host = $1 AND worker = $2 AND epoch = $3",
-                    &[&lease.host, &lease.worker, &lease.epoch],
+                    "UPDATE host_leases SET lease_until = $4, epoch = epoch + 1
+                     WHERE host = $1 AND worker = $2 AND epoch = $3",
+                    &[&lease.host, &lease.worker, &lease.epoch, &quiet],
                 )
                 .await?
                 == 1)

@@ -758,11 +758,17 @@ impl Store for SqliteStore {
         Ok(n == 1)
     }
 
-    fn release_host(&self, lease: &HostLease) -> Result<bool, StoreError> {
+    fn release_host(&self, lease: &HostLease, now_ms: i64) -> Result<bool, StoreError> {
         self.with(|c| {
             c.execute(
-                "DELETE FROM host_leases WHERE host = ?1 AND worker = ?2 AND epoch = ?3",
-                params![lease.host, lease.worker, lease.epoch],
+                "UPDATE host_leases SET lease_until = ?4, epoch = epoch + 1
+                 WHERE host = ?1 AND worker = ?2 AND epoch = ?3",
+                params![
+                    lease.host,
+                    lease.worker,
+                    lease.epoch,
+                    now_ms.saturating_add(super::store::HOST_QUIET_MS)
+                ],
             )
         })
         .map(|n| n == 1)

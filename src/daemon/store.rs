@@ -379,9 +379,14 @@ pub trait Store: Send + Sync {
         now_ms: i64,
         lease_ms: i64,
     ) -> Result<bool, StoreError>;
-    /// Gives the host up; `false` when the lease was no longer this one.
-    fn release_host(&self, lease: &HostLease) -> Result<bool, StoreError>;
+    /// Gives the host up at `now_ms`; `false` when the lease was no longer this one. The host
+    /// stays quiet for [`HOST_QUIET_MS`] before another worker may lease it, so the per-host
+    /// rate holds across a handover (two workers' requests never fall in one second).
+    fn release_host(&self, lease: &HostLease, now_ms: i64) -> Result<bool, StoreError>;
 }
+
+/// How long a host given up stays unleased (see [`Store::release_host`]).
+pub const HOST_QUIET_MS: i64 = 1_000;
 
 /// A host leased to a worker: the handle it renews and releases.
 #[derive(Debug, Clone, PartialEq, Eq)]

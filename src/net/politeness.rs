@@ -77,29 +77,42 @@ impl Politeness {
             .map_or(self.rate, |r| r.min(self.rate))
     }
 
-    /// Reserves the next slot of `key` for a scan at `rate` (already counted among the
-    /// host's rates); the instant to send at.
-    fn reserve(&self, key: &str) -> Instant {
+    /// Takes the slot of every key in `keys` at once, now, if all their spacings allow (the
+    /// time since the last request let through on each is at least the interval of the rate in
+    /// force there); otherwise the instant to try again (the latest of their next slots). The
+    /// slots are taken when the request actually goes, all together: booked one key after the
+    /// other, or ahead of time, a request that waited on its second key (or a task that woke
+    /// late on a busy machine) would leave the first key's slot earlier than its send, and the
+    /// next request would follow it closer than the rate allows.
+    fn take(&self, keys: &[String]) -> Result<(), Instant> {
         let now = Instant::now();
-        let Ok(mut hosts) = self.hosts.lock() else {
-            // A panic elsewhere poisoned the table: the slowest spacing, from now.
-            return now + interval(1);
-        };
-        let host = hosts.entry(key.to_string()).or_default();
-        let rate = host
-            .rates
-            .keys()
-            .next()
-            .copied()
-            .map_or(self.rate, |r| r.min(self.rate));
-        // Spaced from the previous request at the rate in force now (a slower scan that joins
-        // slows the very next request).
-        let at = match host.last {
-            Some(last) => (last + interval(rate)).max(now),
-            None => now,
-        };
-        host.last = Some(at);
-        at
+        // A panic elsewhere poisoned the table: its instants are still right.
+        let mut hosts = self
+            .hosts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = now;
+        for key in keys {
+            let host = hosts.entry(key.clone()).or_default();
+            let rate = host
+                .rates
+                .keys()
+                .next()
+                .copied()
+                .map_or(self.rate, |r| r.min(self.rate));
+            // Spaced from the previous request at the rate in force now (a slower scan that
+            // joins slows the very next request).
+            if let Some(last) = host.last {
+                next = next.max(last + interval(rate));
+            }
+        }
+        if next > now {
+            return Err(next);
+        }
+        for key in keys {
+            hosts.entry(key.clone()).or_default().last = Some(now);
+        }
+        Ok(())
     }
 
     fn join(&self, key: &str, rate: u32) {
@@ -172,7 +185,9 @@ impl Lease {
             if new {
                 self.politeness.join(k, self.rate);
             }
-            tokio::time::sleep_until(self.politeness.reserve(k)).await;
+        }
+        while let Err(at) = self.politeness.take(keys) {
+            tokio::time::sleep_until(at).await;
         }
     }
 }
@@ -278,6 +293,54 @@ mod tests {
         assert_eq!(p.rate_of("mcp.example"), MAX_RATE);
         // Another host is not slowed by either.
         assert_eq!(p.rate_of("other.example"), MAX_RATE);
+    }
+
+    /// Requests keyed by a name and an address, by the name alone and by the address alone: on
+    /// each key, no two requests closer than the rate's interval (taking the keys one after the
+    /// other let a request that waited on its second key follow the first closer).
+    #[tokio::test(start_paused = true)]
+    async fn every_key_of_a_request_is_spaced_at_its_send() {
+        let p = Arc::new(Politeness::new(10).expect("rate"));
+        type Sent = Vec<(Instant, Vec<String>)>;
+        let sent: Arc<Mutex<Sent>> = Arc::default();
+        let mut tasks = Vec::new();
+        for keys in [
+            vec!["name"],
+            vec!["addr", "name"],
+            vec!["addr"],
+            vec!["addr", "name"],
+        ] {
+            let keys: Vec<String> = keys.into_iter().map(String::from).collect();
+            let (lease, sent) = (p.lease(10).expect("10"), sent.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..8 {
+                    lease.wait(&keys).await;
+                    sent.lock()
+                        .expect("lock")
+                        .push((Instant::now(), keys.clone()));
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("task");
+        }
+        let sent = sent.lock().expect("lock").clone();
+        assert_eq!(sent.len(), 32);
+        for key in ["addr", "name"] {
+            let mut times: Vec<Instant> = sent
+                .iter()
+                .filter(|(_, ks)| ks.iter().any(|k| k == key))
+                .map(|(t, _)| *t)
+                .collect();
+            times.sort();
+            let closest = times
+                .windows(2)
+                .map(|w| w[1].duration_since(w[0]))
+                .min()
+                .unwrap_or(Duration::MAX);
+            assert!(closest >= Duration::from_millis(100), "{key}: {closest:?}");
+            assert!(worst_second(&mut times) <= 10, "{key}");
+        }
     }
 
     #[test]

@@ -2018,6 +2018,7 @@ impl Store for DownStore {
     fn release_host(
         &self,
         _: &mcpprobe::daemon::store::HostLease,
+        _: i64,
     ) -> Result<bool, mcpprobe::daemon::store::StoreError> {
         down()
     }

@@ -11,6 +11,7 @@ mod config;
 mod corpus;
 mod daemon;
 mod engine;
+mod fleet;
 mod gate;
 mod hostile;
 mod judge;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use mcpprobe::daemon::postgres::PgStore;
 use mcpprobe::daemon::sqlite::SqliteStore;
 use mcpprobe::daemon::store::{
-    Claim, Claimed, Counts, Finished, ImportedTarget, ProofRecord, Retention, RunStatus, Store,
-    StoreError, TargetRow,
+    Claim, Claimed, Counts, Finished, HOST_QUIET_MS, ImportedTarget, ProofRecord, Retention,
+    RunStatus, Store, StoreError, TargetRow,
 };
 
 use crate::support::postgres::TempPostgres;
@@ -347,15 +347,20 @@ fn host_leases(s: &Arc<dyn Store>) {
     let mut late = one.clone();
     assert!(!s.renew_host(&mut late, 2001, 1000).expect("renew"), "lost");
     assert!(
-        !s.release_host(&one).expect("release"),
+        !s.release_host(&one, 2001).expect("release"),
         "not its lease any more"
     );
-    assert!(s.release_host(&two).expect("release"));
+    assert!(s.release_host(&two, 2002).expect("release"));
+    assert_eq!(
+        s.lease_host("127.0.0.2", "w1", 2003, 1000).expect("lease"),
+        None,
+        "quiet for a second after it was given up"
+    );
     assert!(
-        s.lease_host("127.0.0.2", "w1", 2002, 1000)
+        s.lease_host("127.0.0.2", "w1", 2002 + HOST_QUIET_MS + 1, 1000)
             .expect("lease")
             .is_some(),
-        "free once given up"
+        "free once given up and quiet"
     );
 }
 
