@@ -416,6 +416,11 @@ impl Daemon {
                     };
                     pass.hosts.insert(host.clone(), held);
                 }
+                // A host whose lease was lost: its runs are being cancelled; it is given up
+                // once they ended (and asked for again after that), never scanned meanwhile.
+                if pass.hosts.get(&host).is_some_and(|h| h.lost.is_cancelled()) {
+                    continue;
+                }
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
                     break; // a run finishing wakes the loop
                 };
@@ -639,14 +644,15 @@ impl Pass {
         }
     }
 
-    /// Gives up the hosts with no run in flight and no target waiting (`pending`), and those
-    /// whose lease was lost.
+    /// Gives up the hosts with no run in flight and no target waiting (`pending`), or whose
+    /// lease was lost (once their cancelled runs ended: a run still in flight counts against
+    /// the host it started under, never against a lease taken after).
     async fn release_idle(&mut self, store: &Arc<dyn Store>, pending: &HashSet<String>, now: i64) {
         let idle: Vec<String> = self
             .hosts
             .iter()
             .filter(|(host, h)| {
-                (h.runs == 0 && !pending.contains(host.as_str())) || h.lost.is_cancelled()
+                h.runs == 0 && (!pending.contains(host.as_str()) || h.lost.is_cancelled())
             })
             .map(|(host, _)| host.clone())
             .collect();
