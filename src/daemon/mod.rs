@@ -376,6 +376,9 @@ impl Daemon {
         let lease = ms(self.config.lease);
         // How soon a pass is tried again while a host or a target is held elsewhere.
         let retry_ms = (lease / 6).clamp(100, 10_000);
+        // --once waits out a host's quiet second once (the daemon it replaces gave the host up
+        // just now), never another daemon's live lease.
+        let mut waited_quiet = false;
         loop {
             while let Ok(ended) = done_rx.try_recv() {
                 pass.ended(ended);
@@ -488,7 +491,13 @@ impl Daemon {
                 .await;
             // --once does not wait for another daemon's lease: what it could claim, it ran.
             if once && pass.in_flight.is_empty() && claimed_nothing {
-                break;
+                let refused = pass.refused.values().any(|until| *until > now);
+                if waited_quiet || !refused {
+                    break;
+                }
+                waited_quiet = true;
+                pass.refused.clear();
+                wake = now + store::HOST_QUIET_MS + 100;
             }
             let sleep_ms = u64::try_from((wake - now).max(1)).unwrap_or(60_000);
             tokio::select! {

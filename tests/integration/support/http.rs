@@ -57,6 +57,8 @@ pub struct TestHttp {
 }
 
 async fn handle(State(s): State<Shared>, req: Request) -> Response {
+    // When the request arrived (its head), not when its body was read.
+    let at = Instant::now();
     let (parts, body) = req.into_parts();
     let bytes: Bytes = axum::body::to_bytes(body, 1 << 20)
         .await
@@ -77,7 +79,7 @@ async fn handle(State(s): State<Shared>, req: Request) -> Response {
         path: path.clone(),
         headers: headers.clone(),
         body: String::from_utf8_lossy(&bytes).into_owned(),
-        at: Instant::now(),
+        at,
     });
     let key = format!("{} {}", parts.method, path);
     let answer = s
