@@ -9,8 +9,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{DaemonAction, DaemonArgs, LogFormat, TargetsAction, print_out, usage_error};
 use crate::config::Config;
-use secrecy::SecretString;
-
 use crate::daemon::postgres::PgStore;
 use crate::daemon::sqlite::SqliteStore;
 use crate::daemon::store::{Store, StoreError};
@@ -90,20 +88,9 @@ pub fn run(args: &DaemonArgs) -> i32 {
     // `accept` and `targets` need only the store (not the targets' tokens).
     if let Some(action) = &args.action {
         let state_dir = config.state_dir.clone().unwrap_or(default_state);
-        let database = match &config.database_url_env {
-            Some(var) => match std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
-                Some(url) => Some(DatabaseUrl {
-                    var: var.clone(),
-                    url: SecretString::from(url.trim().to_string()),
-                }),
-                None => {
-                    return usage_error(format!(
-                        "{}: database_url_env: the environment variable {var} is not set",
-                        args.config.display()
-                    ));
-                }
-            },
-            None => None,
+        let database = match DatabaseUrl::of(&config, |v| std::env::var(v).ok()) {
+            Ok(d) => d,
+            Err(e) => return usage_error(e),
         };
         let (name, run) = match action {
             DaemonAction::Targets { action } => {

@@ -75,6 +75,33 @@ pub struct DatabaseUrl {
     pub url: SecretString,
 }
 
+impl DatabaseUrl {
+    /// The store `database_url_env` names, read through `env`; `None` without the key (the
+    /// SQLite file). An unset variable is an error naming the file, line and key.
+    pub fn of(
+        config: &Config,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<DatabaseUrl>, ConfigFileError> {
+        let Some(var) = &config.database_url_env else {
+            return Ok(None);
+        };
+        match env(var).filter(|v| !v.trim().is_empty()) {
+            Some(url) => Ok(Some(DatabaseUrl {
+                var: var.clone(),
+                url: SecretString::from(url.trim().to_string()),
+            })),
+            None => {
+                let l = &config.lines;
+                Err(l.error(
+                    l.top("database_url_env"),
+                    "database_url_env",
+                    format!("the environment variable {var} is not set"),
+                ))
+            }
+        }
+    }
+}
+
 /// The daemon's settings, checked: every error names the file, line and key.
 #[derive(Debug, Clone)]
 pub struct DaemonConfig {
@@ -191,22 +218,7 @@ impl DaemonConfig {
                 None => store::Retention::default().days,
             },
         };
-        let database = match &config.database_url_env {
-            Some(var) => match env(var).filter(|v| !v.trim().is_empty()) {
-                Some(url) => Some(DatabaseUrl {
-                    var: var.clone(),
-                    url: SecretString::from(url.trim().to_string()),
-                }),
-                None => {
-                    return Err(l.error(
-                        l.top("database_url_env"),
-                        "database_url_env",
-                        format!("the environment variable {var} is not set"),
-                    ));
-                }
-            },
-            None => None,
-        };
+        let database = DatabaseUrl::of(config, &env)?;
         let defaults = targets::Defaults::of(config);
         let mut targets = Vec::new();
         for (i, t) in config.targets.iter().enumerate() {
@@ -1187,6 +1199,32 @@ mod tests {
             ..claim
         };
         assert!(store.finish(&recorded, &finished, 1).expect("finish"));
+    }
+
+    #[test]
+    fn database_url_env_names_its_variable_and_keeps_the_url_secret() {
+        let text = "database_url_env = \"DB\"\n";
+        let config = Config::parse(text, Path::new("mcpprobe.toml")).expect("valid");
+        let e = DatabaseUrl::of(&config, |_| None).expect_err("unset");
+        let shown = e.to_string();
+        assert!(
+            shown.contains("database_url_env") && shown.contains("DB is not set"),
+            "{shown}"
+        );
+        let url = "postgres://u:pw-s3cret@db.internal/fleet";
+        let d = DaemonConfig::new(
+            &config,
+            |v| (v == "DB").then(|| url.to_string()),
+            PathBuf::from("/tmp/state"),
+        )
+        .expect("a daemon config");
+        let db = d.database.as_ref().expect("the shared store");
+        assert_eq!((db.var.as_str(), db.url.expose_secret()), ("DB", url));
+        assert!(!format!("{d:?}").contains("pw-s3cret"));
+        assert_eq!(
+            d.secrets.redact(&format!("cannot reach {url}")),
+            "cannot reach [REDACTED]"
+        );
     }
 
     #[test]
