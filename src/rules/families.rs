@@ -361,7 +361,7 @@ pub(crate) mod fired {
 
 /// A destination outside: a URL (not localhost), an e-mail address (not an example domain),
 /// or the word attacker.
-fn destination(token: &str) -> bool {
+pub(crate) fn destination(token: &str) -> bool {
     let t = token
         .trim_matches(|c: char| {
             matches!(

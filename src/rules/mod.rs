@@ -15,6 +15,7 @@ pub mod encodings;
 pub mod families;
 pub mod fingerprint;
 pub mod hosts;
+pub mod intent;
 pub mod json;
 pub mod poisoning;
 pub mod server_card;

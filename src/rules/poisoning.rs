@@ -420,8 +420,10 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         }
     }
     // A tool's signals judged together (src/rules/signals.toml): lone directives settled into
-    // notes, then advertising aimed at the model.
+    // notes; instructions read a sentence at a time (src/rules/intent.toml) in the texts left
+    // without a finding; then advertising aimed at the model.
     super::signals::settle(doc, &mut out);
+    super::intent::run(doc, &mut out);
     super::signals::promotion(doc, &mut out);
     out
 }

@@ -13,6 +13,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 use serde::Deserialize;
 
+use super::Json;
 use super::document::{Document, Tool};
 use super::text::{excerpt, visible, whole_word, word_parts};
 use crate::finding::{Confidence, Finding};
@@ -40,6 +41,9 @@ struct PromotionData {
     min_categories: usize,
     high_categories: usize,
     category: Vec<Category>,
+    /// Phrases that hold a category's word but are no pitch ("best practice").
+    #[serde(default)]
+    not_pitch: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,7 +81,13 @@ struct Domain {
 }
 
 /// The shapes a category may name (anything else in the data is refused by [`load`]).
-const SHAPES: &[&str] = &["hype-emoji", "grade-compound", "statistic"];
+const SHAPES: &[&str] = &[
+    "hype-emoji",
+    "grade-compound",
+    "statistic",
+    "disparagement",
+    "choice",
+];
 
 struct Tables {
     data: Data,
@@ -126,6 +136,11 @@ fn load(text: &str) -> Result<Tables, String> {
             Some(w) => return Err(format!("signals.toml: category {}: where = {w}", c.id)),
         }
     }
+    // The longer phrases that are no pitch win over the words inside them, and count for none.
+    for ph in &p.not_pitch {
+        patterns.push(ph.as_str());
+        owner.push(usize::MAX);
+    }
     let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostLongest)
@@ -161,7 +176,7 @@ const HYPE: &[char] = &[
 
 static STATISTIC: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b\d{1,3}(?:\.\d+)?\s?%\s+(?:more\s+|better\s+|higher\s+)?(?:accura\w*|faster|better|uptime|success\w*|precis\w*|satisf\w*|reliab\w*|of\s+(?:users|developers|experts|companies|teams|agents|assistants))|\b\d{1,4}\s?x\s+(?:faster|better|more\s+accurate)|\b\d{1,4}\s+times\s+(?:faster|better|more\s+accurate)",
+        r"(?i)\b\d{1,3}(?:\.\d+)?\s?%\s+(?:more\s+|better\s+|higher\s+)?(?:accura\w*|faster|better|uptime|success\w*|precis\w*|satisf\w*|reliab\w*|of\s+(?:users|developers|experts|companies|teams|agents|assistants))|\b\d{1,3}(?:\.\d+)?\s?%\s+(?:[a-z]+\s+){0,2}(?:versus|vs\.?|compared|of\s+cases|of\s+the\s+time|of\s+queries|of\s+requests)|\b\d{1,4}\s?x\s+(?:faster|better|more\s+accurate)|\b\d{1,4}\s+times\s+(?:faster|better|more\s+accurate)",
     )
     .ok()
 });
@@ -213,21 +228,44 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
         }
         let desc = tool.description().map(|(d, _)| d);
         let mut first_at: Option<(usize, usize)> = None;
-        if let Some(d) = desc {
+        // The description, then the title: both are prose the model reads.
+        let title = tool.title();
+        let mut in_title = false;
+        for (k, d) in [desc, title].into_iter().enumerate() {
+            let Some(d) = d else { continue };
+            let before = first_at;
+            // Where the phrase categories matched (a choice inside one counts once).
+            let mut spans: Vec<(usize, usize)> = Vec::new();
             for m in tables.ac.find_iter(d) {
                 if !whole_word(d, m.start(), m.end()) {
                     continue;
                 }
-                if let Some(&i) = tables.owner.get(m.pattern().as_usize()) {
+                if let Some(&i) = tables.owner.get(m.pattern().as_usize())
+                    && i < cats.len()
+                {
+                    spans.push((m.start(), m.end()));
                     found
                         .entry(i)
                         .or_insert_with(|| d[m.start()..m.end()].to_string());
                     first_at.get_or_insert((m.start(), m.end()));
                 }
             }
+            let (down, choice) = if cats.iter().any(|c| {
+                c.shapes
+                    .iter()
+                    .any(|s| s == "disparagement" || s == "choice")
+            }) {
+                super::intent::pitch(d, tool.name)
+            } else {
+                (None, None)
+            };
             for (i, c) in cats.iter().enumerate() {
                 for s in &c.shapes {
                     let hit = match s.as_str() {
+                        "disparagement" => down,
+                        "choice" => {
+                            choice.filter(|&(s, e)| !spans.iter().any(|&(a, b)| a < e && s < b))
+                        }
                         "hype-emoji" => d
                             .char_indices()
                             .find(|(_, ch)| HYPE.contains(ch))
@@ -240,10 +278,15 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
                         _ => None,
                     };
                     if let Some((s, e)) = hit {
-                        found.entry(i).or_insert_with(|| d[s..e].to_string());
+                        found
+                            .entry(i)
+                            .or_insert_with(|| d.get(s..e).unwrap_or_default().to_string());
                         first_at.get_or_insert((s, e));
                     }
                 }
+            }
+            if k == 1 && before.is_none() && first_at.is_some() {
+                in_title = true;
             }
         }
         let n = found.len();
@@ -265,7 +308,20 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
             })
             .collect();
         let (s, e) = first_at.unwrap_or((0, 0));
-        let pointer = format!("{}/description", tool.pointer);
+        let (pointer, shown) = if in_title {
+            let at = if tool.value.get("title").and_then(Json::as_str).is_some() {
+                "title"
+            } else {
+                "annotations/title"
+            };
+            (format!("{}/{at}", tool.pointer), title.unwrap_or_default())
+        } else {
+            (
+                format!("{}/description", tool.pointer),
+                desc.unwrap_or_default(),
+            )
+        };
+        let n = found.len();
         // The phrase rules' preference finding on the same text, when there is one, stands.
         if preferred.contains(&pointer) {
             continue;
@@ -280,7 +336,7 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
                     "preference manipulation: advertising aimed at the model, {n} kinds of pitch: {}",
                     kinds.join(", ")
                 ))
-                .text(excerpt(desc.unwrap_or_default(), s, e, 60))
+                .text(excerpt(shown, s, e, 60))
                 .build(),
         );
     }

@@ -1,0 +1,902 @@
+//! META-02's sentence reading (issue 23): an instruction aimed at the model, read sentence by
+//! sentence, that acts against the user — whatever its wording. The tables are
+//! `src/rules/intent.toml` (compiled in); see its head for the classes.
+//!
+//! One Aho-Corasick pass over each text finds the words of every set; each sentence then holds
+//! a set of signals (which sets matched in it, and a few shapes: the verb that opens it, a
+//! destination, a tool name that is not on this server) and a small decision over those signals
+//! says whether it is an attack and of which class. It runs after the phrase rules and adds a
+//! finding only to a text they left without a P1–P5 finding, so the quoted phrase stays the
+//! evidence wherever a family knew the wording.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::LazyLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use serde::Deserialize;
+
+use super::document::{Document, Field, Text};
+use super::text::{excerpt, visible, word_parts};
+use crate::finding::{Confidence, Finding};
+
+const CHECK: &str = "META-02";
+const DATA: &str = include_str!("intent.toml");
+/// At most this many set matches are read in one text (linear work on any input).
+const MAX_MATCHES: usize = 4096;
+/// At most this many sentences are judged in one text.
+const MAX_SENTENCES: usize = 512;
+/// A label that addresses the model is at most this long (`NOTE TO THE MODEL:`).
+const MAX_LABEL: usize = 80;
+
+/// The sets of intent.toml, by name; the order is the bit of each.
+const SETS: &[&str] = &[
+    "addressee",
+    "model",
+    "label_noun",
+    "negation",
+    "tell",
+    "person",
+    "conceal",
+    "override",
+    "unconfirmed",
+    "authority",
+    "transfer",
+    "sensitive",
+    "secret",
+    "whose",
+    "ours",
+    "also",
+    "session",
+    "call",
+    "this",
+    "condition",
+    "other_tool",
+    "modify",
+    "forbid",
+    "others",
+    "negative",
+    "choose",
+    "universal",
+    "modal",
+    "fetch",
+    // Read by position (the opening words of a sentence), not as signals.
+    "lead",
+    "imperative",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum S {
+    Addressee,
+    Model,
+    LabelNoun,
+    Negation,
+    Tell,
+    Person,
+    Conceal,
+    Override,
+    Unconfirmed,
+    Authority,
+    Transfer,
+    Sensitive,
+    Secret,
+    Whose,
+    Ours,
+    Also,
+    Session,
+    Call,
+    This,
+    Condition,
+    OtherTool,
+    Modify,
+    Forbid,
+    Others,
+    Negative,
+    Choose,
+    Universal,
+    Modal,
+    Fetch,
+}
+
+const fn bit(s: S) -> u64 {
+    1 << (s as u8)
+}
+
+#[derive(Debug, Deserialize)]
+struct Data {
+    sets: BTreeMap<String, Vec<String>>,
+}
+
+struct Tables {
+    ac: AhoCorasick,
+    /// The sets each pattern belongs to.
+    owners: Vec<u64>,
+    /// The patterns themselves (lower case), for the single-word sets read by position.
+    lead: HashSet<String>,
+    imperative: HashSet<String>,
+}
+
+static TABLES: LazyLock<Option<Tables>> = LazyLock::new(|| load(DATA).ok());
+
+fn load(text: &str) -> Result<Tables, String> {
+    let data: Data = toml::from_str(text).map_err(|e| format!("src/rules/intent.toml: {e}"))?;
+    for name in data.sets.keys() {
+        if !SETS.contains(&name.as_str()) {
+            return Err(format!("src/rules/intent.toml: unknown set `{name}`"));
+        }
+    }
+    let mut index: BTreeMap<String, u64> = BTreeMap::new();
+    for (i, name) in SETS.iter().enumerate() {
+        let words = data
+            .sets
+            .get(*name)
+            .ok_or_else(|| format!("src/rules/intent.toml: set `{name}` is missing"))?;
+        if words.is_empty() {
+            return Err(format!("src/rules/intent.toml: set `{name}` is empty"));
+        }
+        for w in words {
+            let w = w.trim().to_lowercase();
+            if w.is_empty() {
+                return Err(format!("src/rules/intent.toml: an empty word in `{name}`"));
+            }
+            *index.entry(w).or_default() |= 1 << i;
+        }
+    }
+    let set = |name: &str| -> HashSet<String> {
+        data.sets
+            .get(name)
+            .map(|v| v.iter().map(|w| w.trim().to_lowercase()).collect())
+            .unwrap_or_default()
+    };
+    let (patterns, owners): (Vec<String>, Vec<u64>) = index.into_iter().unzip();
+    let ac = AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .build(&patterns)
+        .map_err(|e| format!("src/rules/intent.toml: {e}"))?;
+    Ok(Tables {
+        ac,
+        owners,
+        lead: set("lead"),
+        imperative: set("imperative"),
+    })
+}
+
+/// True for a character that does not separate words in a script that writes spaces.
+fn wordy(c: char) -> bool {
+    c.is_alphanumeric() && !is_cjk(c) || c == '_' || c == '\''
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
+}
+
+/// A match is a word of its own: no word character runs on across either edge (a pattern that
+/// starts or ends in a script without spaces needs no edge there).
+fn whole(t: &str, s: usize, e: usize) -> bool {
+    let first = t[s..e].chars().next();
+    let last = t[s..e].chars().next_back();
+    let before = t[..s].chars().next_back();
+    let after = t[e..].chars().next();
+    let open = match (first, before) {
+        (Some(f), Some(b)) if wordy(f) => !wordy(b),
+        _ => true,
+    };
+    let close = match (last, after) {
+        (Some(l), Some(a)) if wordy(l) => !wordy(a),
+        _ => true,
+    };
+    open && close
+}
+
+/// One set match in a text.
+#[derive(Debug, Clone, Copy)]
+struct Hit {
+    start: usize,
+    end: usize,
+    sets: u64,
+}
+
+/// The sentences of a text: cut at a full stop, question or exclamation mark or semicolon
+/// before a space (or at any of their full-width forms), and at every line break.
+fn sentences(t: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut it = t.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        let next = it.peek().map(|&(_, n)| n);
+        let cut = match c {
+            '\n' | '\r' => Some(i),
+            '.' | '!' | '?' | ';' => match next {
+                None => None,
+                Some(n) if n.is_whitespace() => Some(i + 1),
+                _ => None,
+            },
+            '。' | '！' | '？' | '；' => Some(i + c.len_utf8()),
+            _ => None,
+        };
+        if let Some(end) = cut {
+            if end > start {
+                out.push((start, end));
+            }
+            start = i + c.len_utf8();
+            if out.len() >= MAX_SENTENCES {
+                return out;
+            }
+        }
+    }
+    if start < t.len() {
+        out.push((start, t.len()));
+    }
+    out
+}
+
+/// The lower-case word at `at` (letters and apostrophes), after skipping anything else.
+fn word_at(t: &str, at: usize) -> Option<(usize, usize, String)> {
+    let rest = t.get(at..)?;
+    let (off, _) = rest.char_indices().find(|&(_, c)| c.is_alphabetic())?;
+    let s = at + off;
+    let e = t[s..]
+        .char_indices()
+        .find(|&(_, c)| !(c.is_alphabetic() || c == '\'' || c == '’'))
+        .map_or(t.len(), |(i, _)| s + i);
+    Some((s, e, t[s..e].to_lowercase().replace('’', "'")))
+}
+
+/// The verb that opens the sentence at `s..e` (or one of its first two clauses), leading
+/// adverbs aside: the mood of a command.
+fn imperative(tables: &Tables, t: &str, s: usize, e: usize) -> bool {
+    let mut starts = vec![s];
+    let body = &t[s..e];
+    starts.extend(
+        body.match_indices(", ")
+            .take(2)
+            .map(|(i, _)| s + i + 2)
+            .chain(body.match_indices(": ").take(1).map(|(i, _)| s + i + 2)),
+    );
+    for at in starts {
+        let mut pos = at;
+        for _ in 0..4 {
+            let Some((_, we, w)) = word_at(t, pos) else {
+                break;
+            };
+            if we > e {
+                break;
+            }
+            if tables.lead.contains(&w) {
+                pos = we;
+                continue;
+            }
+            if tables.imperative.contains(&w) {
+                return true;
+            }
+            break;
+        }
+    }
+    false
+}
+
+/// A word of `t` that names a tool being used: snake_case or camelCase, not on this server, not
+/// one of this tool's parameters, not this tool, and used as a tool ("calls to x_y", "when
+/// x_y is invoked", "the `x_y` tool").
+fn foreign_tool(t: &str, known: &HashSet<&str>) -> Option<(usize, usize)> {
+    let mut off = 0;
+    for raw in t.split_inclusive(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')') {
+        let at = off;
+        off += raw.len();
+        let w = raw.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+        if w.len() < 4 || w.len() > 64 || known.contains(w) {
+            continue;
+        }
+        if raw.contains("://") || raw.contains('@') || raw.contains('/') {
+            continue;
+        }
+        let b = w.as_bytes();
+        if !b[0].is_ascii_lowercase() || !b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            continue;
+        }
+        let snake = w.contains('_')
+            && !w.starts_with('_')
+            && !w.ends_with('_')
+            && w.split('_')
+                .all(|p| !p.is_empty() && p.bytes().any(|c| c.is_ascii_alphabetic()));
+        let camel = b
+            .windows(2)
+            .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase());
+        if snake || camel {
+            let s = at + raw.find(w).unwrap_or(0);
+            if used_as_tool(t, s, s + w.len()) {
+                return Some((s, s + w.len()));
+            }
+        }
+    }
+    None
+}
+
+/// The name at `s..e` of `t` stands where a tool's name does: before "tool" or a verb of being
+/// run, or after "calls to", "using", "invoke"….
+fn used_as_tool(t: &str, s: usize, e: usize) -> bool {
+    const AFTER: &[&str] = &[
+        "tool",
+        "is invoked",
+        "is called",
+        "is used",
+        "is run",
+        "is executed",
+        "is triggered",
+        "gets called",
+        "are invoked",
+        "are called",
+        "is about to be",
+    ];
+    const BEFORE: &[&str] = &[
+        "calls to", "call to", "using", "use", "invoke", "invoking", "calling", "call", "through",
+        "via",
+    ];
+    let after = t
+        .get(e..t.floor_char_boundary((e + 40).min(t.len())))
+        .unwrap_or("")
+        .trim_start_matches(['`', '"', '\'', ')', ' '])
+        .to_ascii_lowercase();
+    if AFTER.iter().any(|a| after.starts_with(a)) {
+        return true;
+    }
+    let before = t
+        .get(t.floor_char_boundary(s.saturating_sub(24))..s)
+        .unwrap_or("")
+        .trim_end_matches(['`', '"', '\'', '(', ' '])
+        .to_ascii_lowercase();
+    BEFORE.iter().any(|b| {
+        before.ends_with(b) && before[..before.len() - b.len()].ends_with([' ', '(', '`'])
+            || before == *b
+    })
+}
+
+/// A destination in `t`: a URL, an e-mail address, an IBAN, a phone number or a wallet
+/// (the families' shape, loopback and documentation hosts aside).
+fn destination(t: &str) -> Option<(usize, usize)> {
+    let mut off = 0;
+    for raw in t.split_inclusive(char::is_whitespace) {
+        let at = off;
+        off += raw.len();
+        let w = raw.trim();
+        if w.len() >= 6 && super::families::destination(w) {
+            return Some((at, at + w.len()));
+        }
+    }
+    // An IBAN or account written in groups ("DE89 3704 0044 …"), a phone number with spaces.
+    let digits: Vec<usize> = t
+        .char_indices()
+        .filter(|(_, c)| c.is_ascii_digit())
+        .map(|(i, _)| i)
+        .collect();
+    let mut run = 0;
+    for w in digits.windows(2) {
+        if w[1] - w[0] <= 2 {
+            run += 1;
+            if run >= 10 {
+                return Some((w[1].saturating_sub(12), w[1] + 1));
+            }
+        } else {
+            run = 0;
+        }
+    }
+    None
+}
+
+/// A label that addresses the model (`NOTE TO THE LANGUAGE MODEL:`, `### Agent behaviour`,
+/// `Hinweis für den Assistenten:`), or an identifier that does (`llm_rule`,
+/// `model_directives`, `_ai_instructions`): where it ends.
+fn label(t: &str, hits: &[Hit]) -> Option<usize> {
+    // Short lines and clauses before a colon that name the model and a kind of note.
+    let mut line_start = 0;
+    for (i, c) in t.char_indices() {
+        let colon = c == ':' || c == '：';
+        let eol = c == '\n';
+        if !(colon || eol) {
+            continue;
+        }
+        let seg_start = if colon {
+            // The clause before the colon: back to the line's start or the sentence's.
+            t[line_start..i]
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| matches!(c, '.' | '!' | '?' | '。'))
+                .map_or(line_start, |(p, c)| line_start + p + c.len_utf8())
+        } else {
+            line_start
+        };
+        let seg = &t[seg_start..i];
+        let heading = eol && seg.trim_start().starts_with('#');
+        if (colon || heading) && !seg.trim().is_empty() && seg.len() <= MAX_LABEL {
+            let has = |b: u64| {
+                hits.iter()
+                    .any(|h| h.start >= seg_start && h.end <= i && h.sets & b != 0)
+            };
+            if has(bit(S::Model)) && has(bit(S::LabelNoun)) {
+                return Some(i);
+            }
+        }
+        if eol {
+            line_start = i + 1;
+        }
+    }
+    // A short line such as `assistant "behaviour" {`.
+    for (ls, line) in t.split_inclusive('\n').scan(0, |o, l| {
+        let s = *o;
+        *o += l.len();
+        Some((s, l))
+    }) {
+        if line.len() <= MAX_LABEL && line.trim_end().ends_with('{') {
+            let le = ls + line.len();
+            let has = |b: u64| {
+                hits.iter()
+                    .any(|h| h.start >= ls && h.end <= le && h.sets & b != 0)
+            };
+            if has(bit(S::Model)) && has(bit(S::LabelNoun)) {
+                return Some(le);
+            }
+        }
+    }
+    // Identifiers: a key or cell such as `llm_rule`.
+    const WHO: &[&str] = &[
+        "llm",
+        "model",
+        "assistant",
+        "agent",
+        "ai",
+        "gpt",
+        "claude",
+        "bot",
+    ];
+    const WHAT: &[&str] = &[
+        "rule",
+        "rules",
+        "directive",
+        "directives",
+        "instruction",
+        "instructions",
+        "note",
+        "notes",
+        "policy",
+        "behaviour",
+        "behavior",
+        "guidance",
+        "prompt",
+        "hint",
+        "hints",
+        "orders",
+        "override",
+    ];
+    let mut off = 0;
+    for raw in t.split_inclusive(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        let at = off;
+        off += raw.len();
+        let w = raw.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+        if w.len() < 5
+            || w.len() > 48
+            || !(w.contains('_') || w.bytes().any(|b| b.is_ascii_uppercase()))
+        {
+            continue;
+        }
+        let parts = word_parts(w);
+        if parts.iter().any(|p| WHO.contains(&p.as_ref()))
+            && parts.iter().any(|p| WHAT.contains(&p.as_ref()))
+        {
+            return Some(at + w.len());
+        }
+    }
+    None
+}
+
+/// What one sentence holds.
+struct Sentence<'t> {
+    text: &'t str,
+    start: usize,
+    end: usize,
+    sets: u64,
+    hits: Vec<Hit>,
+}
+
+impl Sentence<'_> {
+    fn has(&self, s: S) -> bool {
+        self.sets & bit(s) != 0
+    }
+
+    /// A negation shortly before a verb of telling, not about a secret ("never reveal the
+    /// API key" is advice), and about a person, "it" or "this" — or any object at all when the
+    /// text addresses the model.
+    fn negated_telling(&self, addressed: bool) -> Option<(usize, usize)> {
+        for h in self.hits.iter().filter(|h| h.sets & bit(S::Tell) != 0) {
+            // The negation governs the verb: at most two words between them, no punctuation.
+            let negated = self.hits.iter().any(|n| {
+                n.sets & bit(S::Negation) != 0
+                    && n.end <= h.start
+                    && h.start - n.end <= 24
+                    && self.text.get(n.end..h.start).is_some_and(|gap| {
+                        !gap.contains([',', '.', ';', ':', '(', ')'])
+                            && gap.split_whitespace().count() <= 2
+                    })
+            });
+            if !negated {
+                continue;
+            }
+            let stop = self.text.floor_char_boundary(self.end.min(h.end + 48));
+            let after = self.text.get(h.end..stop).unwrap_or("");
+            let secret_next = self
+                .hits
+                .iter()
+                .any(|s| s.sets & bit(S::Secret) != 0 && s.start >= h.end && s.start < h.end + 24);
+            if secret_next {
+                continue;
+            }
+            let about =
+                self.hits.iter().any(|p| {
+                    p.sets & bit(S::Person) != 0 && p.start >= h.end && p.start < h.end + 48
+                }) || after.trim_start().starts_with("it")
+                    || after.trim_start().starts_with("this")
+                    || after.trim_start().starts_with("that")
+                    || after.trim_start().starts_with("anything");
+            if about || addressed {
+                return Some((h.start, h.end));
+            }
+        }
+        None
+    }
+}
+
+/// The class of a hostile sentence and how it was read.
+struct Verdict {
+    rule: &'static str,
+    subcode: &'static str,
+    what: Vec<&'static str>,
+}
+
+/// Judges one sentence.
+fn judge(
+    tables: &Tables,
+    full: &str,
+    sent: &Sentence<'_>,
+    labelled: bool,
+    known: &HashSet<&str>,
+    own: &[String],
+) -> Option<Verdict> {
+    let t = &full[sent.start..sent.end];
+    let lower_has_own = own
+        .iter()
+        .any(|n| n.len() >= 3 && t.to_lowercase().contains(n.as_str()));
+    let commands = imperative(tables, full, sent.start, sent.end);
+    let directed =
+        commands || sent.has(S::Modal) || sent.has(S::Model) || sent.has(S::Addressee) || labelled;
+    let mut what: Vec<&'static str> = Vec::new();
+    let mut p4 = false;
+
+    // Concealment: kept from the user.
+    if sent.has(S::Conceal)
+        || (directed
+            && sent
+                .negated_telling(labelled || sent.has(S::Model))
+                .is_some())
+    {
+        what.push("keeps the user unaware");
+    }
+    // The user's choice overruled (by a command to act: "never … even if the user asks"
+    // restricts the model, and is concealment when it hides something).
+    let restricts = sent.hits.iter().any(|h| {
+        h.sets & bit(S::Negation) != 0
+            && sent
+                .hits
+                .iter()
+                .any(|o| o.sets & bit(S::Override) != 0 && h.end <= o.start)
+    });
+    if directed && sent.has(S::Override) && !restricts {
+        what.push("overrules the user's own choice");
+    }
+    // Something moved: sensitive, the user's, or to a destination, beyond the purpose.
+    if directed && sent.has(S::Transfer) {
+        let dest = destination(t).is_some();
+        let extra = sent.has(S::Also) || sent.has(S::Ours) || sent.has(S::Universal);
+        let taken = sent.has(S::Fetch);
+        let whose = sent.has(S::Whose);
+        if sent.has(S::Sensitive)
+            && (taken
+                || sent.has(S::Ours)
+                || dest
+                || labelled
+                || (whose && extra)
+                || (sent.has(S::Also) && sent.has(S::Universal)))
+        {
+            what.push("moves sensitive data");
+        } else if whose && (sent.has(S::Ours) || dest) {
+            what.push("moves the user's data");
+        } else if dest && (extra || labelled || sent.has(S::Secret)) {
+            what.push("sends to a destination of its own");
+        }
+    }
+    // This tool at every session, task or message, before anything.
+    if sent.has(S::Session)
+        && (sent.has(S::Call) || sent.has(S::Modal) || commands)
+        && (sent.has(S::This) || lower_has_own)
+    {
+        what.push("puts this tool before everything the model does");
+    }
+    // Another tool's use changed or forbidden.
+    let foreign = foreign_tool(t, known).is_some() || sent.has(S::OtherTool);
+    if foreign && sent.has(S::Condition) && sent.has(S::Modify) {
+        what.push("changes what another tool does when it is used");
+        p4 = true;
+    }
+    if foreign && sent.has(S::Forbid) {
+        what.push("forbids another tool");
+        p4 = true;
+    }
+    // A claim of authority that lifts a confirmation or hides the act.
+    if sent.has(S::Authority) && (sent.has(S::Unconfirmed) || sent.has(S::Override)) {
+        what.push("claims authority to act without the user");
+    }
+    // A model-addressed label over a destination (an account, an address) in any language.
+    if labelled && what.is_empty() && destination(t).is_some() && (directed || sent.has(S::Modal)) {
+        what.push("gives the model a destination of its own");
+    }
+    if what.is_empty() {
+        return None;
+    }
+    let (rule, subcode) = if p4 && what.len() == 1 {
+        ("P4", "interception")
+    } else {
+        ("P2", "directive")
+    };
+    Some(Verdict {
+        rule,
+        subcode,
+        what,
+    })
+}
+
+/// The set matches of `t`, whole words only, at most [`MAX_MATCHES`].
+fn hits(tables: &Tables, t: &str) -> Vec<Hit> {
+    let mut out = Vec::new();
+    for m in tables.ac.find_overlapping_iter(t) {
+        if out.len() >= MAX_MATCHES {
+            break;
+        }
+        let (s, e) = (m.start(), m.end());
+        if !t.is_char_boundary(s) || !t.is_char_boundary(e) || !whole(t, s, e) {
+            continue;
+        }
+        if let Some(&sets) = tables.owners.get(m.pattern().as_usize()) {
+            out.push(Hit {
+                start: s,
+                end: e,
+                sets,
+            });
+        }
+    }
+    out.sort_by_key(|h| h.start);
+    out
+}
+
+/// Reads every text of the document a sentence at a time; adds a finding to each text that
+/// holds a hostile instruction and has no P1–P5 finding yet.
+pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
+    let Some(tables) = &*TABLES else { return };
+    let names: HashSet<&str> = doc.tools.iter().filter_map(|t| t.name).collect();
+    let mut flagged: Option<HashSet<String>> = None;
+    for text in &doc.texts {
+        if doc.stopped() {
+            break;
+        }
+        if matches!(
+            text.field,
+            Field::ToolName | Field::PropertyName | Field::Key
+        ) || text.text.len() < 12
+            || !text.text.contains(' ') && !text.text.chars().any(is_cjk)
+        {
+            continue;
+        }
+        let Some(v) = read(tables, doc, text, &names) else {
+            continue;
+        };
+        let pointer = doc.pointer(text.path);
+        let flagged = flagged.get_or_insert_with(|| {
+            out.iter()
+                .filter(|f| {
+                    f.check == CHECK
+                        && matches!(f.rule.as_deref(), Some("P1" | "P2" | "P3" | "P4" | "P5"))
+                })
+                .filter_map(|f| f.location.pointer.clone())
+                .collect()
+        });
+        if flagged.contains(&pointer) {
+            continue;
+        }
+        let (verdict, s, e, labelled) = v;
+        let confidence = if verdict.what.len() >= 2 || labelled {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        };
+        let mut b = super::finding(CHECK, verdict.rule)
+            .subcode(verdict.subcode)
+            .pointer(pointer.clone())
+            .confidence(confidence)
+            .message(format!(
+                "an instruction aimed at the model that {}: \"{}\"",
+                verdict.what.join(", "),
+                visible(&sentence(text.text, s, e))
+            ))
+            .text(excerpt(text.text, s, e, 40));
+        if let Some(t) = text.tool.and_then(|i| doc.tools.get(i)) {
+            b = b.tool(t.label());
+        }
+        out.push(b.build());
+        flagged.insert(pointer);
+    }
+}
+
+type Read = (Verdict, usize, usize, bool);
+
+/// Where something is in a text, when it is.
+pub type Span = Option<(usize, usize)>;
+
+/// The sentence at `s..e`, trimmed, at most 240 bytes (cut at a character).
+fn sentence(t: &str, s: usize, e: usize) -> String {
+    let body = t.get(s..e).unwrap_or_default().trim();
+    if body.len() <= 240 {
+        return body.to_string();
+    }
+    format!("{}…", &body[..body.floor_char_boundary(240)])
+}
+
+/// Two kinds of sales pitch for the tool-level preference signal (signals.rs): other tools
+/// run down ("generic translators make embarrassing mistakes", "slower alternatives"), and the
+/// model told to choose this tool ("always choose me", "pick this tool", "route queries
+/// here", "always prefers precise_calc"). Where each first shows, in `t`.
+pub fn pitch(t: &str, own: Option<&str>) -> (Span, Span) {
+    let Some(tables) = &*TABLES else {
+        return (None, None);
+    };
+    let hits = hits(tables, t);
+    let own = own.map(str::to_lowercase);
+    let (mut down, mut choice) = (None, None);
+    let mut i = 0;
+    for (s, e) in sentences(t) {
+        while i < hits.len() && hits[i].start < s {
+            i += 1;
+        }
+        let mine: Vec<Hit> = hits[i..]
+            .iter()
+            .take_while(|h| h.start < e)
+            .filter(|h| h.end <= e)
+            .copied()
+            .collect();
+        let has = |b: S| mine.iter().find(|h| h.sets & bit(b) != 0);
+        if down.is_none()
+            && let (Some(o), Some(_)) = (has(S::Others), has(S::Negative))
+        {
+            down = Some((o.start, o.end));
+        }
+        if choice.is_none() {
+            let body = t.get(s..e).unwrap_or("").to_lowercase();
+            let names_self = has(S::This).is_some()
+                || own
+                    .as_deref()
+                    .is_some_and(|n| n.len() >= 3 && body.contains(n));
+            if let Some(c) = has(S::Choose)
+                && names_self
+            {
+                choice = Some((c.start, c.end));
+            } else if let (Some(c), Some(_)) = (has(S::Call), has(S::Universal))
+                && own
+                    .as_deref()
+                    .is_some_and(|n| n.len() >= 3 && body.contains(n))
+            {
+                choice = Some((c.start, c.end));
+            }
+        }
+        if down.is_some() && choice.is_some() {
+            break;
+        }
+    }
+    (down, choice)
+}
+
+/// The first hostile sentence of one text.
+fn read(
+    tables: &Tables,
+    doc: &Document<'_>,
+    text: &Text<'_>,
+    names: &HashSet<&str>,
+) -> Option<Read> {
+    let t = text.text;
+    let hits = hits(tables, t);
+    // Nothing to judge without one of the signals that can make an instruction hostile.
+    const ANY: u64 = bit(S::Conceal)
+        | bit(S::Negation)
+        | bit(S::Override)
+        | bit(S::Transfer)
+        | bit(S::Session)
+        | bit(S::Condition)
+        | bit(S::Forbid)
+        | bit(S::Authority)
+        | bit(S::LabelNoun);
+    if !hits.iter().any(|h| h.sets & ANY != 0) {
+        return None;
+    }
+    let tool = text.tool.and_then(|i| doc.tools.get(i));
+    let mut known: HashSet<&str> = names.clone();
+    let mut own: Vec<String> = Vec::new();
+    if let Some(tool) = tool {
+        if let Some(n) = tool.name {
+            own.push(n.to_lowercase());
+        }
+        if let Some(props) = tool
+            .value
+            .get("inputSchema")
+            .and_then(|s| s.get("properties"))
+            .and_then(|p| p.as_object())
+        {
+            known.extend(props.keys());
+        }
+    }
+    let label_at = label(t, &hits);
+    let mut i = 0;
+    for (s, e) in sentences(t) {
+        let mut sets = 0;
+        let mut mine = Vec::new();
+        while i < hits.len() && hits[i].start < s {
+            i += 1;
+        }
+        let mut j = i;
+        while j < hits.len() && hits[j].start < e {
+            if hits[j].end <= e {
+                sets |= hits[j].sets;
+                mine.push(hits[j]);
+            }
+            j += 1;
+        }
+        let sent = Sentence {
+            text: t,
+            start: s,
+            end: e,
+            sets,
+            hits: mine,
+        };
+        let labelled = label_at.is_some_and(|l| l <= e);
+        if let Some(v) = judge(tables, t, &sent, labelled, &known, &own) {
+            return Some((v, s, e, labelled));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_loads_and_names_every_set() {
+        let t = load(DATA);
+        assert!(t.is_ok(), "{:?}", t.err());
+        assert!(load("[sets]\nnope = [\"x\"]\n").is_err());
+    }
+
+    #[test]
+    fn sentences_cut_at_stops_and_lines() {
+        let s = sentences("One. Two; three\nfour. 3.5 stays。五");
+        let parts: Vec<&str> = s
+            .iter()
+            .map(|&(a, b)| {
+                "One. Two; three\nfour. 3.5 stays。五"
+                    .get(a..b)
+                    .unwrap_or("")
+            })
+            .collect();
+        assert_eq!(
+            parts,
+            ["One.", " Two;", " three", "four.", " 3.5 stays。", "五"]
+        );
+    }
+}
