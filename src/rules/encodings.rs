@@ -34,7 +34,9 @@ pub struct Decoded {
 
 /// The groups of [`RUNS`] whose shape names their encoding (a base64-alphabet run may be
 /// several: [`b64_kinds`]).
-const MARKED: [&str; 7] = ["uesc", "ents", "xesc", "zerox", "bin", "hexsep", "pct"];
+const MARKED: [&str; 8] = [
+    "uesc", "ents", "xesc", "zerox", "zhex", "bin", "hexsep", "pct",
+];
 
 static RUNS: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -42,6 +44,8 @@ static RUNS: LazyLock<Option<Regex>> = LazyLock::new(|| {
         r"|(?P<ents>(?:&#[xX][0-9A-Fa-f]{1,6};|&#[0-9]{1,7};){4,})",
         r"|(?P<xesc>(?:\\x[0-9A-Fa-f]{2}){4,})",
         r"|(?P<zerox>(?:0[xX][0-9A-Fa-f]{2}[, ]{0,2}){6,})",
+        // One 0x before a long run of hex digits (a number as C writes it, or bytes).
+        r"|(?P<zhex>(?-u:\b)0[xX](?:[0-9A-Fa-f]{2}){8,}(?-u:\b))",
         r"|(?P<bin>[01]{8}(?:[ ,]?[01]{8}){3,})",
         r"|(?P<hexsep>(?-u:\b)[0-9A-Fa-f]{2}(?:[ :,-][0-9A-Fa-f]{2}){7,}(?-u:\b))",
         r"|(?P<pct>[A-Za-z0-9._~+!*'()-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+!*'()-]*){4,})",
@@ -145,7 +149,7 @@ fn decode(kind: &'static str, run: &str) -> Option<String> {
             }
             Some(out)
         }
-        "xesc" | "zerox" => from_utf8(hex_pairs(run, true)),
+        "xesc" | "zerox" | "zhex" => from_utf8(hex_pairs(run, true)),
         "hexsep" => from_utf8(hex_pairs(run, false)),
         "bin" => {
             let bits: Vec<u8> = run.bytes().filter(|b| matches!(b, b'0' | b'1')).collect();
@@ -239,7 +243,7 @@ fn name(kind: &'static str) -> &'static str {
     match kind {
         "uesc" => "\\u escapes",
         "ents" => "character entities",
-        "xesc" | "zerox" | "hexsep" | "hex" => "hex",
+        "xesc" | "zerox" | "zhex" | "hexsep" | "hex" => "hex",
         "bin" => "binary",
         "pct" => "percent-encoding",
         "base32" => "base32",

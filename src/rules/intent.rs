@@ -59,6 +59,7 @@ const SETS: &[&str] = &[
     "universal",
     "modal",
     "fetch",
+    "backwards",
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
     "imperative",
@@ -96,6 +97,7 @@ enum S {
     Universal,
     Modal,
     Fetch,
+    Backwards,
 }
 
 const fn bit(s: S) -> u64 {
@@ -696,7 +698,11 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
         {
             continue;
         }
-        let Some(v) = read(tables, doc, text, &names) else {
+        let hits = hits(tables, text.text);
+        if let Some(f) = backwards(doc, text, &hits) {
+            out.push(f);
+        }
+        let Some(v) = read(tables, doc, text, &names, &hits) else {
             continue;
         };
         let pointer = doc.pointer(text.path);
@@ -737,6 +743,43 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
 }
 
 type Read = (Verdict, usize, usize, bool);
+
+/// Three different English function words written backwards (`eht`, `siht`, `resu`): the text
+/// is meant to be read right to left. A P5 finding quotes it the right way round.
+fn backwards(doc: &Document<'_>, text: &Text<'_>, hits: &[Hit]) -> Option<Finding> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut span = (usize::MAX, 0);
+    for h in hits.iter().filter(|h| h.sets & bit(S::Backwards) != 0) {
+        let w = text.text.get(h.start..h.end)?;
+        if !seen.iter().any(|s| s.eq_ignore_ascii_case(w)) {
+            seen.push(w);
+        }
+        span = (span.0.min(h.start), span.1.max(h.end));
+    }
+    if seen.len() < 3 {
+        return None;
+    }
+    // The run of the text that holds them, reversed.
+    let s = text.text[..span.0].rfind(['\n', ':']).map_or(0, |p| p + 1);
+    let e = text.text[span.1..]
+        .find(['\n', '('])
+        .map_or(text.text.len(), |p| span.1 + p);
+    let run = text.text.get(s..e)?;
+    let reversed: String = run.trim().chars().rev().collect();
+    let mut b = super::finding(CHECK, "P5")
+        .subcode("backwards")
+        .pointer(doc.pointer(text.path))
+        .confidence(Confidence::Medium)
+        .message(format!(
+            "text written backwards, for the model to reverse: it reads \"{}\"",
+            visible(&sentence(&reversed, 0, reversed.len()))
+        ))
+        .text(excerpt(text.text, s, e, 20));
+    if let Some(t) = text.tool.and_then(|i| doc.tools.get(i)) {
+        b = b.tool(t.label());
+    }
+    Some(b.build())
+}
 
 /// Where something is in a text, when it is.
 pub type Span = Option<(usize, usize)>;
@@ -809,9 +852,9 @@ fn read(
     doc: &Document<'_>,
     text: &Text<'_>,
     names: &HashSet<&str>,
+    hits: &[Hit],
 ) -> Option<Read> {
     let t = text.text;
-    let hits = hits(tables, t);
     // Nothing to judge without one of the signals that can make an instruction hostile.
     const ANY: u64 = bit(S::Conceal)
         | bit(S::Negation)
@@ -841,7 +884,7 @@ fn read(
             known.extend(props.keys());
         }
     }
-    let label_at = label(t, &hits);
+    let label_at = label(t, hits);
     let mut i = 0;
     for (s, e) in sentences(t) {
         let mut sets = 0;

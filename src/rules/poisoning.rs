@@ -520,8 +520,20 @@ fn name_phrases(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mu
     }
 }
 
+/// Characters that draw nothing but are not in SPEC's P1 list: a soft hyphen, the combining
+/// grapheme joiner, the Hangul fillers, the Mongolian vowel separator, Khmer's invisible vowels.
+/// One is typesetting; three or more in a text are hiding something (letters interleaved with
+/// them read as a word to the model and as nothing to a filter).
+const FILLERS: &[char] = &[
+    '\u{00AD}', '\u{034F}', '\u{115F}', '\u{1160}', '\u{17B4}', '\u{17B5}', '\u{180E}', '\u{3164}',
+    '\u{FFA0}',
+];
+const MIN_FILLERS: usize = 3;
+
 fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
     let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut fillers: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut first_filler = None;
     let mut first = None;
     let mut hidden_runs: Vec<String> = Vec::new();
     let mut run = String::new();
@@ -538,6 +550,9 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
         if is_p1(c) {
             *counts.entry(c as u32).or_default() += 1;
             first.get_or_insert(i);
+        } else if FILLERS.contains(&c) {
+            *fillers.entry(c as u32).or_default() += 1;
+            first_filler.get_or_insert(i);
         }
         if is_tag(c) {
             let ascii = (c as u32) - 0xE0000;
@@ -555,6 +570,13 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
     }
     if !run.is_empty() && hidden_runs.len() < MAX_RUNS {
         hidden_runs.push(run);
+    }
+    if fillers.values().sum::<usize>() >= MIN_FILLERS {
+        counts.extend(fillers);
+        first = match (first, first_filler) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
     let Some(first) = first else { return };
     let tags: usize = counts
