@@ -36,8 +36,8 @@ use futures_util::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 
 pub use request::{
-    ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Secret,
-    SecretSource, Selection, StoredBaseline, Target,
+    ActiveRequest, BaselineRequest, ConfigError, Credentials, ExposeSecret, ScanLimits,
+    ScanRequest, SecretSource, SecretString, Selection, StoredBaseline, Target,
 };
 
 use crate::catalogue::{Kind, Need, Stage, catalogue};
@@ -304,17 +304,8 @@ impl Scanner {
                 max_body: req.limits.max_body,
                 ..crate::net::Limits::default()
             },
-            token: req
-                .credentials
-                .token
-                .as_ref()
-                .map(|t| t.expose().to_string()),
-            headers: req
-                .credentials
-                .headers
-                .iter()
-                .map(|(n, v)| (n.clone(), v.expose().to_string()))
-                .collect(),
+            token: req.credentials.token.clone(),
+            headers: req.credentials.headers.clone(),
             trace_file: req.trace_file.clone(),
             // The one redaction set (SPEC §7), built before the first request.
             secrets: req.secret_sources(),
@@ -521,7 +512,10 @@ impl Scanner {
             ownership: Some("local: a stdio server started by mcpprobe".into()),
             ..GateRecord::default()
         });
-        let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (n.as_str(), v.expose())).collect();
+        let env: Vec<(&str, &str)> = env
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.expose_secret()))
+            .collect();
         let process =
             match crate::protocol::stdio::StdioProcess::spawn(program, args, &env, net.cancelled())
             {
