@@ -333,19 +333,13 @@ pub fn verify(action: &VerifyAction, resolver_addr: Option<&str>) -> i32 {
                 Ok(r) => r,
                 Err(e) => return usage_error(e),
             };
-            let result = runtime.block_on(async {
-                let dns =
-                    crate::net::dns::Dns::new(server).map_err(crate::gate::Stop::Unreachable)?;
-                crate::gate::verify_check(host, &state, &dns, now).await
+            let result: Result<String, Box<dyn std::error::Error>> = runtime.block_on(async {
+                let dns = crate::net::dns::Dns::new(server)?;
+                Ok(crate::gate::verify_check(host, &state, &dns, now).await?)
             });
             match result {
                 Ok(text) => print_out(&text),
-                Err(
-                    crate::gate::Stop::Refused(e)
-                    | crate::gate::Stop::OptedOut(e)
-                    | crate::gate::Stop::Unreachable(e)
-                    | crate::gate::Stop::PrivateAddress(e),
-                ) => {
+                Err(e) => {
                     eprintln!("mcpprobe: not verified: {e}");
                     crate::exit::ExitCode::Gate.code()
                 }

@@ -190,7 +190,7 @@ impl Scanner {
     /// Must be called inside a tokio runtime (the resolver is built on it).
     pub fn new(config: ScannerConfig) -> Result<Scanner, ConfigError> {
         Ok(Scanner {
-            dns: Dns::new(config.resolver).map_err(ConfigError::Resolver)?,
+            dns: Dns::new(config.resolver)?,
             state: StateDir::new(config.state_dir),
             clock: config.clock,
             politeness: Arc::new(Politeness::new(config.host_rate)?),
@@ -405,25 +405,32 @@ impl Scanner {
                 let gate::Halted { stop, record } = *halted;
                 report.gate = Some(record);
                 use crate::model::Refusal;
-                let (outcome, why, skip) = match stop {
-                    Stop::OptedOut(why) => {
-                        report.refusal = Some(Refusal::OptedOut);
-                        (RunOutcome::Refused, why, "stopped by the gate")
-                    }
-                    Stop::Refused(why) => {
-                        report.refusal = Some(Refusal::Ownership);
-                        (RunOutcome::Refused, why, "stopped by the gate")
-                    }
-                    Stop::PrivateAddress(why) => {
-                        report.refusal = Some(Refusal::PrivateAddress);
-                        (RunOutcome::Refused, why, "stopped by the gate")
-                    }
-                    Stop::Unreachable(why) => (
+                let (outcome, refusal, skip) = match stop {
+                    Stop::OptedOut(_) => (
+                        RunOutcome::Refused,
+                        Some(Refusal::OptedOut),
+                        "stopped by the gate",
+                    ),
+                    Stop::Refused(_) => (
+                        RunOutcome::Refused,
+                        Some(Refusal::Ownership),
+                        "stopped by the gate",
+                    ),
+                    Stop::PrivateAddress(_) => (
+                        RunOutcome::Refused,
+                        Some(Refusal::PrivateAddress),
+                        "stopped by the gate",
+                    ),
+                    Stop::Unreachable(_) => (
                         RunOutcome::Incomplete,
-                        why,
+                        None,
                         "the target could not be reached",
                     ),
                 };
+                let why = stop.to_string();
+                if refusal.is_some() {
+                    report.refusal = refusal;
+                }
                 tracing::warn!("{why}");
                 report.outcome = outcome;
                 report.reason = Some(why);

@@ -347,7 +347,7 @@ pub enum ConfigError {
         suggestion: Option<String>,
     },
     #[error("the DNS resolver cannot be set up: {0}")]
-    Resolver(String),
+    Resolver(#[from] crate::net::dns::DnsSetupError),
     #[error(transparent)]
     Network(#[from] crate::net::NetworkError),
     #[error(transparent)]
