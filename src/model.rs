@@ -60,8 +60,9 @@ impl Default for ToolInfo {
 
 /// Why the gate stopped a run (JSON `refusal`, with `outcome: "refused"`): what a host acts on
 /// without reading the reason's prose (the daemon's refusal metric, the Action's message).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Refusal {
     OptedOut,
     Ownership,
@@ -72,13 +73,9 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The name the JSON report uses (`opted_out`), as serde writes it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Refusal::OptedOut => "opted_out",
-            Refusal::Ownership => "ownership",
-            Refusal::ActiveNotAuthorised => "active_not_authorised",
-            Refusal::PrivateAddress => "private_address",
-        }
+        self.into()
     }
 }
 
@@ -569,6 +566,22 @@ pub struct PreviousRecord {
 
 #[cfg(test)]
 mod tests {
+    /// The refusal names are a contract (SPEC §4's `refusal`, the daemon's store and metrics):
+    /// `as_str` (strum) spells each as serde writes it in the JSON report.
+    #[test]
+    fn refusal_names_are_the_json_reports() {
+        use super::Refusal;
+        for (r, name) in [
+            (Refusal::OptedOut, "opted_out"),
+            (Refusal::Ownership, "ownership"),
+            (Refusal::ActiveNotAuthorised, "active_not_authorised"),
+            (Refusal::PrivateAddress, "private_address"),
+        ] {
+            assert_eq!(r.as_str(), name);
+            assert_eq!(serde_json::to_value(r).ok(), Some(serde_json::json!(name)));
+        }
+    }
+
     /// Every permutation (of up to 7 items, and random larger ones) lands each item where the
     /// order says.
     #[test]

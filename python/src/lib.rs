@@ -12,7 +12,7 @@ use std::time::Duration;
 use mcpprobe::checks::BoxFuture;
 use mcpprobe::engine::{
     BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Scanner, ScannerConfig,
-    Secret, Selection, Target,
+    SecretString, Selection, Target,
 };
 use mcpprobe::finding::{Confidence, Severity};
 use mcpprobe::judge::{
@@ -340,7 +340,7 @@ fn prepare(
             .token
             .filter(|t| !t.is_empty())
             .or_else(|| std::env::var(MCPPROBE_TOKEN).ok().filter(|t| !t.is_empty()))
-            .map(Secret::new),
+            .map(SecretString::from),
         headers: o
             .headers
             .unwrap_or_default()

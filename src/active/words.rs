@@ -12,11 +12,24 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
+use strum::VariantArray as _;
 use unicode_normalization::UnicodeNormalization;
 
 /// What a tool does, by the class of a word that says so (SPEC §3.1's classes, for the call
 /// rule: never called).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum EffectClass {
     Changes,
     Deletes,
@@ -26,14 +39,6 @@ pub enum EffectClass {
 }
 
 impl EffectClass {
-    pub const ALL: [EffectClass; 5] = [
-        EffectClass::Changes,
-        EffectClass::Deletes,
-        EffectClass::Sends,
-        EffectClass::Runs,
-        EffectClass::Payments,
-    ];
-
     /// What a tool of the class does, as the end of "it …".
     pub fn does(self) -> &'static str {
         match self {
@@ -45,14 +50,9 @@ impl EffectClass {
         }
     }
 
+    /// Its table in `words.toml` (`[classes.changes]`).
     fn key(self) -> &'static str {
-        match self {
-            EffectClass::Changes => "changes",
-            EffectClass::Deletes => "deletes",
-            EffectClass::Sends => "sends",
-            EffectClass::Runs => "runs",
-            EffectClass::Payments => "payments",
-        }
+        self.into()
     }
 }
 
@@ -191,7 +191,7 @@ impl Vocabulary {
             plain: data.plain.words.into_iter().collect(),
             idioms: HashMap::new(),
         };
-        for class in EffectClass::ALL {
+        for &class in EffectClass::VARIANTS {
             let c = data
                 .classes
                 .get(class.key())
@@ -578,6 +578,22 @@ mod tests {
 
     fn v() -> &'static Vocabulary {
         vocabulary().expect("the data file reads")
+    }
+
+    /// Each class, in order, reads the `[classes.…]` table of its lower-case name.
+    #[test]
+    fn every_class_is_named_by_its_table() {
+        let keys: Vec<&str> = EffectClass::VARIANTS.iter().map(|c| c.key()).collect();
+        assert_eq!(keys, ["changes", "deletes", "sends", "runs", "payments"]);
+        for &class in EffectClass::VARIANTS {
+            let words = v()
+                .forms
+                .values()
+                .flatten()
+                .filter(|h| h.class == class)
+                .count();
+            assert!(words > 0, "{class:?} read no words from its table");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::{DemoArgs, emit, usage_error};
 use crate::demo::{server, vulnerable};
 use crate::engine::{
-    Credentials, ScanLimits, ScanRequest, Scanner, ScannerConfig, Secret, Selection, Target,
+    Credentials, ScanLimits, ScanRequest, Scanner, ScannerConfig, SecretString, Selection, Target,
 };
 
 /// Serves the reference server until Ctrl-C or SIGTERM; its URL is the first line on stdout.
@@ -100,7 +100,7 @@ pub fn run(args: &DemoArgs) -> i32 {
         }
         if args.safe {
             req.credentials = Credentials {
-                token: token.clone().map(Secret::new),
+                token: token.clone().map(SecretString::from),
                 headers: Vec::new(),
             };
         }

@@ -7,8 +7,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{ScanArgs, VerifyAction, emit, print_out, settings, usage_error};
 use crate::engine::{
-    ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Scanner,
-    ScannerConfig, Secret, SecretSource, Selection, Target,
+    ActiveRequest, BaselineRequest, ConfigError, Credentials, ExposeSecret, ScanLimits,
+    ScanRequest, Scanner, ScannerConfig, SecretSource, SecretString, Selection, Target,
 };
 use crate::gate::state::StateDir;
 use crate::model::{Report, RunOutcome};
@@ -98,7 +98,7 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
             .token
             .clone()
             .filter(|t| !t.is_empty())
-            .map(Secret::new),
+            .map(SecretString::from),
         headers: args
             .headers
             .iter()
@@ -135,15 +135,20 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
         .credentials
         .headers
         .iter()
-        .map(|(_, v)| v.expose())
+        .map(|(_, v)| v.expose_secret())
         .collect();
-    secrets.extend(req.credentials.token.as_ref().map(Secret::expose));
+    secrets.extend(
+        req.credentials
+            .token
+            .as_ref()
+            .map(ExposeSecret::expose_secret),
+    );
     if let Target::Stdio { env, .. } = &req.target {
         // What --env passes the stdio server (PATH, HOME, LANG aside) is its secret, not the judge's.
         secrets.extend(
             env.iter()
                 .filter(|(n, _)| !crate::engine::request::STDIO_BASE_ENV.contains(&n.as_str()))
-                .map(|(_, v)| v.expose()),
+                .map(|(_, v)| v.expose_secret()),
         );
     }
     req.judge = args.judge.config(&secrets)?;
@@ -328,19 +333,13 @@ pub fn verify(action: &VerifyAction, resolver_addr: Option<&str>) -> i32 {
                 Ok(r) => r,
                 Err(e) => return usage_error(e),
             };
-            let result = runtime.block_on(async {
-                let dns =
-                    crate::net::dns::Dns::new(server).map_err(crate::gate::Stop::Unreachable)?;
-                crate::gate::verify_check(host, &state, &dns, now).await
+            let result: Result<String, Box<dyn std::error::Error>> = runtime.block_on(async {
+                let dns = crate::net::dns::Dns::new(server)?;
+                Ok(crate::gate::verify_check(host, &state, &dns, now).await?)
             });
             match result {
                 Ok(text) => print_out(&text),
-                Err(
-                    crate::gate::Stop::Refused(e)
-                    | crate::gate::Stop::OptedOut(e)
-                    | crate::gate::Stop::Unreachable(e)
-                    | crate::gate::Stop::PrivateAddress(e),
-                ) => {
+                Err(e) => {
                     eprintln!("mcpprobe: not verified: {e}");
                     crate::exit::ExitCode::Gate.code()
                 }

@@ -22,6 +22,7 @@ use prometheus_client::registry::Registry;
 
 use super::store::{RunStatus, Totals};
 use crate::finding::Severity;
+use crate::model::Refusal;
 
 /// The `Content-Type` of what [`Metrics::render`] writes.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -37,12 +38,12 @@ const OUTCOMES: [RunStatus; 4] = [
     RunStatus::Interrupted,
 ];
 
-/// The refusal classes counted (`Refusal` classes of the report), in this order.
-const REFUSALS: [&str; 4] = [
-    "opted_out",
-    "ownership",
-    "private_address",
-    "active_not_authorised",
+/// The refusal classes counted (the report's `refusal`, by its name), in this order.
+const REFUSALS: [Refusal; 4] = [
+    Refusal::OptedOut,
+    Refusal::Ownership,
+    Refusal::PrivateAddress,
+    Refusal::ActiveNotAuthorised,
 ];
 
 /// This process's scan durations.
@@ -135,7 +136,7 @@ impl Collector for Scrape {
             None,
             MetricType::Counter,
         )?;
-        for class in REFUSALS {
+        for class in REFUSALS.map(Refusal::as_str) {
             let n = t
                 .refusals
                 .iter()

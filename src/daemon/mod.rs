@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ConfigFileError};
 use crate::engine::{
-    ConfigError, Credentials, ScanLimits, ScanRequest, Scanned, Scanner, Secret, SecretSource,
-    Selection, StoredBaseline, Target,
+    ConfigError, Credentials, ScanLimits, ScanRequest, Scanned, Scanner, SecretSource, Selection,
+    StoredBaseline, Target,
 };
 use crate::model::{Policy, Report, RunOutcome};
 use crate::net::redact::{Secrets, SharedSecrets};
@@ -56,11 +56,11 @@ pub struct TargetSpec {
     /// The URL as it may be shown (API, page, store, logs): its query secrets redacted.
     pub url: String,
     /// The URL as configured, for the scan itself (SPEC §7: never shown).
-    pub scan_url: Secret,
+    pub scan_url: SecretString,
     pub every_ms: i64,
     pub offset_ms: i64,
     pub policy: Policy,
-    pub token: Option<Secret>,
+    pub token: Option<SecretString>,
     pub checks: Selection,
     pub review: Review,
     /// `allow_private_addresses = true`: the name may resolve to addresses that are not public.
@@ -598,7 +598,7 @@ impl Daemon {
 /// The politeness key of a target: its URL's host, in lower case (the port aside: two servers
 /// of one machine share its capacity).
 fn host_of(t: &TargetSpec) -> String {
-    url::Url::parse(t.scan_url.expose())
+    url::Url::parse(t.scan_url.expose_secret())
         .ok()
         .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
         .unwrap_or_else(|| t.name.clone())
@@ -952,7 +952,7 @@ impl Runner {
     /// and `stored` (the accepted baseline the scan compares with).
     fn request(&self, stored: StoredBaseline) -> Result<ScanRequest, DaemonError> {
         let t = &self.target;
-        let mut req = ScanRequest::new(match Target::http(t.scan_url.expose()) {
+        let mut req = ScanRequest::new(match Target::http(t.scan_url.expose_secret()) {
             Ok(target) => target,
             Err(e) => return Err(DaemonError::Blocking(e.to_string())),
         });

@@ -28,7 +28,7 @@ use serde_json::Value;
 use super::store::{ImportedTarget, Store};
 use super::{DaemonConfig, TargetSpec, db, now_ms, schedule};
 use crate::config::{Config, ConfigFileError, SeverityOverride, TargetConfig};
-use crate::engine::{Secret, SecretSource, Selection, Target};
+use crate::engine::{ExposeSecret as _, SecretSource, SecretString, Selection, Target};
 use crate::finding::Confidence;
 use crate::model::{FailOn, Policy};
 use crate::net::redact::Secrets;
@@ -580,7 +580,7 @@ pub fn spec_of(
     Target::http(&t.url).map_err(|e| TargetError::new("url", e.to_string()))?;
     let token = match &t.token_env {
         Some(var) => match env(var).filter(|v| !v.is_empty()) {
-            Some(v) => Some(Secret::new(v)),
+            Some(v) => Some(SecretString::from(v)),
             None => {
                 return Err(TargetError::new(
                     "token_env",
@@ -609,7 +609,7 @@ pub fn spec_of(
     Ok(TargetSpec {
         name: t.name.clone(),
         url: t.url.clone(),
-        scan_url: Secret::new(t.url.clone()),
+        scan_url: SecretString::from(t.url.clone()),
         every_ms,
         offset_ms: schedule::offset_ms(&t.name, every_ms),
         policy: Policy {
@@ -634,11 +634,11 @@ pub fn spec_of(
 pub(crate) fn secret_sources(targets: &[TargetSpec]) -> Vec<SecretSource> {
     let mut sources = Vec::new();
     for t in targets {
-        sources.push(SecretSource::Url(t.scan_url.expose().to_string()));
+        sources.push(SecretSource::Url(t.scan_url.expose_secret().to_string()));
         sources.extend(
             t.token
                 .iter()
-                .map(|v| SecretSource::Token(v.expose().to_string())),
+                .map(|v| SecretSource::Token(v.expose_secret().to_string())),
         );
     }
     sources
@@ -1051,7 +1051,7 @@ mod tests {
         assert!(!ok.checks.includes("AUTH-01"));
         assert_eq!(ok.url, "https://ok.example/mcp?key=[REDACTED]");
         assert_eq!(
-            ok.scan_url.expose(),
+            ok.scan_url.expose_secret(),
             "https://ok.example/mcp?key=qu3rySecret-1"
         );
         // Its token and URL secrets, and those of the target left out, are redacted.

@@ -36,8 +36,8 @@ use futures_util::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 
 pub use request::{
-    ActiveRequest, BaselineRequest, ConfigError, Credentials, ScanLimits, ScanRequest, Secret,
-    SecretSource, Selection, StoredBaseline, Target,
+    ActiveRequest, BaselineRequest, ConfigError, Credentials, ExposeSecret, ScanLimits,
+    ScanRequest, SecretSource, SecretString, Selection, StoredBaseline, Target,
 };
 
 use crate::catalogue::{Kind, Need, Stage, catalogue};
@@ -190,7 +190,7 @@ impl Scanner {
     /// Must be called inside a tokio runtime (the resolver is built on it).
     pub fn new(config: ScannerConfig) -> Result<Scanner, ConfigError> {
         Ok(Scanner {
-            dns: Dns::new(config.resolver).map_err(ConfigError::Resolver)?,
+            dns: Dns::new(config.resolver)?,
             state: StateDir::new(config.state_dir),
             clock: config.clock,
             politeness: Arc::new(Politeness::new(config.host_rate)?),
@@ -304,17 +304,8 @@ impl Scanner {
                 max_body: req.limits.max_body,
                 ..crate::net::Limits::default()
             },
-            token: req
-                .credentials
-                .token
-                .as_ref()
-                .map(|t| t.expose().to_string()),
-            headers: req
-                .credentials
-                .headers
-                .iter()
-                .map(|(n, v)| (n.clone(), v.expose().to_string()))
-                .collect(),
+            token: req.credentials.token.clone(),
+            headers: req.credentials.headers.clone(),
             trace_file: req.trace_file.clone(),
             // The one redaction set (SPEC §7), built before the first request.
             secrets: req.secret_sources(),
@@ -414,25 +405,32 @@ impl Scanner {
                 let gate::Halted { stop, record } = *halted;
                 report.gate = Some(record);
                 use crate::model::Refusal;
-                let (outcome, why, skip) = match stop {
-                    Stop::OptedOut(why) => {
-                        report.refusal = Some(Refusal::OptedOut);
-                        (RunOutcome::Refused, why, "stopped by the gate")
-                    }
-                    Stop::Refused(why) => {
-                        report.refusal = Some(Refusal::Ownership);
-                        (RunOutcome::Refused, why, "stopped by the gate")
-                    }
-                    Stop::PrivateAddress(why) => {
-                        report.refusal = Some(Refusal::PrivateAddress);
-                        (RunOutcome::Refused, why, "stopped by the gate")
-                    }
-                    Stop::Unreachable(why) => (
+                let (outcome, refusal, skip) = match stop {
+                    Stop::OptedOut(_) => (
+                        RunOutcome::Refused,
+                        Some(Refusal::OptedOut),
+                        "stopped by the gate",
+                    ),
+                    Stop::Refused(_) => (
+                        RunOutcome::Refused,
+                        Some(Refusal::Ownership),
+                        "stopped by the gate",
+                    ),
+                    Stop::PrivateAddress(_) => (
+                        RunOutcome::Refused,
+                        Some(Refusal::PrivateAddress),
+                        "stopped by the gate",
+                    ),
+                    Stop::Unreachable(_) => (
                         RunOutcome::Incomplete,
-                        why,
+                        None,
                         "the target could not be reached",
                     ),
                 };
+                let why = stop.to_string();
+                if refusal.is_some() {
+                    report.refusal = refusal;
+                }
                 tracing::warn!("{why}");
                 report.outcome = outcome;
                 report.reason = Some(why);
@@ -521,7 +519,10 @@ impl Scanner {
             ownership: Some("local: a stdio server started by mcpprobe".into()),
             ..GateRecord::default()
         });
-        let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (n.as_str(), v.expose())).collect();
+        let env: Vec<(&str, &str)> = env
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.expose_secret()))
+            .collect();
         let process =
             match crate::protocol::stdio::StdioProcess::spawn(program, args, &env, net.cancelled())
             {

@@ -8,28 +8,13 @@ use url::Url;
 use crate::gate::{HttpTarget, TargetError};
 pub use crate::net::redact::Source as SecretSource;
 
-/// A secret the user passed (a token, a header value): never printed, never in `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-    /// The value, for the one place that sends it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(redacted)")
-    }
-}
+/// A secret the user passed (a token, a header value, a stdio server's environment value, a
+/// daemon target's URL): secrecy's string, never in `Debug`, zeroed on drop, read only through
+/// [`ExposeSecret`] where it is sent.
+pub use secrecy::{ExposeSecret, SecretString};
 
 /// What to scan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Target {
     /// An HTTP(S) MCP endpoint.
     Http(Url),
@@ -39,7 +24,7 @@ pub enum Target {
         program: String,
         args: Vec<String>,
         /// `(name, value)`; values are redacted in `Debug` (they may be the server's keys).
-        env: Vec<(String, Secret)>,
+        env: Vec<(String, SecretString)>,
     },
 }
 
@@ -71,8 +56,8 @@ fn check_env_name(name: &str) -> Result<(), ConfigError> {
 pub fn stdio_env<S: AsRef<str>>(
     names: &[S],
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<(String, Secret)>, ConfigError> {
-    let mut env: Vec<(String, Secret)> = Vec::new();
+) -> Result<Vec<(String, SecretString)>, ConfigError> {
+    let mut env: Vec<(String, SecretString)> = Vec::new();
     let wanted = STDIO_BASE_ENV
         .iter()
         .copied()
@@ -83,7 +68,7 @@ pub fn stdio_env<S: AsRef<str>>(
             continue;
         }
         if let Some(value) = lookup(name) {
-            env.push((name.to_string(), Secret::new(value)));
+            env.push((name.to_string(), SecretString::from(value)));
         }
     }
     Ok(env)
@@ -103,7 +88,7 @@ impl Target {
     /// A stdio target whose server sees exactly `env` (build it with [`stdio_env`]).
     pub fn stdio_with_env(
         command: &[String],
-        env: Vec<(String, Secret)>,
+        env: Vec<(String, SecretString)>,
     ) -> Result<Target, ConfigError> {
         let (program, args) = command.split_first().ok_or(ConfigError::EmptyCommand)?;
         if program.is_empty() {
@@ -137,12 +122,12 @@ impl std::fmt::Display for Target {
 
 /// The user's credentials for the target. Only credentialed clients send them; the anonymous
 /// view of AUTH-01 never does.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Credentials {
     /// Sent as `Authorization: Bearer …`.
-    pub token: Option<Secret>,
+    pub token: Option<SecretString>,
     /// Extra headers, `(name, value)`.
-    pub headers: Vec<(String, Secret)>,
+    pub headers: Vec<(String, SecretString)>,
 }
 
 impl Credentials {
@@ -151,7 +136,7 @@ impl Credentials {
     }
 
     /// Parses `Name: value` (the CLI's `--header`).
-    pub fn parse_header(raw: &str) -> Result<(String, Secret), ConfigError> {
+    pub fn parse_header(raw: &str) -> Result<(String, SecretString), ConfigError> {
         let bad = |reason: &str| ConfigError::Header {
             name: raw.split(':').next().unwrap_or_default().trim().to_string(),
             reason: reason.to_string(),
@@ -171,7 +156,7 @@ impl Credentials {
         if value.bytes().any(|b| b == b'\r' || b == b'\n') {
             return Err(bad("the value holds a line break"));
         }
-        Ok((name.to_string(), Secret::new(value)))
+        Ok((name.to_string(), SecretString::from(value)))
     }
 }
 
@@ -301,7 +286,7 @@ impl ScanRequest {
                 .filter(|(n, _)| !STDIO_BASE_ENV.contains(&n.as_str()))
                 .map(|(name, value)| SecretSource::Env {
                     name: name.clone(),
-                    value: value.expose().to_string(),
+                    value: value.expose_secret().to_string(),
                 })
                 .collect(),
         };
@@ -309,7 +294,7 @@ impl ScanRequest {
             self.credentials
                 .token
                 .iter()
-                .map(|t| SecretSource::Token(t.expose().to_string())),
+                .map(|t| SecretSource::Token(t.expose_secret().to_string())),
         );
         out.extend(
             self.credentials
@@ -317,7 +302,7 @@ impl ScanRequest {
                 .iter()
                 .map(|(name, value)| SecretSource::Header {
                     name: name.clone(),
-                    value: value.expose().to_string(),
+                    value: value.expose_secret().to_string(),
                 }),
         );
         out.extend(self.secrets.iter().cloned());
@@ -362,7 +347,7 @@ pub enum ConfigError {
         suggestion: Option<String>,
     },
     #[error("the DNS resolver cannot be set up: {0}")]
-    Resolver(String),
+    Resolver(#[from] crate::net::dns::DnsSetupError),
     #[error(transparent)]
     Network(#[from] crate::net::NetworkError),
     #[error(transparent)]

@@ -90,18 +90,155 @@ impl HttpTarget {
 }
 
 /// Why the pipeline stopped before the scan.
-#[derive(Debug, Clone)]
+#[derive(Debug, thiserror::Error)]
 pub enum Stop {
     /// The target opted out (DNS TXT or the HTTP opt-out): exit 2.
-    OptedOut(String),
+    #[error(transparent)]
+    OptedOut(#[from] OptedOut),
     /// Ownership not proven or expired: exit 2.
-    Refused(String),
+    #[error(transparent)]
+    Refused(#[from] NotProven),
     /// The target cannot be reached at all (its name does not resolve): exit 3.
-    Unreachable(String),
+    #[error(transparent)]
+    Unreachable(#[from] Unreachable),
     /// The host name resolves to an address that is not public (loopback beside other
     /// addresses, private, link-local, CGNAT, unique-local, NAT64, benchmark, documentation,
     /// reserved …) and `--allow-private-addresses` was not given: exit 2, nothing sent.
-    PrivateAddress(String),
+    #[error(transparent)]
+    PrivateAddress(#[from] PrivateAddress),
+}
+
+/// The target opted out of scans (SPEC §1.1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptedOut {
+    #[error(
+        "{host} opted out of mcpprobe scans (DNS TXT {name} says {OPT_OUT}); nothing was sent to it"
+    )]
+    Dns { host: String, name: String },
+    #[error(
+        "{host} opted out of mcpprobe scans (GET /.well-known/mcpprobe-opt-out answered 200); that GET was the only request sent"
+    )]
+    Http { host: String },
+}
+
+/// The target's host name gave no address to scan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreachable {
+    /// The name does not exist or has no address record.
+    #[error("{host} does not resolve ({via}): nothing was sent")]
+    NoAddress {
+        host: String,
+        /// Where the question went ([`Dns::source`]).
+        via: String,
+    },
+    #[error("cannot resolve {host}: {failure}")]
+    Lookup { host: String, failure: DnsFailure },
+}
+
+/// A DNS-named target resolving to addresses that are not public, refused by
+/// [`AddressRule::PublicOnly`] (SPEC §7): each such address with its range, and the public
+/// addresses beside them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{host} resolves to {}{}; mcpprobe does not send a DNS-named scan into the network of the host it runs on, and nothing was sent to {host} (scan it anyway with --allow-private-addresses, or allow_private_addresses = true for a daemon target)",
+    named(.refused),
+    beside(.public)
+)]
+pub struct PrivateAddress {
+    pub host: String,
+    pub refused: Vec<(IpAddr, scope::Class)>,
+    pub public: Vec<IpAddr>,
+}
+
+/// `10.1.2.3, in the private (RFC 1918) range 10.0.0.0/8; …`
+fn named(refused: &[(IpAddr, scope::Class)]) -> String {
+    let named: Vec<String> = refused
+        .iter()
+        .map(|(addr, class)| format!("{addr}, in {class}"))
+        .collect();
+    named.join("; ")
+}
+
+/// ` (beside the public address 93.184.216.34: …)`, or nothing when there is none.
+fn beside(public: &[IpAddr]) -> String {
+    if public.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = public.iter().map(IpAddr::to_string).collect();
+    format!(
+        " (beside the public address{} {}: a mix is refused the same way)",
+        if public.len() == 1 { "" } else { "es" },
+        shown.join(", ")
+    )
+}
+
+/// Ownership is not proven for this run (SPEC §1.2).
+#[derive(Debug, thiserror::Error)]
+pub enum NotProven {
+    #[error(
+        "{host} is an IP address that is not loopback; ownership is proven with a DNS TXT record on a host name (scan it by that name)"
+    )]
+    IpAddress { host: String },
+    /// The state folder could not be read.
+    #[error(transparent)]
+    State(#[from] state::StateError),
+    #[error(
+        "no ownership proof for {host}: run `mcpprobe verify init {host}`, publish the TXT record it prints, then `mcpprobe verify check {host}`"
+    )]
+    NoProof { host: String },
+    #[error(
+        "the ownership proof for {host} expired at {}; run `mcpprobe verify check {host}` again",
+        .expired_at.to_rfc3339()
+    )]
+    Expired {
+        host: String,
+        expired_at: DateTime<Utc>,
+    },
+    #[error(
+        "the verification record is no longer published at {name} (expected TXT \"{expected}\"); publish it again and run `mcpprobe verify check {host}`"
+    )]
+    Unpublished {
+        host: String,
+        name: String,
+        expected: String,
+    },
+    #[error("cannot re-check the verification record at {name}: {failure}")]
+    Recheck { name: String, failure: DnsFailure },
+}
+
+/// Why `verify check` stored no proof.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    State(#[from] state::StateError),
+    #[error("no pending token for {host}: run `mcpprobe verify init {host}` first")]
+    NoPendingToken { host: String },
+    #[error("cannot look up {name} via {via}: {failure}")]
+    Lookup {
+        name: String,
+        via: String,
+        failure: DnsFailure,
+    },
+    /// The record is not (yet) published: `others` TXT records were found beside it.
+    #[error(
+        "{name} does not hold TXT \"{expected}\" yet ({} via {via}); publish it and try again",
+        seen(*.others)
+    )]
+    NotPublished {
+        name: String,
+        expected: String,
+        others: usize,
+        via: String,
+    },
+}
+
+/// What `verify check` found at the record's name instead.
+fn seen(others: usize) -> String {
+    if others == 0 {
+        "no TXT record".to_string()
+    } else {
+        format!("{others} other TXT record(s)")
+    }
 }
 
 /// Which addresses a host name may resolve to for the scan to go on (SPEC §7, "A proof names
@@ -275,11 +412,11 @@ pub async fn clear_opt_out_with(
                 record
                     .opt_out
                     .push(format!("DNS: TXT {name} contains {OPT_OUT}: opted out"));
-                let why = format!(
-                    "{} opted out of mcpprobe scans (DNS TXT {name} says {OPT_OUT}); nothing was sent to it",
-                    target.host
-                );
-                return Err(halt(Stop::OptedOut(why), record));
+                let why = OptedOut::Dns {
+                    host: target.host.clone(),
+                    name,
+                };
+                return Err(halt(why.into(), record));
             }
             Ok(texts) if texts.is_empty() => record
                 .opt_out
@@ -302,15 +439,18 @@ pub async fn clear_opt_out_with(
         None => match dns.addresses(&target.host).await {
             Ok(a) => a,
             Err(DnsFailure::NoRecords) => {
-                let why = format!(
-                    "{} does not resolve ({}): nothing was sent",
-                    target.host, dns.source
-                );
-                return Err(halt(Stop::Unreachable(why), record));
+                let why = Unreachable::NoAddress {
+                    host: target.host.clone(),
+                    via: dns.source.clone(),
+                };
+                return Err(halt(why.into(), record));
             }
-            Err(e) => {
-                let why = format!("cannot resolve {}: {e}", target.host);
-                return Err(halt(Stop::Unreachable(why), record));
+            Err(failure) => {
+                let why = Unreachable::Lookup {
+                    host: target.host.clone(),
+                    failure,
+                };
+                return Err(halt(why.into(), record));
             }
         },
     };
@@ -320,7 +460,7 @@ pub async fn clear_opt_out_with(
         && !addrs.iter().all(is_loopback)
         && let Err(why) = judge_addresses(&target.host, &addrs, rule, &mut record)
     {
-        return Err(halt(Stop::PrivateAddress(why), record));
+        return Err(halt(why.into(), record));
     }
 
     match net.opt_out_get(&target.url, &addrs).await {
@@ -330,11 +470,10 @@ pub async fn clear_opt_out_with(
                 record
                     .opt_out
                     .push("HTTP: GET /.well-known/mcpprobe-opt-out answered 200: opted out".into());
-                let why = format!(
-                    "{} opted out of mcpprobe scans (GET /.well-known/mcpprobe-opt-out answered 200); that GET was the only request sent",
-                    target.host
-                );
-                return Err(halt(Stop::OptedOut(why), record));
+                let why = OptedOut::Http {
+                    host: target.host.clone(),
+                };
+                return Err(halt(why.into(), record));
             }
             record.opt_out.push(format!(
                 "HTTP: GET /.well-known/mcpprobe-opt-out answered {}: not opted out",
@@ -355,15 +494,15 @@ pub async fn clear_opt_out_with(
     })
 }
 
-/// The address rule for a host name that does not resolve only to loopback: `Err` is the
-/// refusal's words (the address, its range, the public addresses beside it); the record says
-/// what was judged either way.
+/// The address rule for a host name that does not resolve only to loopback: `Err` names
+/// the addresses that are not public, their ranges and the public addresses beside them; the
+/// record says what was judged either way.
 fn judge_addresses(
     host: &str,
     addrs: &[IpAddr],
     rule: AddressRule,
     record: &mut GateRecord,
-) -> Result<(), String> {
+) -> Result<(), PrivateAddress> {
     let refused = scope::not_public(addrs);
     if refused.is_empty() {
         record.address_check = Some(format!(
@@ -372,34 +511,22 @@ fn judge_addresses(
         ));
         return Ok(());
     }
-    let named: Vec<String> = refused
-        .iter()
-        .map(|(addr, class)| format!("{addr}, in {class}"))
-        .collect();
-    let named = named.join("; ");
     if rule == AddressRule::AllowPrivate {
         record.address_check = Some(format!(
-            "{named}: scanned because --allow-private-addresses was given"
+            "{}: scanned because --allow-private-addresses was given",
+            named(&refused)
         ));
         return Ok(());
     }
-    let public: Vec<String> = addrs
-        .iter()
-        .filter(|a| scope::classify(**a).is_public())
-        .map(IpAddr::to_string)
-        .collect();
-    let beside = if public.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " (beside the public address{} {}: a mix is refused the same way)",
-            if public.len() == 1 { "" } else { "es" },
-            public.join(", ")
-        )
+    let why = PrivateAddress {
+        host: host.to_string(),
+        refused,
+        public: addrs
+            .iter()
+            .copied()
+            .filter(|a| scope::classify(*a).is_public())
+            .collect(),
     };
-    let why = format!(
-        "{host} resolves to {named}{beside}; mcpprobe does not send a DNS-named scan into the network of the host it runs on, and nothing was sent to {host} (scan it anyway with --allow-private-addresses, or allow_private_addresses = true for a daemon target)"
-    );
     record.address_check = Some(format!("refused: {why}"));
     Err(why)
 }
@@ -417,9 +544,9 @@ pub async fn prove_ownership(
         addrs,
         mut record,
     } = cleared;
-    let refuse = |why: String, mut record: GateRecord| {
+    let refuse = |why: NotProven, mut record: GateRecord| {
         record.ownership = Some(format!("not proven: {why}"));
-        Err(halt(Stop::Refused(why), record))
+        Err(halt(why.into(), record))
     };
     if !addrs.is_empty() && addrs.iter().all(is_loopback) {
         let why = format!(
@@ -438,36 +565,23 @@ pub async fn prove_ownership(
         });
     }
     if target.ip.is_some() {
-        return refuse(
-            format!(
-                "{} is an IP address that is not loopback; ownership is proven with a DNS TXT record on a host name (scan it by that name)",
-                target.host
-            ),
-            record,
-        );
+        let host = target.host.clone();
+        return refuse(NotProven::IpAddress { host }, record);
     }
     let proof = match state.proof(&target.host) {
-        Err(e) => return refuse(e.to_string(), record),
+        Err(e) => return refuse(e.into(), record),
         Ok(None) => {
-            return refuse(
-                format!(
-                    "no ownership proof for {h}: run `mcpprobe verify init {h}`, publish the TXT record it prints, then `mcpprobe verify check {h}`",
-                    h = target.host
-                ),
-                record,
-            );
+            let host = target.host.clone();
+            return refuse(NotProven::NoProof { host }, record);
         }
         Ok(Some(p)) => p,
     };
     if proof.expires_at <= now {
-        return refuse(
-            format!(
-                "the ownership proof for {h} expired at {}; run `mcpprobe verify check {h}` again",
-                proof.expires_at.to_rfc3339(),
-                h = target.host
-            ),
-            record,
-        );
+        let why = NotProven::Expired {
+            host: target.host.clone(),
+            expired_at: proof.expires_at,
+        };
+        return refuse(why, record);
     }
     let name = record_name(&target.host);
     let expected = record_text(proof.token.expose_secret());
@@ -490,17 +604,15 @@ pub async fn prove_ownership(
                 proof: Proof::DnsTxt(proof),
             })
         }
-        Ok(_) => refuse(
-            format!(
-                "the verification record is no longer published at {name} (expected TXT \"{expected}\"); publish it again and run `mcpprobe verify check {}`",
-                target.host
-            ),
-            record,
-        ),
-        Err(e) => refuse(
-            format!("cannot re-check the verification record at {name}: {e}"),
-            record,
-        ),
+        Ok(_) => {
+            let why = NotProven::Unpublished {
+                host: target.host.clone(),
+                name,
+                expected,
+            };
+            refuse(why, record)
+        }
+        Err(failure) => refuse(NotProven::Recheck { name, failure }, record),
     }
 }
 
@@ -562,42 +674,37 @@ pub async fn verify_check(
     state: &StateDir,
     dns: &Dns,
     now: DateTime<Utc>,
-) -> Result<String, Stop> {
-    let refused = |e: state::StateError| Stop::Refused(e.to_string());
-    let host = normalise_host(host).map_err(refused)?;
-    let pending = state.pending(&host).map_err(refused)?;
+) -> Result<String, VerifyError> {
+    let host = normalise_host(host)?;
+    let pending = state.pending(&host)?;
     // A proof being renewed keeps its token; a new one comes from `verify init`.
-    let token = match (pending, state.proof(&host).map_err(refused)?) {
+    let token = match (pending, state.proof(&host)?) {
         (Some(p), _) => p.token,
         (None, Some(proof)) => proof.token,
-        (None, None) => {
-            return Err(Stop::Refused(format!(
-                "no pending token for {host}: run `mcpprobe verify init {host}` first"
-            )));
-        }
+        (None, None) => return Err(VerifyError::NoPendingToken { host }),
     };
     let name = record_name(&host);
     let expected = record_text(token.expose_secret());
-    let texts = dns
-        .txt(&name)
-        .await
-        .map_err(|e| Stop::Refused(format!("cannot look up {name} via {}: {e}", dns.source)))?;
+    let texts = match dns.txt(&name).await {
+        Ok(texts) => texts,
+        Err(failure) => {
+            let via = dns.source.clone();
+            return Err(VerifyError::Lookup { name, via, failure });
+        }
+    };
     if !texts
         .iter()
         .any(|t| secret_matches(t.trim().as_bytes(), expected.as_bytes()))
     {
-        let seen = if texts.is_empty() {
-            "no TXT record".to_string()
-        } else {
-            format!("{} other TXT record(s)", texts.len())
-        };
-        return Err(Stop::Refused(format!(
-            "{name} does not hold TXT \"{expected}\" yet ({seen} via {}); publish it and try again",
-            dns.source
-        )));
+        return Err(VerifyError::NotPublished {
+            name,
+            expected,
+            others: texts.len(),
+            via: dns.source.clone(),
+        });
     }
     let proof = StoredProof::new(&host, token.expose_secret(), now);
-    let path = state.save_proof(&proof).map_err(refused)?;
+    let path = state.save_proof(&proof)?;
     Ok(format!(
         "verified: {host} (dns-txt), valid until {} — stored in {}\n",
         proof.expires_at.to_rfc3339(),
@@ -665,7 +772,7 @@ mod tests {
             .collect()
     }
 
-    fn judged(list: &[&str], rule: AddressRule) -> (Result<(), String>, GateRecord) {
+    fn judged(list: &[&str], rule: AddressRule) -> (Result<(), PrivateAddress>, GateRecord) {
         let addrs = ips(list);
         let mut record = GateRecord {
             addresses: list.iter().map(|s| s.to_string()).collect(),
@@ -736,7 +843,14 @@ mod tests {
     #[test]
     fn a_mix_of_public_and_loopback_is_refused_naming_both() {
         let (r, record) = judged(&["93.184.216.34", "127.0.0.1"], AddressRule::PublicOnly);
-        let why = r.expect_err("refused");
+        let refused = r.expect_err("refused");
+        assert_eq!(refused.host, "mcp.example");
+        assert_eq!(
+            refused.refused.iter().map(|(a, _)| *a).collect::<Vec<_>>(),
+            ips(&["127.0.0.1"])
+        );
+        assert_eq!(refused.public, ips(&["93.184.216.34"]));
+        let why = refused.to_string();
         assert!(
             why.contains("127.0.0.1, in the loopback range 127.0.0.0/8"),
             "{why}"
@@ -755,7 +869,7 @@ mod tests {
             &["10.1.2.3", "169.254.169.254", "::ffff:100.64.0.1"],
             AddressRule::PublicOnly,
         );
-        let why = r.expect_err("refused");
+        let why = r.expect_err("refused").to_string();
         for part in [
             "10.1.2.3, in the private (RFC 1918) range 10.0.0.0/8",
             "169.254.169.254, in the link-local",
@@ -765,6 +879,76 @@ mod tests {
             assert!(why.contains(part), "{part:?} not in {why}");
         }
         assert!(!why.contains("beside"), "{why}");
+    }
+
+    /// The gate's refusals are typed, and their words (a report's `reason`, what `verify
+    /// check` prints) are the ones a user acts on.
+    #[test]
+    fn refusals_say_what_to_do() {
+        let dns = Stop::from(OptedOut::Dns {
+            host: "mcp.example".into(),
+            name: "_mcpprobe.mcp.example".into(),
+        });
+        assert_eq!(
+            dns.to_string(),
+            "mcp.example opted out of mcpprobe scans (DNS TXT _mcpprobe.mcp.example says mcpprobe-opt-out=all); nothing was sent to it"
+        );
+        let gone = Stop::from(Unreachable::NoAddress {
+            host: "mcp.example".into(),
+            via: "name server 127.0.0.1:53".into(),
+        });
+        assert_eq!(
+            gone.to_string(),
+            "mcp.example does not resolve (name server 127.0.0.1:53): nothing was sent"
+        );
+        let at = DateTime::parse_from_rfc3339("2026-01-02T03:04:05Z")
+            .expect("a time")
+            .with_timezone(&Utc);
+        let expired = NotProven::Expired {
+            host: "mcp.example".into(),
+            expired_at: at,
+        };
+        assert_eq!(
+            expired.to_string(),
+            "the ownership proof for mcp.example expired at 2026-01-02T03:04:05+00:00; run `mcpprobe verify check mcp.example` again"
+        );
+        for (others, seen) in [(0, "no TXT record"), (2, "2 other TXT record(s)")] {
+            let e = VerifyError::NotPublished {
+                name: "_mcpprobe.mcp.example".into(),
+                expected: "mcpprobe-verify=x".into(),
+                others,
+                via: "the system resolver".into(),
+            };
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "_mcpprobe.mcp.example does not hold TXT \"mcpprobe-verify=x\" yet ({seen} via the system resolver); publish it and try again"
+                )
+            );
+        }
+    }
+
+    /// `verify check` without `verify init` first: refused before any lookup, naming the
+    /// command to run.
+    #[tokio::test]
+    async fn verify_check_without_a_pending_token_names_verify_init() {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = StateDir::new(dir.path());
+        // Nothing listens on port 9: a lookup would fail, and none is made.
+        let dns = Dns::new(Some("127.0.0.1:9".parse().expect("addr"))).expect("dns");
+        let err = verify_check("MCP.Example.com", &state, &dns, Utc::now())
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&err, VerifyError::NoPendingToken { host } if host == "mcp.example.com"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "no pending token for mcp.example.com: run `mcpprobe verify init mcp.example.com` first"
+        );
+        let bad = verify_check("not a host", &state, &dns, Utc::now()).await;
+        assert!(matches!(bad, Err(VerifyError::State(_))), "{bad:?}");
     }
 
     #[test]

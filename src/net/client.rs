@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::ExposeSecret as _;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -234,13 +234,12 @@ impl Network {
             Origin::of(url).ok_or_else(|| NetError::Other("the target URL has no host".into()))?;
         let http = self.http(&origin.host, addrs)?;
         let settings = &self.shared.settings;
-        let mut credentials: Vec<Credential> = settings
-            .headers
-            .iter()
-            .map(|(n, v)| (n.clone(), SecretString::from(v.as_str())))
-            .collect();
+        let mut credentials: Vec<Credential> = settings.headers.clone();
         if let Some(t) = &settings.token {
-            credentials.push(("Authorization".into(), format!("Bearer {t}").into()));
+            credentials.push((
+                "Authorization".into(),
+                format!("Bearer {}", t.expose_secret()).into(),
+            ));
         }
         let keys = Arc::new(limiter_keys(&origin.host, addrs));
         Ok(Client {

@@ -13,21 +13,23 @@ use hickory_resolver::proto::rr::RData;
 use hickory_resolver::{Resolver, TokioResolver};
 
 /// Why a lookup gave no answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DnsFailure {
     /// The name does not exist, or has no record of the type asked.
+    #[error("no such record")]
     NoRecords,
     /// The server did not answer usefully (timeout, SERVFAIL, refused, network error).
+    #[error("lookup failed: {0}")]
     Failed(String),
 }
 
-impl std::fmt::Display for DnsFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DnsFailure::NoRecords => f.write_str("no such record"),
-            DnsFailure::Failed(e) => write!(f, "lookup failed: {e}"),
-        }
-    }
+/// Why the resolver could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum DnsSetupError {
+    #[error("cannot read the system DNS configuration: {0}")]
+    SystemConfig(#[source] hickory_resolver::net::NetError),
+    #[error("cannot build the DNS resolver: {0}")]
+    Build(#[source] hickory_resolver::net::NetError),
 }
 
 pub struct Dns {
@@ -38,7 +40,7 @@ pub struct Dns {
 
 impl Dns {
     /// The system resolver, or `server` when given.
-    pub fn new(server: Option<SocketAddr>) -> Result<Dns, String> {
+    pub fn new(server: Option<SocketAddr>) -> Result<Dns, DnsSetupError> {
         let mut opts = ResolverOpts::default();
         opts.timeout = Duration::from_secs(3);
         opts.attempts = 2;
@@ -60,15 +62,14 @@ impl Dns {
                 )
             }
             None => {
-                let b = TokioResolver::builder_tokio()
-                    .map_err(|e| format!("cannot read the system DNS configuration: {e}"))?;
+                let b = TokioResolver::builder_tokio().map_err(DnsSetupError::SystemConfig)?;
                 (b, "the system resolver".to_string())
             }
         };
         let resolver = builder
             .with_options(opts)
             .build()
-            .map_err(|e| format!("cannot build the DNS resolver: {e}"))?;
+            .map_err(DnsSetupError::Build)?;
         Ok(Dns { resolver, source })
     }
 

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, RateLimiter};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret as _, SecretString};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
@@ -49,9 +49,9 @@ pub struct Settings {
     pub rate: u32,
     pub limits: Limits,
     /// `--token` / `MCPPROBE_TOKEN`: sent as `Authorization: Bearer …` by credentialed clients.
-    pub token: Option<String>,
+    pub token: Option<SecretString>,
     /// `--header NAME: VALUE`, sent by credentialed clients.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(String, SecretString)>,
     pub trace_file: Option<std::path::PathBuf>,
     /// Every other secret of the scan (SPEC §7): with `token` and `headers`, the one
     /// redaction set of every exchange, trace line and report.
@@ -332,7 +332,7 @@ impl Network {
             settings
                 .token
                 .iter()
-                .map(|t| redact::Source::Token(t.clone())),
+                .map(|t| redact::Source::Token(t.expose_secret().to_string())),
         );
         sources.extend(
             settings
@@ -340,7 +340,7 @@ impl Network {
                 .iter()
                 .map(|(name, value)| redact::Source::Header {
                     name: name.clone(),
-                    value: value.clone(),
+                    value: value.expose_secret().to_string(),
                 }),
         );
         let secrets = Secrets::from_sources(&sources);

@@ -159,32 +159,8 @@ fn decode(kind: &'static str, run: &str) -> Option<String> {
                 .collect();
             from_utf8(bytes)
         }
-        "pct" => {
-            let b = run.as_bytes();
-            let mut out = Vec::with_capacity(b.len());
-            let mut i = 0;
-            while i < b.len() {
-                match (
-                    b[i],
-                    b.get(i + 1).copied().and_then(hex_value),
-                    b.get(i + 2).copied().and_then(hex_value),
-                ) {
-                    (b'%', Some(h), Some(l)) => {
-                        out.push(h << 4 | l);
-                        i += 3;
-                    }
-                    (b'+', _, _) => {
-                        out.push(b' ');
-                        i += 1;
-                    }
-                    (c, _, _) => {
-                        out.push(c);
-                        i += 1;
-                    }
-                }
-            }
-            from_utf8(out)
-        }
+        // `+` is a space (form encoding) before `%XX` is decoded, so `%2B` stays a plus sign.
+        "pct" => from_utf8(percent_encoding::percent_decode_str(&run.replace('+', " ")).collect()),
         "hex" => (run.len() % 2 == 0)
             .then(|| from_utf8(hex_pairs(run, false)))
             .flatten(),

@@ -1,12 +1,16 @@
 //! The catalogue is data: every entry has an implementation, every implementation an entry,
-//! and any change to ids, kinds or severities shows up in review as a snapshot diff.
+//! the catalogue is exactly the checks/ folder, SPEC's ids are all in it (a check may be
+//! added, none may vanish), and any change to ids, kinds or severities shows up in review as a
+//! snapshot diff.
 
 use std::collections::BTreeSet;
 
 use mcpprobe::catalogue::{Kind, catalogue, validate};
 
-use crate::support::root;
+use crate::support::{check_files, root};
 
+/// SPEC §3's checks, by kind: a contract. Each must stay in the catalogue with its kind; the
+/// catalogue may hold more.
 const SPEC_PASSIVE: [&str; 16] = [
     "PROTO-01", "PROTO-02", "PROTO-03", "PROTO-04", "AUTH-01", "AUTH-02", "AUTH-03", "TRANS-01",
     "TRANS-02", "TRANS-03", "SESS-01", "META-02", "META-03", "META-04", "CARD-01", "CARD-02",
@@ -23,20 +27,46 @@ fn catalogue_is_valid() {
     }
 }
 
+fn ids(k: Kind) -> BTreeSet<String> {
+    catalogue()
+        .metas()
+        .filter(|m| m.kind == k)
+        .map(|m| m.id.clone())
+        .collect()
+}
+
 #[test]
-fn ids_and_kinds_are_exactly_the_spec() {
-    let ids = |k: Kind| -> BTreeSet<String> {
-        catalogue()
-            .metas()
-            .filter(|m| m.kind == k)
-            .map(|m| m.id.clone())
-            .collect()
-    };
-    let set = |a: &[&str]| -> BTreeSet<String> { a.iter().map(|s| s.to_string()).collect() };
-    assert_eq!(ids(Kind::Passive), set(&SPEC_PASSIVE));
-    assert_eq!(ids(Kind::Active), set(&SPEC_ACTIVE));
-    assert_eq!(ids(Kind::Other), set(&SPEC_OTHER));
-    assert_eq!(catalogue().entries.len(), 29);
+fn the_catalogue_is_the_checks_folder() {
+    let files = check_files();
+    for (kind, k) in [
+        ("passive", Kind::Passive),
+        ("active", Kind::Active),
+        ("other", Kind::Other),
+    ] {
+        assert_eq!(ids(k), files[kind], "checks/{kind}/");
+    }
+    assert_eq!(
+        catalogue().entries.len(),
+        crate::support::check_count(),
+        "one entry per file"
+    );
+}
+
+#[test]
+fn every_spec_check_is_in_the_catalogue_with_its_kind() {
+    for (spec, k) in [
+        (&SPEC_PASSIVE[..], Kind::Passive),
+        (&SPEC_ACTIVE[..], Kind::Active),
+        (&SPEC_OTHER[..], Kind::Other),
+    ] {
+        let have = ids(k);
+        let missing: Vec<&&str> = spec.iter().filter(|id| !have.contains(**id)).collect();
+        assert!(missing.is_empty(), "{k:?}: SPEC's {missing:?} missing");
+    }
+    assert_eq!(
+        SPEC_PASSIVE.len() + SPEC_ACTIVE.len() + SPEC_OTHER.len(),
+        29
+    );
 }
 
 #[test]

@@ -38,7 +38,7 @@ fn checks_show_unknown_id_exits_64_with_a_clear_message() {
 }
 
 #[test]
-fn checks_json_lists_29_entries() {
+fn checks_json_lists_every_check_of_the_folder() {
     let out = mcpprobe()
         .args(["checks", "--format", "json"])
         .assert()
@@ -47,12 +47,15 @@ fn checks_json_lists_29_entries() {
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let checks = v["checks"].as_array().expect("checks array");
-    assert_eq!(checks.len(), 29);
-    let count = |k: &str| checks.iter().filter(|c| c["kind"] == k).count();
-    assert_eq!(
-        (count("passive"), count("active"), count("other")),
-        (16, 8, 5)
-    );
+    assert_eq!(checks.len(), crate::support::check_count());
+    for (kind, files) in crate::support::check_files() {
+        let listed: std::collections::BTreeSet<String> = checks
+            .iter()
+            .filter(|c| c["kind"] == kind)
+            .filter_map(|c| c["id"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(listed, files, "{kind}");
+    }
 }
 
 #[test]

@@ -1246,7 +1246,7 @@ fn scan_with_timeout_of(
     only: &[&str],
 ) -> Value {
     use mcpprobe::engine::{
-        ScanLimits, ScanRequest, Scanner, ScannerConfig, Secret, Selection, Target,
+        ScanLimits, ScanRequest, Scanner, ScannerConfig, SecretString, Selection, Target,
     };
     let state = state_dir();
     let mut config = ScannerConfig::new(state.path());
@@ -1258,7 +1258,7 @@ fn scan_with_timeout_of(
         response_timeout: HANG_TIMEOUT,
         ..ScanLimits::default()
     };
-    req.credentials.token = token.map(Secret::new);
+    req.credentials.token = token.map(SecretString::from);
     req.checks = Selection::new(only, &[]).expect("known check ids");
     let report = rt
         .block_on(scanner.scan(&req, tokio_util::sync::CancellationToken::new()))

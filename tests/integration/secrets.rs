@@ -329,7 +329,7 @@ fn the_daemon_shows_its_targets_urls_without_their_query_secrets() {
         t.url,
         "https://mcp.example.com/mcp?api_key=[REDACTED]&format=json"
     );
-    assert!(t.scan_url.expose().contains("dmnKey-8899"));
+    assert!(secrecy::ExposeSecret::expose_secret(&t.scan_url).contains("dmnKey-8899"));
     assert_eq!(dc.rows()[0].url, t.url);
     assert_eq!(
         dc.secrets.redact("daemon-token-0011 dmnKey-8899"),

@@ -400,7 +400,7 @@ fn stdio_env_names_are_validated_in_the_engine() {
             &["x".to_string()],
             vec![(
                 "MCPPROBE_TOKEN".to_string(),
-                mcpprobe::engine::Secret::new("t")
+                mcpprobe::engine::SecretString::from("t")
             )]
         )
         .is_err()

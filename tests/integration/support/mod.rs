@@ -1,11 +1,41 @@
 //! Helpers shared by the integration tests.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use assert_cmd::Command;
 
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The checks/ folder as it is on disk: each kind (`passive`, `active`, `other`) with the ids
+/// of its TOML files (`checks/passive/AUTH-01.toml` is AUTH-01). The tests that count or list
+/// the catalogue compare with this, so adding a check changes no test.
+pub fn check_files() -> BTreeMap<&'static str, BTreeSet<String>> {
+    ["passive", "active", "other"]
+        .into_iter()
+        .map(|kind| {
+            let dir = root().join("checks").join(kind);
+            let ids = std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+                .map(|e| e.expect("readable dir entry").path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .map(|p| {
+                    p.file_stem()
+                        .and_then(|s| s.to_str())
+                        .expect("catalogue file names are UTF-8")
+                        .to_string()
+                })
+                .collect();
+            (kind, ids)
+        })
+        .collect()
+}
+
+/// How many checks the checks/ folder holds, all kinds.
+pub fn check_count() -> usize {
+    check_files().values().map(BTreeSet::len).sum()
 }
 
 /// The binary, with a scrubbed environment so results do not depend on the caller's shell.
