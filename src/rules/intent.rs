@@ -60,6 +60,9 @@ const SETS: &[&str] = &[
     "modal",
     "fetch",
     "backwards",
+    "whole",
+    "rot13",
+    "aware",
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
     "imperative",
@@ -98,6 +101,9 @@ enum S {
     Modal,
     Fetch,
     Backwards,
+    Whole,
+    Rot13,
+    Aware,
 }
 
 const fn bit(s: S) -> u64 {
@@ -181,8 +187,9 @@ fn whole(t: &str, s: usize, e: usize) -> bool {
     let last = t[s..e].chars().next_back();
     let before = t[..s].chars().next_back();
     let after = t[e..].chars().next();
+    // An elided article or preposition before a word (`l'assistant`, `dell'utente`) is an edge.
     let open = match (first, before) {
-        (Some(f), Some(b)) if wordy(f) => !wordy(b),
+        (Some(f), Some(b)) if wordy(f) => !wordy(b) || b == '\'' || b == '’',
         _ => true,
     };
     let close = match (last, after) {
@@ -507,6 +514,34 @@ impl Sentence<'_> {
         self.sets & bit(s) != 0
     }
 
+    /// A person kept unaware: a negation that governs a word of being aware, with a person in
+    /// the sentence ("the user need not be informed", "users shouldn't be burdened").
+    fn unaware(&self) -> bool {
+        // The person is the subject: named before the negation.
+        let person = self
+            .hits
+            .iter()
+            .find(|h| h.sets & bit(S::Person) != 0)
+            .map(|h| h.end);
+        person.is_some_and(|p| {
+            self.hits
+                .iter()
+                .filter(|h| h.sets & bit(S::Aware) != 0)
+                .any(|h| {
+                    self.hits.iter().any(|n| {
+                        n.sets & bit(S::Negation) != 0
+                            && n.start >= p
+                            && n.end <= h.start
+                            && h.start - n.end <= 32
+                            && self.text.get(n.end..h.start).is_some_and(|gap| {
+                                !gap.contains([',', '.', ';', ':'])
+                                    && gap.split_whitespace().count() <= 3
+                            })
+                    })
+                })
+        })
+    }
+
     /// A negation shortly before a verb of telling, not about a secret ("never reveal the
     /// API key" is advice), and about a person, "it" or "this" — or any object at all when the
     /// text addresses the model.
@@ -549,6 +584,29 @@ impl Sentence<'_> {
     }
 }
 
+/// The kinds of hostile sentence, by stable id (fixtures name them: `"intent": ["conceal"]`),
+/// with the words a finding's message uses for each.
+pub const KINDS: &[(&str, &str)] = &[
+    ("conceal", "keeps the user unaware"),
+    ("override", "overrules the user's own choice"),
+    ("sensitive", "moves sensitive data"),
+    ("users-data", "moves the user's data"),
+    ("destination", "sends to a destination of its own"),
+    ("order", "puts this tool before everything the model does"),
+    (
+        "interception",
+        "changes what another tool does when it is used",
+    ),
+    ("forbid", "forbids another tool"),
+    ("authority", "claims authority to act without the user"),
+    (
+        "labelled-destination",
+        "gives the model a destination of its own",
+    ),
+    ("backwards", "text written backwards"),
+    ("rot13", "text written in ROT13"),
+];
+
 /// The class of a hostile sentence and how it was read.
 struct Verdict {
     rule: &'static str,
@@ -577,6 +635,7 @@ fn judge(
 
     // Concealment: kept from the user.
     if sent.has(S::Conceal)
+        || sent.unaware()
         || (directed
             && sent
                 .negated_telling(labelled || sent.has(S::Model))
@@ -608,7 +667,8 @@ fn judge(
                 || dest
                 || labelled
                 || (whose && extra)
-                || (sent.has(S::Also) && sent.has(S::Universal)))
+                || (sent.has(S::Also) && sent.has(S::Universal))
+                || (sent.has(S::Whole) && (sent.has(S::Model) || sent.has(S::Modal))))
         {
             what.push("moves sensitive data");
         } else if whose && (sent.has(S::Ours) || dest) {
@@ -699,8 +759,10 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         let hits = hits(tables, text.text);
-        if let Some(f) = backwards(doc, text, &hits) {
-            out.push(f);
+        for way in [Scramble::Backwards, Scramble::Rot13] {
+            if let Some(f) = scrambled(doc, text, &hits, way) {
+                out.push(f);
+            }
         }
         let Some(v) = read(tables, doc, text, &names, &hits) else {
             continue;
@@ -744,12 +806,34 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
 
 type Read = (Verdict, usize, usize, bool);
 
-/// Three different English function words written backwards (`eht`, `siht`, `resu`): the text
-/// is meant to be read right to left. A P5 finding quotes it the right way round.
-fn backwards(doc: &Document<'_>, text: &Text<'_>, hits: &[Hit]) -> Option<Finding> {
+/// How a text was scrambled for the model to undo.
+#[derive(Debug, Clone, Copy)]
+enum Scramble {
+    /// Written right to left.
+    Backwards,
+    /// Each letter moved 13 places (ROT13).
+    Rot13,
+}
+
+fn rot13(c: char) -> char {
+    match c {
+        'a'..='m' | 'A'..='M' => char::from(c as u8 + 13),
+        'n'..='z' | 'N'..='Z' => char::from(c as u8 - 13),
+        _ => c,
+    }
+}
+
+/// Three different English function words written backwards (`eht`, `siht`, `resu`) or in
+/// ROT13 (`gur`, `guvf`, `hfre`): the text is meant to be unscrambled by the model. A P5
+/// finding quotes it unscrambled.
+fn scrambled(doc: &Document<'_>, text: &Text<'_>, hits: &[Hit], way: Scramble) -> Option<Finding> {
+    let set = match way {
+        Scramble::Backwards => S::Backwards,
+        Scramble::Rot13 => S::Rot13,
+    };
     let mut seen: Vec<&str> = Vec::new();
     let mut span = (usize::MAX, 0);
-    for h in hits.iter().filter(|h| h.sets & bit(S::Backwards) != 0) {
+    for h in hits.iter().filter(|h| h.sets & bit(set) != 0) {
         let w = text.text.get(h.start..h.end)?;
         if !seen.iter().any(|s| s.eq_ignore_ascii_case(w)) {
             seen.push(w);
@@ -765,14 +849,25 @@ fn backwards(doc: &Document<'_>, text: &Text<'_>, hits: &[Hit]) -> Option<Findin
         .find(['\n', '('])
         .map_or(text.text.len(), |p| span.1 + p);
     let run = text.text.get(s..e)?;
-    let reversed: String = run.trim().chars().rev().collect();
+    let (plain, subcode, how): (String, &str, &str) = match way {
+        Scramble::Backwards => (
+            run.trim().chars().rev().collect(),
+            "backwards",
+            "text written backwards, for the model to reverse",
+        ),
+        Scramble::Rot13 => (
+            run.trim().chars().map(rot13).collect(),
+            "rot13",
+            "text written in ROT13, for the model to undo",
+        ),
+    };
     let mut b = super::finding(CHECK, "P5")
-        .subcode("backwards")
+        .subcode(subcode)
         .pointer(doc.pointer(text.path))
         .confidence(Confidence::Medium)
         .message(format!(
-            "text written backwards, for the model to reverse: it reads \"{}\"",
-            visible(&sentence(&reversed, 0, reversed.len()))
+            "{how}: it reads \"{}\"",
+            visible(&sentence(&plain, 0, plain.len()))
         ))
         .text(excerpt(text.text, s, e, 20));
     if let Some(t) = text.tool.and_then(|i| doc.tools.get(i)) {
@@ -924,6 +1019,90 @@ mod tests {
         let t = load(DATA);
         assert!(t.is_ok(), "{:?}", t.err());
         assert!(load("[sets]\nnope = [\"x\"]\n").is_err());
+    }
+
+    /// Every kind of hostile sentence has three firing and three near-miss fixtures that name it
+    /// (`"intent": ["conceal"]`): a `fire-*` one shows a finding whose message carries the
+    /// kind's words, a `quiet-*` one shows none.
+    #[test]
+    fn every_kind_has_fires_and_near_misses_that_name_it() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
+        let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();
+        let mut problems = Vec::new();
+        let mut files: Vec<_> = std::fs::read_dir(&root)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten())
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        for path in files {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let Ok(fx) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let named: Vec<&str> = fx["intent"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_str)
+                .collect();
+            if named.is_empty() {
+                continue;
+            }
+            let name = path.display().to_string();
+            let doc = fx["document"].to_string();
+            let input = match super::super::Input::parse(&doc, None) {
+                Ok(i) => i,
+                Err(e) => {
+                    problems.push(format!("{name}: {e}"));
+                    continue;
+                }
+            };
+            let found = input.offline_findings();
+            let fire = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("fire-"));
+            for k in named {
+                let Some(&(id, words)) = KINDS.iter().find(|(id, _)| *id == k) else {
+                    problems.push(format!("{name}: names {k:?}, no kind of intent.rs"));
+                    continue;
+                };
+                let shown = found.iter().any(|f| {
+                    f.check == CHECK
+                        && matches!(
+                            f.subcode.as_deref(),
+                            Some("directive" | "interception" | "backwards" | "rot13")
+                        )
+                        && f.message.as_deref().is_some_and(|m| m.contains(words))
+                });
+                if fire != shown {
+                    problems.push(format!(
+                        "{name}: {} {id}",
+                        if fire { "does not show" } else { "shows" }
+                    ));
+                    continue;
+                }
+                *counts.entry((id, fire)).or_default() += 1;
+            }
+        }
+        for (id, _) in KINDS {
+            for fire in [true, false] {
+                let n = counts.get(&(*id, fire)).copied().unwrap_or(0);
+                if n < 3 {
+                    problems.push(format!(
+                        "{id}: {n} {} fixtures name it (3 needed)",
+                        if fire { "fire-*" } else { "quiet-*" }
+                    ));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 
     #[test]
