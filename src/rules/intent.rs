@@ -523,21 +523,26 @@ impl Sentence<'_> {
             .iter()
             .find(|h| h.sets & bit(S::Person) != 0)
             .map(|h| h.end);
+        // … and the sentence prescribes it ("need not be informed", "shouldn't be burdened"),
+        // not describes it ("if the user does not know the id").
+        const PRESCRIBES: &[&str] = &["need", "should", "must", "required", "necessary", "muss"];
         person.is_some_and(|p| {
             self.hits
                 .iter()
                 .filter(|h| h.sets & bit(S::Aware) != 0)
                 .any(|h| {
-                    self.hits.iter().any(|n| {
-                        n.sets & bit(S::Negation) != 0
-                            && n.start >= p
-                            && n.end <= h.start
-                            && h.start - n.end <= 32
-                            && self.text.get(n.end..h.start).is_some_and(|gap| {
-                                !gap.contains([',', '.', ';', ':'])
-                                    && gap.split_whitespace().count() <= 3
-                            })
-                    })
+                    let span = self.text.get(p..h.end).unwrap_or_default().to_lowercase();
+                    PRESCRIBES.iter().any(|w| span.contains(w))
+                        && self.hits.iter().any(|n| {
+                            n.sets & bit(S::Negation) != 0
+                                && n.start >= p
+                                && n.end <= h.start
+                                && h.start - n.end <= 32
+                                && self.text.get(n.end..h.start).is_some_and(|gap| {
+                                    !gap.contains([',', '.', ';', ':'])
+                                        && gap.split_whitespace().count() <= 3
+                                })
+                        })
                 })
         })
     }
