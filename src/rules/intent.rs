@@ -160,6 +160,7 @@ fn load(text: &str) -> Result<Tables, String> {
     let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
         .build(&patterns)
         .map_err(|e| format!("src/rules/intent.toml: {e}"))?;
     Ok(Tables {
@@ -289,7 +290,7 @@ fn imperative(tables: &Tables, t: &str, s: usize, e: usize) -> bool {
 /// A word of `t` that names a tool being used: snake_case or camelCase, not on this server, not
 /// one of this tool's parameters, not this tool, and used as a tool ("calls to x_y", "when
 /// x_y is invoked", "the `x_y` tool").
-fn foreign_tool(t: &str, known: &HashSet<&str>) -> Option<(usize, usize)> {
+fn foreign_tool(t: &str, known: &Known<'_>) -> Option<(usize, usize)> {
     let mut off = 0;
     for raw in t.split_inclusive(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')') {
         let at = off;
@@ -361,6 +362,19 @@ fn used_as_tool(t: &str, s: usize, e: usize) -> bool {
         before.ends_with(b) && before[..before.len() - b.len()].ends_with([' ', '(', '`'])
             || before == *b
     })
+}
+
+/// The names that are not another server's tool: this server's tools and this tool's
+/// parameters.
+struct Known<'a> {
+    tools: &'a HashSet<&'a str>,
+    params: Vec<&'a str>,
+}
+
+impl Known<'_> {
+    fn contains(&self, w: &str) -> bool {
+        self.tools.contains(w) || self.params.contains(&w)
+    }
 }
 
 /// A destination in `t`: a URL, an e-mail address, an IBAN, a phone number or a wallet
@@ -625,7 +639,7 @@ fn judge(
     full: &str,
     sent: &Sentence<'_>,
     labelled: bool,
-    known: &HashSet<&str>,
+    known: &Known<'_>,
     own: &[String],
 ) -> Option<Verdict> {
     let t = &full[sent.start..sent.end];
@@ -747,8 +761,11 @@ fn hits(tables: &Tables, t: &str) -> Vec<Hit> {
 
 /// Reads every text of the document a sentence at a time; adds a finding to each text that
 /// holds a hostile instruction and has no P1–P5 finding yet.
-pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
-    let Some(tables) = &*TABLES else { return };
+pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
+    let mut pitches = Pitches::default();
+    let Some(tables) = &*TABLES else {
+        return pitches;
+    };
     let names: HashSet<&str> = doc.tools.iter().filter_map(|t| t.name).collect();
     let mut flagged: Option<HashSet<String>> = None;
     for text in &doc.texts {
@@ -764,6 +781,18 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         let hits = hits(tables, text.text);
+        if let Some(i) = text.tool
+            && matches!(text.field, Field::ToolDescription | Field::ToolTitle)
+        {
+            const PITCH: u64 = bit(S::Choose) | bit(S::Others) | bit(S::Call);
+            if hits.iter().any(|h| h.sets & PITCH != 0) {
+                let own = doc.tools.get(i).and_then(|t| t.name);
+                pitches
+                    .0
+                    .entry((i, text.field == Field::ToolTitle))
+                    .or_insert_with(|| pitch_in(text.text, &hits, own));
+            }
+        }
         for way in [Scramble::Backwards, Scramble::Rot13] {
             if let Some(f) = scrambled(doc, text, &hits, way) {
                 out.push(f);
@@ -807,9 +836,32 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
         out.push(b.build());
         flagged.insert(pointer);
     }
+    pitches
 }
 
 type Read = (Verdict, usize, usize, bool);
+
+/// Whether the word sets of a whole text (and a glance at its bytes) leave any verdict of
+/// [`judge`] possible: most texts are let go here, before they are cut into sentences.
+fn could_fire(t: &str, all: u64) -> bool {
+    let has = |s: S| all & bit(s) != 0;
+    let b = t.as_bytes();
+    let dest = b.contains(&b'@')
+        || t.contains("://")
+        || b.iter().filter(|c| c.is_ascii_digit()).nth(9).is_some();
+    let ident = b.contains(&b'_')
+        || b.windows(2)
+            .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase());
+    has(S::Conceal)
+        || has(S::Override)
+        || has(S::Session)
+        || has(S::Forbid)
+        || has(S::Authority)
+        || (has(S::Negation) && (has(S::Tell) || has(S::Aware)))
+        || (has(S::Transfer) && (has(S::Sensitive) || has(S::Whose) || dest))
+        || (has(S::Condition) && has(S::Modify) && (has(S::OtherTool) || ident))
+        || (has(S::LabelNoun) && dest)
+}
 
 /// How a text was scrambled for the model to undo.
 #[derive(Debug, Clone, Copy)]
@@ -901,7 +953,22 @@ pub fn pitch(t: &str, own: Option<&str>) -> (Span, Span) {
     let Some(tables) = &*TABLES else {
         return (None, None);
     };
-    let hits = hits(tables, t);
+    pitch_in(t, &hits(tables, t), own)
+}
+
+/// The pitches of every tool's description and title, found while [`run`] reads them (one pass
+/// of the automaton a text serves both).
+#[derive(Debug, Default)]
+pub struct Pitches(std::collections::HashMap<(usize, bool), (Span, Span)>);
+
+impl Pitches {
+    /// Tool `tool`'s description's pitches (`title` false) or its title's.
+    pub fn get(&self, tool: usize, title: bool) -> (Span, Span) {
+        self.0.get(&(tool, title)).copied().unwrap_or((None, None))
+    }
+}
+
+fn pitch_in(t: &str, hits: &[Hit], own: Option<&str>) -> (Span, Span) {
     let own = own.map(str::to_lowercase);
     let (mut down, mut choice) = (None, None);
     let mut i = 0;
@@ -965,11 +1032,15 @@ fn read(
         | bit(S::Forbid)
         | bit(S::Authority)
         | bit(S::LabelNoun);
-    if !hits.iter().any(|h| h.sets & ANY != 0) {
+    let all = hits.iter().fold(0, |a, h| a | h.sets);
+    if all & ANY == 0 || !could_fire(t, all) {
         return None;
     }
     let tool = text.tool.and_then(|i| doc.tools.get(i));
-    let mut known: HashSet<&str> = names.clone();
+    let mut known = Known {
+        tools: names,
+        params: Vec::new(),
+    };
     let mut own: Vec<String> = Vec::new();
     if let Some(tool) = tool {
         if let Some(n) = tool.name {
@@ -981,7 +1052,7 @@ fn read(
             .and_then(|s| s.get("properties"))
             .and_then(|p| p.as_object())
         {
-            known.extend(props.keys());
+            known.params.extend(props.keys().take(256));
         }
     }
     let label_at = label(t, hits);

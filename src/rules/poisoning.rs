@@ -423,8 +423,8 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     // notes; instructions read a sentence at a time (src/rules/intent.toml) in the texts left
     // without a finding; then advertising aimed at the model.
     super::signals::settle(doc, &mut out);
-    super::intent::run(doc, &mut out);
-    super::signals::promotion(doc, &mut out);
+    let pitches = super::intent::run(doc, &mut out);
+    super::signals::promotion(doc, &pitches, &mut out);
     out
 }
 

@@ -199,7 +199,7 @@ fn grade_compound(t: &str) -> Option<(usize, usize)> {
 
 /// Preference manipulation as advertising: for each tool, the kinds of sales pitch in its name,
 /// title and description; `min_categories` different kinds make a P2/preference finding.
-pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
+pub fn promotion(doc: &Document<'_>, pitches: &super::intent::Pitches, out: &mut Vec<Finding>) {
     let Some(tables) = &*TABLES else { return };
     let cats = &tables.data.promotion.category;
     // The texts the phrase rules already found preference manipulation in (looked up per tool).
@@ -208,7 +208,7 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
         .filter(|f| f.check == CHECK && f.subcode.as_deref() == Some("preference"))
         .filter_map(|f| f.location.pointer.clone())
         .collect();
-    for tool in &doc.tools {
+    for (index, tool) in doc.tools.iter().enumerate() {
         if doc.stopped() {
             break;
         }
@@ -250,15 +250,8 @@ pub fn promotion(doc: &Document<'_>, out: &mut Vec<Finding>) {
                     first_at.get_or_insert((m.start(), m.end()));
                 }
             }
-            let (down, choice) = if cats.iter().any(|c| {
-                c.shapes
-                    .iter()
-                    .any(|s| s == "disparagement" || s == "choice")
-            }) {
-                super::intent::pitch(d, tool.name)
-            } else {
-                (None, None)
-            };
+            // Read by the sentence reading's pass over the same text (intent::run).
+            let (down, choice) = pitches.get(index, k == 1);
             for (i, c) in cats.iter().enumerate() {
                 for s in &c.shapes {
                     let hit = match s.as_str() {
