@@ -391,6 +391,8 @@ impl Daemon {
         // --once waits out a host's quiet second once (the daemon it replaces gave the host up
         // just now), never another daemon's live lease.
         let mut waited_quiet = false;
+        // The first store error of a slot whose claim was given up.
+        let mut given_up: Option<DaemonError> = None;
         loop {
             while let Ok(ended) = done_rx.try_recv() {
                 pass.ended(ended);
@@ -402,6 +404,8 @@ impl Daemon {
             }
             let mut wake = now + 60_000;
             let mut claimed_nothing = true;
+            // A claim the store failed this pass (tried again on a later one).
+            let mut claim_failed = false;
             // Hosts with a target another run holds, this pass.
             let mut pending: HashSet<String> = HashSet::new();
             let set = self.current_targets().await;
@@ -445,13 +449,27 @@ impl Daemon {
                 })
                 .await
                 {
-                    Ok(c) => c,
+                    Ok(c) => {
+                        pass.unclaimed.remove(&t.name);
+                        c
+                    }
+                    // A store that cannot claim (the database unreachable for a moment, a lock
+                    // that timed out) stops this pass, not the daemon nor its running scans:
+                    // the pass is tried again after `retry_ms`, one slot at most CLAIM_RETRIES
+                    // times (then the target waits for its next slot).
                     Err(e) => {
-                        // Running scans are cancelled and recorded before the error returns.
-                        stop.cancel();
-                        while tasks.join_next().await.is_some() {}
-                        pass.release_all(&self.store, now_ms(&self.scanner)).await;
-                        return Err(e);
+                        let tries = pass.claim_failed(&t.name, slot);
+                        if tries >= CLAIM_RETRIES {
+                            tracing::warn!(target: "mcpprobe::daemon", target_name = %t.name, "{} could not be claimed ({tries} tries): this slot is given up, the next one runs: {e}", t.name);
+                            pass.tried.insert(t.name.clone(), slot);
+                            given_up.get_or_insert(e);
+                            continue;
+                        }
+                        tracing::warn!(target: "mcpprobe::daemon", target_name = %t.name, "{} could not be claimed (try {tries} of {CLAIM_RETRIES}; again in {retry_ms} ms): {e}", t.name);
+                        claim_failed = true;
+                        pending.insert(host);
+                        wake = wake.min(now + retry_ms);
+                        break;
                     }
                 };
                 let claim = match claim {
@@ -502,7 +520,7 @@ impl Daemon {
             pass.release_idle(&self.store, &pending, now_ms(&self.scanner))
                 .await;
             // --once does not wait for another daemon's lease: what it could claim, it ran.
-            if once && pass.in_flight.is_empty() && claimed_nothing {
+            if once && pass.in_flight.is_empty() && claimed_nothing && !claim_failed {
                 let refused = pass.refused.values().any(|until| *until > now);
                 if waited_quiet || !refused {
                     break;
@@ -529,7 +547,11 @@ impl Daemon {
             pass.ended(ended);
         }
         pass.release_all(&self.store, now_ms(&self.scanner)).await;
-        Ok(())
+        // --once says when a slot it should have run could not be claimed.
+        match given_up {
+            Some(e) if once => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Applies retention (a failure is logged: history that could not be trimmed is no reason
@@ -607,6 +629,9 @@ fn host_of(t: &TargetSpec) -> String {
 /// How many times a slot whose run could not be recorded is tried again (without a restart).
 const RECORD_RETRIES: u32 = 3;
 
+/// How many times a slot is claimed when the store fails the claim, a pass apart.
+pub const CLAIM_RETRIES: u32 = 3;
+
 /// What one run's task reports when it ends.
 struct Ended {
     name: String,
@@ -642,9 +667,21 @@ struct Pass {
     refused: HashMap<String, i64>,
     /// Per target: the slot whose record failed, and how many times.
     failed: HashMap<String, (i64, u32)>,
+    /// Per target: the slot the store failed to claim, and how many times.
+    unclaimed: HashMap<String, (i64, u32)>,
 }
 
 impl Pass {
+    /// Counts a failed claim of `slot` of `target`: the tries of that slot so far.
+    fn claim_failed(&mut self, target: &str, slot: i64) -> u32 {
+        let tries = match self.unclaimed.get(target) {
+            Some((s, n)) if *s == slot => n + 1,
+            _ => 1,
+        };
+        self.unclaimed.insert(target.to_string(), (slot, tries));
+        tries
+    }
+
     fn ended(&mut self, e: Ended) {
         self.in_flight.remove(&e.name);
         if let Some(h) = self.hosts.get_mut(&e.host) {

@@ -1,12 +1,15 @@
 //! The embedded store: one SQLite file in the state folder (rusqlite, bundled), WAL mode,
-//! versioned plain-SQL migrations (`migrations/NNN_*.sql`, applied in order, the version kept
-//! in `PRAGMA user_version`). One connection behind a mutex: callers on async threads go
-//! through `spawn_blocking`.
+//! versioned plain-SQL migrations (`migrations/NNN_*.sql`, applied in order by
+//! `rusqlite_migration`, the version kept in `PRAGMA user_version`: the number applied). Two
+//! connections, each behind its mutex: the one writer (claims, renewals, finishes, accepts,
+//! retention) and a read-only one beside it for the status API and the page (WAL: neither waits
+//! for the other). Callers on async threads go through `spawn_blocking`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension as _, params};
+use rusqlite_migration::{M, MigrationDefinitionError, Migrations};
 
 use super::store::{
     Claim, Claimed, Counts, Finished, HostLease, ImportSummary, ImportedTarget, ProofRecord,
@@ -111,23 +114,28 @@ impl SqliteStore {
             .map_err(err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(err)?;
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(err)?;
-        let known = MIGRATIONS.len() as i64;
-        if version > known {
-            return Err(StoreError::NewerSchema {
-                path: name,
-                found: version,
-                known,
-            });
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-            let tx = conn.transaction().map_err(err)?;
-            tx.execute_batch(sql).map_err(err)?;
-            tx.pragma_update(None, "user_version", i as i64 + 1)
-                .map_err(err)?;
-            tx.commit().map_err(err)?;
+        // The pending migrations in one transaction; a version above ours changes nothing.
+        let migrations = Migrations::new(MIGRATIONS.iter().copied().map(M::up).collect());
+        match migrations.to_latest(&mut conn) {
+            Ok(()) => {}
+            Err(rusqlite_migration::Error::MigrationDefinition(
+                MigrationDefinitionError::DatabaseTooFarAhead,
+            )) => {
+                let found: i64 = conn
+                    .query_row("PRAGMA user_version", [], |r| r.get(0))
+                    .map_err(err)?;
+                return Err(StoreError::NewerSchema {
+                    path: name,
+                    found,
+                    known: MIGRATIONS.len() as i64,
+                });
+            }
+            Err(e) => {
+                return Err(StoreError::Database {
+                    path: name,
+                    message: e.to_string(),
+                });
+            }
         }
         let reader = Connection::open_with_flags(
             path,
@@ -1009,11 +1017,72 @@ mod tests {
         drop(SqliteStore::open(&path).expect("reopen is a no-op"));
         let c = Connection::open(&path).expect("raw");
         c.pragma_update(None, "user_version", 99).expect("bump");
+        let before = schema_of(&c);
         drop(c);
         assert!(matches!(
             SqliteStore::open(&path),
-            Err(StoreError::NewerSchema { found: 99, .. })
+            Err(StoreError::NewerSchema { found: 99, known, .. }) if known == MIGRATIONS.len() as i64
         ));
+        let c = Connection::open(&path).expect("raw");
+        assert_eq!(
+            schema_of(&c),
+            before,
+            "a refused database is left as it was"
+        );
+        let version: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("version");
+        assert_eq!(version, 99);
+    }
+
+    /// The schema's statements and the version, as SQLite keeps them.
+    fn schema_of(c: &Connection) -> Vec<String> {
+        let mut q = c
+            .prepare("SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_master ORDER BY 1")
+            .expect("schema");
+        q.query_map([], |r| r.get(0))
+            .expect("rows")
+            .collect::<rusqlite::Result<_>>()
+            .expect("schema rows")
+    }
+
+    /// What the hand-written migrator before rusqlite_migration left (each migration in its own
+    /// transaction, `user_version` its count) opens as up to date: nothing is run again.
+    #[test]
+    fn a_database_the_hand_written_migrator_finished_opens_unchanged() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.sqlite3");
+        let mut c = Connection::open(&path).expect("raw");
+        for (i, sql) in MIGRATIONS.iter().enumerate() {
+            let tx = c.transaction().expect("tx");
+            tx.execute_batch(sql).expect("migration");
+            tx.pragma_update(None, "user_version", i as i64 + 1)
+                .expect("version");
+            tx.commit().expect("commit");
+        }
+        c.execute(
+            "INSERT INTO targets (name, url, every_ms, added_ms) VALUES ('a', 'http://x/mcp', 60000, 0)",
+            [],
+        )
+        .expect("a target");
+        let before = schema_of(&c);
+        drop(c);
+        let s = SqliteStore::open(&path).expect("opened");
+        let (version, after) = s
+            .with(|c| {
+                let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                Ok((v, schema_of(c)))
+            })
+            .expect("read");
+        assert_eq!(version, MIGRATIONS.len() as i64);
+        assert_eq!(after, before, "no migration ran again");
+        let names: Vec<String> = s
+            .targets()
+            .expect("targets")
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["a"], "its target is there");
     }
 
     /// A finished run of `slot` at `now`, with a report and, when `observed`, a state.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone as _, Utc};
 use mcpprobe::config::Config;
 use mcpprobe::daemon::sqlite::SqliteStore;
-use mcpprobe::daemon::store::{ProofRecord, RunStatus, Store};
+use mcpprobe::daemon::store::{ProofRecord, RunStatus, Store, StoreError};
 use mcpprobe::daemon::{Daemon, DaemonConfig, http};
 use mcpprobe::demo::server::{self, Behaviour, Running};
 use mcpprobe::engine::{Clock, Scanner, ScannerConfig};
@@ -2575,4 +2575,229 @@ fn the_binary_names_its_worker_after_the_host_and_its_pid() {
         json!({"status": "ok", "worker": want, "store": "ok"})
     );
     assert_eq!(workers(&metrics), [want].into(), "{metrics}");
+}
+
+/// A store whose first `fail` claims fail (as a database unreachable for a moment would), the
+/// rest answered by `inner`.
+struct FlakyClaims {
+    inner: Arc<dyn Store>,
+    fail: usize,
+    /// The claims asked for.
+    claims: std::sync::atomic::AtomicUsize,
+}
+
+impl Store for FlakyClaims {
+    fn claim_for(
+        &self,
+        target: &str,
+        slot: i64,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<mcpprobe::daemon::store::Claimed, StoreError> {
+        let n = self
+            .claims
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n < self.fail {
+            return down();
+        }
+        self.inner.claim_for(target, slot, worker, now_ms, lease_ms)
+    }
+    fn import_targets(
+        &self,
+        t: &[mcpprobe::daemon::store::ImportedTarget],
+        now: i64,
+    ) -> Result<mcpprobe::daemon::store::ImportSummary, StoreError> {
+        self.inner.import_targets(t, now)
+    }
+    fn remove_target(&self, name: &str) -> Result<(), StoreError> {
+        self.inner.remove_target(name)
+    }
+    fn imported_targets(&self) -> Result<Vec<mcpprobe::daemon::store::ImportedTarget>, StoreError> {
+        self.inner.imported_targets()
+    }
+    fn lease_host(
+        &self,
+        host: &str,
+        worker: &str,
+        now: i64,
+        lease: i64,
+    ) -> Result<Option<mcpprobe::daemon::store::HostLease>, StoreError> {
+        self.inner.lease_host(host, worker, now, lease)
+    }
+    fn renew_host(
+        &self,
+        l: &mut mcpprobe::daemon::store::HostLease,
+        now: i64,
+        lease: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner.renew_host(l, now, lease)
+    }
+    fn release_host(
+        &self,
+        l: &mcpprobe::daemon::store::HostLease,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner.release_host(l, now)
+    }
+    fn sync_targets(
+        &self,
+        t: &[mcpprobe::daemon::store::TargetRow],
+        now: i64,
+    ) -> Result<(), StoreError> {
+        self.inner.sync_targets(t, now)
+    }
+    fn targets(&self) -> Result<Vec<mcpprobe::daemon::store::TargetRow>, StoreError> {
+        self.inner.targets()
+    }
+    fn renew(
+        &self,
+        c: &mut mcpprobe::daemon::store::Claim,
+        now: i64,
+        lease: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner.renew(c, now, lease)
+    }
+    fn finish(
+        &self,
+        c: &mcpprobe::daemon::store::Claim,
+        run: &mcpprobe::daemon::store::Finished,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner.finish(c, run, now)
+    }
+    fn interrupt(
+        &self,
+        c: &mcpprobe::daemon::store::Claim,
+        reason: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner.interrupt(c, reason, now)
+    }
+    fn runs(
+        &self,
+        target: &str,
+        limit: usize,
+    ) -> Result<Vec<mcpprobe::daemon::store::RunSummary>, StoreError> {
+        self.inner.runs(target, limit)
+    }
+    fn run(
+        &self,
+        target: &str,
+        id: i64,
+    ) -> Result<Option<mcpprobe::daemon::store::RunSummary>, StoreError> {
+        self.inner.run(target, id)
+    }
+    fn held_slots(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        self.inner.held_slots()
+    }
+    fn latest_runs(&self) -> Result<Vec<mcpprobe::daemon::store::RunSummary>, StoreError> {
+        self.inner.latest_runs()
+    }
+    fn run_documents(
+        &self,
+        target: &str,
+        id: i64,
+    ) -> Result<Option<mcpprobe::daemon::store::RunDocuments>, StoreError> {
+        self.inner.run_documents(target, id)
+    }
+    fn latest_report(&self, target: &str) -> Result<Option<String>, StoreError> {
+        self.inner.latest_report(target)
+    }
+    fn last_clean_and_first(&self, target: &str) -> Result<(Option<i64>, Option<i64>), StoreError> {
+        self.inner.last_clean_and_first(target)
+    }
+    fn accepted_baseline(
+        &self,
+        target: &str,
+    ) -> Result<Option<mcpprobe::daemon::store::StoredBaseline>, StoreError> {
+        self.inner.accepted_baseline(target)
+    }
+    fn baseline(
+        &self,
+        id: i64,
+    ) -> Result<Option<mcpprobe::daemon::store::StoredBaseline>, StoreError> {
+        self.inner.baseline(id)
+    }
+    fn accept_baseline(&self, target: &str, json: &str, now: i64) -> Result<i64, StoreError> {
+        self.inner.accept_baseline(target, json, now)
+    }
+    fn accept_latest(&self, target: &str, now: i64) -> Result<i64, StoreError> {
+        self.inner.accept_latest(target, now)
+    }
+    fn accept_run(&self, target: &str, id: i64, now: i64) -> Result<i64, StoreError> {
+        self.inner.accept_run(target, id, now)
+    }
+    fn totals(&self) -> Result<mcpprobe::daemon::store::Totals, StoreError> {
+        self.inner.totals()
+    }
+    fn prune(
+        &self,
+        keep: &mcpprobe::daemon::store::Retention,
+        now: i64,
+    ) -> Result<u64, StoreError> {
+        self.inner.prune(keep, now)
+    }
+}
+
+/// `f`'s daemon on `store`, with a short lease (a pass whose claim failed is tried again after
+/// a sixth of it, here 100 ms).
+fn daemon_on(f: &Fixture, store: Arc<dyn Store>) -> Daemon {
+    let mut config = (*f.daemon.config).clone();
+    config.lease = Duration::from_millis(600);
+    let config = Arc::new(config);
+    Daemon {
+        targets: Arc::new(mcpprobe::daemon::targets::LiveTargets::new(config.clone())),
+        config,
+        store,
+        scanner: f.daemon.scanner.clone(),
+        metrics: f.daemon.metrics.clone(),
+    }
+}
+
+/// A store error while claiming stops that pass, not the daemon: the slot is claimed again on
+/// a later pass and runs; a store that keeps failing is asked CLAIM_RETRIES times for the slot,
+/// which --once then reports as its error.
+#[test]
+fn a_claim_the_store_failed_is_tried_again_on_a_later_pass() {
+    let rt = runtime();
+    rt.block_on(async {
+        let f = quiet_fixture("t");
+        let flaky = Arc::new(FlakyClaims {
+            inner: f.store.clone(),
+            fail: 2,
+            claims: 0.into(),
+        });
+        tokio::time::timeout(
+            BOUND,
+            daemon_on(&f, flaky.clone()).run(CancellationToken::new(), true),
+        )
+        .await
+        .expect("the pass ends")
+        .expect("the third claim ran the slot");
+        assert_eq!(flaky.claims.load(std::sync::atomic::Ordering::SeqCst), 3);
+        let runs = f.runs("t");
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_ne!(runs[0].status, RunStatus::Running);
+
+        let g = quiet_fixture("u");
+        let down = Arc::new(FlakyClaims {
+            inner: g.store.clone(),
+            fail: usize::MAX,
+            claims: 0.into(),
+        });
+        let e = tokio::time::timeout(
+            BOUND,
+            daemon_on(&g, down.clone()).run(CancellationToken::new(), true),
+        )
+        .await
+        .expect("the pass ends")
+        .expect_err("the slot was given up");
+        assert!(e.to_string().contains("disk I/O error"), "{e}");
+        assert_eq!(
+            down.claims.load(std::sync::atomic::Ordering::SeqCst),
+            mcpprobe::daemon::CLAIM_RETRIES as usize
+        );
+        assert!(g.runs("u").is_empty());
+    });
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use mcpprobe::daemon::postgres::PgStore;
 use mcpprobe::daemon::sqlite::SqliteStore;
 use mcpprobe::daemon::store::{
-    Claim, Claimed, Counts, Finished, HOST_QUIET_MS, ImportedTarget, ProofRecord, Retention,
-    RunStatus, Store, StoreError, TargetRow,
+    Claim, Claimed, Counts, Finished, HOST_QUIET_MS, HostLease, ImportedTarget, ProofRecord,
+    Retention, RunStatus, Store, StoreError, TargetRow,
 };
 
 use crate::support::postgres::TempPostgres;
@@ -631,6 +631,128 @@ fn postgres_migrations_from_empty_from_a_previous_version_and_a_newer_one_refuse
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a newer schema was accepted"),
     }
+}
+
+/// What migrations 005 and 006 must keep of a database at version 4 or 5: its runs, documents,
+/// counters and accepted baseline (and, from 5, each run's worker and the host leases held across
+/// the upgrade), its targets staying the configuration's (migration 006's `source`).
+fn upgraded_keeps_history(s: &PgStore, name: &str) {
+    let s: &dyn Store = s;
+    let runs = s.runs(name, 10).expect("runs");
+    assert_eq!(runs.len(), 1, "{name}");
+    assert_eq!((runs[0].status, runs[0].requests), (RunStatus::Complete, 7));
+    let docs = s
+        .run_documents(name, runs[0].id)
+        .expect("read")
+        .expect("documents kept");
+    assert_eq!(
+        (docs.report_json.as_str(), docs.observed_json.as_deref()),
+        ("{\"r\":1}", Some("{\"o\":1}"))
+    );
+    let t = s.totals().expect("totals");
+    assert_eq!(t.requests, 7, "the counters, not a recount");
+    assert_eq!(t.runs_by_status, vec![(RunStatus::Complete, 1)]);
+    assert_eq!(
+        s.accepted_baseline(name).expect("baseline").map(|b| b.json),
+        Some("{\"o\":1}".to_string())
+    );
+    assert_eq!(s.latest_runs().expect("latest").len(), 1);
+    // The targets are the configuration's: none imported, none removable as imported.
+    assert!(s.imported_targets().expect("imported").is_empty());
+    assert!(matches!(
+        s.remove_target(name),
+        Err(StoreError::ConfiguredTarget(n)) if n == name
+    ));
+    // Claims go on from the history and record their worker.
+    assert_eq!(s.claim(name, 0, 10, 1000).expect("claim"), Claimed::Done);
+    let Claimed::Run(c) = s
+        .claim_for(name, 60_000, "w2", 60_001, 1000)
+        .expect("claim")
+    else {
+        panic!("the next slot of {name} is free")
+    };
+    assert!(
+        s.finish(&c, &done(RunStatus::Complete), 60_002)
+            .expect("finish")
+    );
+    assert_eq!(
+        s.runs(name, 1).expect("runs")[0].worker.as_deref(),
+        Some("w2")
+    );
+}
+
+#[test]
+fn postgres_migrations_from_versions_4_and_5_keep_the_history() {
+    let pg = TempPostgres::start();
+    let current = PgStore::connect(&pg.database(), VAR)
+        .expect("current")
+        .schema_version()
+        .expect("version");
+    assert!(current >= 6, "{current}");
+    // One target with a finished run, its documents, the counters the run added and a baseline
+    // accepted from it, as the store of that version wrote them (ids from the identities).
+    let history = "INSERT INTO targets (name, url, every_ms, added_ms) VALUES ('a', 'http://x/mcp', 60000, 0);
+         INSERT INTO runs (target, slot, status, started_ms, finished_ms, requests)
+             VALUES ('a', 0, 'complete', 5, 6, 7);
+         INSERT INTO run_documents (run, report_json, observed_json)
+             SELECT id, '{\"r\":1}', '{\"o\":1}' FROM runs WHERE target = 'a';
+         INSERT INTO baselines (target, json, accepted_ms, source_run)
+             SELECT 'a', '{\"o\":1}', 6, id FROM runs WHERE target = 'a';
+         UPDATE targets SET latest_run = (SELECT max(id) FROM runs WHERE target = 'a');
+         INSERT INTO counters (name, value) VALUES ('runs.complete', 1), ('requests', 7)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value;";
+
+    // Version 4: documents apart and counters; no host leases, no worker, no target source.
+    let url = pg.database();
+    let old = PgStore::connect_at(&url, VAR, 4).expect("version 4");
+    assert_eq!(old.schema_version().expect("version"), 4);
+    old.execute_raw(history).expect("a version 4 database");
+    drop(old);
+    let s = PgStore::connect(&url, VAR).expect("migrated from 4");
+    assert_eq!(s.schema_version().expect("version"), current);
+    upgraded_keeps_history(&s, "a");
+    assert_eq!(
+        s.runs("a", 10).expect("runs")[1].worker,
+        None,
+        "ran before workers"
+    );
+    assert!(
+        s.lease_host("x.example", "w1", 0, 1000)
+            .expect("lease")
+            .is_some(),
+        "host leases work"
+    );
+    drop(s);
+
+    // Version 5: the run's worker and a host lease held by w1 until 5000, epoch 3.
+    let url = pg.database();
+    let old = PgStore::connect_at(&url, VAR, 5).expect("version 5");
+    assert_eq!(old.schema_version().expect("version"), 5);
+    old.execute_raw(&format!(
+        "{history}
+         UPDATE runs SET worker = 'w1' WHERE target = 'a';
+         INSERT INTO host_leases (host, worker, lease_until, epoch) VALUES ('x.example', 'w1', 5000, 3);"
+    ))
+    .expect("a version 5 database");
+    drop(old);
+    let s = PgStore::connect(&url, VAR).expect("migrated from 5");
+    assert_eq!(s.schema_version().expect("version"), current);
+    upgraded_keeps_history(&s, "a");
+    assert_eq!(
+        s.runs("a", 10).expect("runs")[1].worker.as_deref(),
+        Some("w1")
+    );
+    // The lease held across the upgrade still holds, and its holder renews it.
+    assert_eq!(
+        s.lease_host("x.example", "w2", 100, 1000).expect("lease"),
+        None
+    );
+    let mut held = HostLease {
+        host: "x.example".into(),
+        worker: "w1".into(),
+        epoch: 3,
+    };
+    assert!(s.renew_host(&mut held, 200, 1000).expect("renew"));
 }
 
 #[test]
