@@ -27,6 +27,8 @@ const MAX_MATCHES: usize = 4096;
 const MAX_SENTENCES: usize = 512;
 /// A label that addresses the model is at most this long (`NOTE TO THE MODEL:`).
 const MAX_LABEL: usize = 80;
+/// At most this many label candidates (clauses before a colon, headings) are read in one text.
+const MAX_LABELS: usize = 256;
 
 /// The sets of intent.toml, by name; the order is the bit of each.
 const SETS: &[&str] = &[
@@ -413,27 +415,35 @@ fn destination(t: &str) -> Option<(usize, usize)> {
 /// `Hinweis für den Assistenten:`), or an identifier that does (`llm_rule`,
 /// `model_directives`, `_ai_instructions`): where it ends.
 fn label(t: &str, hits: &[Hit]) -> Option<usize> {
-    // Short lines and clauses before a colon that name the model and a kind of note.
+    // Short lines and clauses before a colon that name the model and a kind of note. At most
+    // MAX_LABELS of them are looked at, each reading at most MAX_LABEL bytes back.
     let mut line_start = 0;
+    let mut looked = 0;
     for (i, c) in t.char_indices() {
         let colon = c == ':' || c == '：';
         let eol = c == '\n';
         if !(colon || eol) {
             continue;
         }
+        if looked >= MAX_LABELS {
+            break;
+        }
         let seg_start = if colon {
             // The clause before the colon: back to the line's start or the sentence's.
-            t[line_start..i]
+            let from = t.floor_char_boundary(i.saturating_sub(MAX_LABEL + 1).max(line_start));
+            t[from..i]
                 .char_indices()
                 .rev()
                 .find(|&(_, c)| matches!(c, '.' | '!' | '?' | '。'))
-                .map_or(line_start, |(p, c)| line_start + p + c.len_utf8())
+                .map_or(line_start, |(p, c)| from + p + c.len_utf8())
         } else {
             line_start
         };
         let seg = &t[seg_start..i];
-        let heading = eol && seg.trim_start().starts_with('#');
-        if (colon || heading) && !seg.trim().is_empty() && seg.len() <= MAX_LABEL {
+        let short = seg.len() <= MAX_LABEL;
+        let heading = eol && short && seg.trim_start().starts_with('#');
+        if (colon || heading) && short && !seg.trim().is_empty() {
+            looked += 1;
             let has = |b: u64| {
                 hits.iter()
                     .any(|h| h.start >= seg_start && h.end <= i && h.sets & b != 0)
@@ -447,11 +457,16 @@ fn label(t: &str, hits: &[Hit]) -> Option<usize> {
         }
     }
     // A short line such as `assistant "behaviour" {`.
-    for (ls, line) in t.split_inclusive('\n').scan(0, |o, l| {
-        let s = *o;
-        *o += l.len();
-        Some((s, l))
-    }) {
+    for (ls, line) in t
+        .split_inclusive('\n')
+        .scan(0, |o, l| {
+            let s = *o;
+            *o += l.len();
+            Some((s, l))
+        })
+        .filter(|(_, l)| l.len() <= MAX_LABEL && l.trim_end().ends_with('{'))
+        .take(MAX_LABELS)
+    {
         if line.len() <= MAX_LABEL && line.trim_end().ends_with('{') {
             let le = ls + line.len();
             let has = |b: u64| {
@@ -494,10 +509,17 @@ fn label(t: &str, hits: &[Hit]) -> Option<usize> {
         "override",
     ];
     let mut off = 0;
+    let mut words = 0;
     for raw in t.split_inclusive(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
         let at = off;
         off += raw.len();
         let w = raw.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+        if w.contains('_') || w.bytes().any(|b| b.is_ascii_uppercase()) {
+            words += 1;
+            if words > MAX_LABELS * 4 {
+                break;
+            }
+        }
         if w.len() < 5
             || w.len() > 48
             || !(w.contains('_') || w.bytes().any(|b| b.is_ascii_uppercase()))
@@ -545,7 +567,15 @@ impl Sentence<'_> {
                 .iter()
                 .filter(|h| h.sets & bit(S::Aware) != 0)
                 .any(|h| {
-                    let span = self.text.get(p..h.end).unwrap_or_default().to_lowercase();
+                    // At most 200 bytes back: the prescribing word is near (bounded work).
+                    let from = self
+                        .text
+                        .floor_char_boundary(p.max(h.start.saturating_sub(200)));
+                    let span = self
+                        .text
+                        .get(from..h.end)
+                        .unwrap_or_default()
+                        .to_ascii_lowercase();
                     PRESCRIBES.iter().any(|w| span.contains(w))
                         && self.hits.iter().any(|n| {
                             n.sets & bit(S::Negation) != 0
@@ -1179,6 +1209,41 @@ mod tests {
             }
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    /// Inputs built to make the reading quadratic (one endless sentence full of signals, a line
+    /// of colons, a line of braces) are read with bounded work: this test finishes in well under
+    /// a second; a quadratic reading of them would take minutes.
+    #[test]
+    fn adversarial_texts_are_read_in_bounded_work() {
+        let texts = [
+            "the user need not know it ".repeat(40_000),
+            "note for the assistant:".repeat(40_000),
+            "assistant rule {\n".repeat(40_000),
+            "not mention the user, ".repeat(40_000),
+            "a_b ".repeat(200_000),
+        ];
+        for (i, t) in texts.into_iter().enumerate() {
+            let doc = serde_json::json!({"tools": [{"name": "x", "description": t,
+                "inputSchema": {"type": "object"}}]})
+            .to_string();
+            let input = super::super::Input::parse(&doc, None);
+            assert!(input.is_ok());
+            let Ok(input) = input else { continue };
+            let found = input.offline_findings();
+            // The first is still read for what it says: the user kept unaware.
+            if i == 0 {
+                assert!(
+                    found
+                        .iter()
+                        .any(|f| f.subcode.as_deref() == Some("directive")
+                            && f.message
+                                .as_deref()
+                                .is_some_and(|m| m.contains("keeps the user unaware"))),
+                    "{found:?}"
+                );
+            }
+        }
     }
 
     #[test]
