@@ -24,11 +24,13 @@ const DATA: &str = include_str!("intent.toml");
 /// At most this many set matches are read in one text (linear work on any input).
 const MAX_MATCHES: usize = 4096;
 /// At most this many sentences are judged in one text.
-const MAX_SENTENCES: usize = 512;
+const MAX_SENTENCES: usize = 4096;
 /// A label that addresses the model is at most this long (`NOTE TO THE MODEL:`).
 const MAX_LABEL: usize = 80;
 /// At most this many label candidates (clauses before a colon, headings) are read in one text.
 const MAX_LABELS: usize = 256;
+/// How far after a label its sentences are read as addressed to the model.
+const LABEL_REACH: usize = 600;
 
 /// The sets of intent.toml, by name; the order is the bit of each.
 const SETS: &[&str] = &[
@@ -137,6 +139,8 @@ fn load(text: &str) -> Result<Tables, String> {
     }
     let mut index: BTreeMap<String, u64> = BTreeMap::new();
     for (i, name) in SETS.iter().enumerate() {
+        // The words read by position are looked up in sets of their own, not matched.
+        let positional = matches!(*name, "lead" | "imperative");
         let words = data
             .sets
             .get(*name)
@@ -149,7 +153,9 @@ fn load(text: &str) -> Result<Tables, String> {
             if w.is_empty() {
                 return Err(format!("src/rules/intent.toml: an empty word in `{name}`"));
             }
-            *index.entry(w).or_default() |= 1 << i;
+            if !positional {
+                *index.entry(w).or_default() |= 1 << i;
+            }
         }
     }
     let set = |name: &str| -> HashSet<String> {
@@ -245,14 +251,18 @@ fn sentences(t: &str) -> Vec<(usize, usize)> {
 }
 
 /// The lower-case word at `at` (letters and apostrophes), after skipping anything else.
+/// Looks at most 64 bytes ahead, and reads a word of at most 32 bytes (longer words are no
+/// verb of the tables): bounded work for every sentence, however long the text.
 fn word_at(t: &str, at: usize) -> Option<(usize, usize, String)> {
-    let rest = t.get(at..)?;
+    let rest = t.get(at..t.floor_char_boundary(at.saturating_add(64).min(t.len())))?;
     let (off, _) = rest.char_indices().find(|&(_, c)| c.is_alphabetic())?;
     let s = at + off;
-    let e = t[s..]
+    let window = t.get(s..t.floor_char_boundary(s.saturating_add(33).min(t.len())))?;
+    let len = window
         .char_indices()
         .find(|&(_, c)| !(c.is_alphabetic() || c == '\'' || c == '’'))
-        .map_or(t.len(), |(i, _)| s + i);
+        .map_or(window.len(), |(i, _)| i);
+    let e = s + len;
     Some((s, e, t[s..e].to_lowercase().replace('’', "'")))
 }
 
@@ -391,21 +401,22 @@ fn destination(t: &str) -> Option<(usize, usize)> {
             return Some((at, at + w.len()));
         }
     }
-    // An IBAN or account written in groups ("DE89 3704 0044 …"), a phone number with spaces.
-    let digits: Vec<usize> = t
-        .char_indices()
-        .filter(|(_, c)| c.is_ascii_digit())
-        .map(|(i, _)| i)
-        .collect();
+    // An IBAN or account written in groups of digits with spaces ("DE89 3704 0044 …"); dates
+    // and times ("2024-01-01 12:00:00") are not.
     let mut run = 0;
-    for w in digits.windows(2) {
-        if w[1] - w[0] <= 2 {
-            run += 1;
-            if run >= 10 {
-                return Some((w[1].saturating_sub(12), w[1] + 1));
+    let mut last: Option<usize> = None;
+    for (i, c) in t.char_indices() {
+        if c.is_ascii_digit() {
+            let joined = last.is_some_and(|l| {
+                i - l <= 2
+                    && t.get(l + 1..i)
+                        .is_some_and(|g| g.bytes().all(|b| b == b' '))
+            });
+            run = if joined { run + 1 } else { 1 };
+            last = Some(i);
+            if run >= 11 {
+                return Some((t.floor_char_boundary(i.saturating_sub(12)), i + 1));
             }
-        } else {
-            run = 0;
         }
     }
     None
@@ -479,16 +490,7 @@ fn label(t: &str, hits: &[Hit]) -> Option<usize> {
         }
     }
     // Identifiers: a key or cell such as `llm_rule`.
-    const WHO: &[&str] = &[
-        "llm",
-        "model",
-        "assistant",
-        "agent",
-        "ai",
-        "gpt",
-        "claude",
-        "bot",
-    ];
+    const WHO: &[&str] = &["llm", "model", "assistant", "ai", "gpt", "claude"];
     const WHAT: &[&str] = &[
         "rule",
         "rules",
@@ -734,12 +736,18 @@ fn judge(
         what.push("puts this tool before everything the model does");
     }
     // Another tool's use changed or forbidden.
-    let foreign = foreign_tool(t, known).is_some() || sent.has(S::OtherTool);
+    // A named tool of another server, or "any other tool" moving something to a destination
+    // or something sensitive ("when used with other tools, pass the session id" is workflow).
+    let named = foreign_tool(t, known).is_some();
+    let other = sent.has(S::OtherTool);
+    let foreign = named
+        || (other
+            && (destination(t).is_some() || sent.has(S::Sensitive) || sent.has(S::Universal)));
     if foreign && sent.has(S::Condition) && sent.has(S::Modify) {
         what.push("changes what another tool does when it is used");
         p4 = true;
     }
-    if foreign && sent.has(S::Forbid) {
+    if (named || other) && sent.has(S::Forbid) {
         what.push("forbids another tool");
         p4 = true;
     }
@@ -1101,6 +1109,11 @@ fn read(
             }
             j += 1;
         }
+        if mine.is_empty() {
+            continue;
+        }
+        // The pairwise checks of a sentence read at most this many of its matches.
+        mine.truncate(256);
         let sent = Sentence {
             text: t,
             start: s,
@@ -1108,7 +1121,8 @@ fn read(
             sets,
             hits: mine,
         };
-        let labelled = label_at.is_some_and(|l| l <= e);
+        // A label covers the sentences of its own block: what follows it closely.
+        let labelled = label_at.is_some_and(|l| l <= e && s <= l + LABEL_REACH);
         if let Some(v) = judge(tables, t, &sent, labelled, &known, &own) {
             return Some((v, s, e, labelled));
         }

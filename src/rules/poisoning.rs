@@ -571,7 +571,11 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
     if !run.is_empty() && hidden_runs.len() < MAX_RUNS {
         hidden_runs.push(run);
     }
-    if fillers.values().sum::<usize>() >= MIN_FILLERS {
+    // Interleaved, not a hyphenation hint: at least one filler for every eight letters.
+    let filled = fillers.values().sum::<usize>();
+    if filled >= MIN_FILLERS
+        && filled * 8 >= text.text.chars().filter(|c| c.is_alphabetic()).count()
+    {
         counts.extend(fillers);
         first = match (first, first_filler) {
             (Some(a), Some(b)) => Some(a.min(b)),
