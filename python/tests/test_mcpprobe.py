@@ -682,13 +682,23 @@ def test_two_scans_of_one_host_at_rates_5_and_10_stay_under_5_at_the_server(coun
     assert len(times) >= 20, f"both scans sent enough to measure ({len(times)})"
     assert len(times) == sent, (len(times), sent)
     # Together they kept to the lower rate: 5 a second, a request every 200 ms (a 6th at the
-    # window's very edge is the same spacing; a wake-up may come a few ms late).
-    assert worst_second(times) <= 6, (worst_second(times), sorted(times))
+    # window's very edge is the same spacing; a wake-up may come a few ms late). That holds while
+    # both run: once the slower scan has ended, the faster one goes on at its own rate, by
+    # design (net::politeness). Each scan is told apart by its trace id.
+    by_scan = {}
+    for a in arrivals():
+        trace = a["headers"].get("traceparent", "--").split("-")[1]
+        by_scan.setdefault(trace, []).append(a["t"])
+    assert len(by_scan) == 2, sorted(by_scan)
+    both_end = min(max(ts) for ts in by_scan.values())
+    together = [t for t in times if t <= both_end]
+    assert len(together) >= 20, f"both scans ran together long enough to measure ({len(together)})"
+    assert worst_second(together) <= 6, (worst_second(together), sorted(together))
     # One gap between two arrivals also holds the scheduling delay of each request (on a busy
     # machine one request can arrive 70 ms late and the next on time), so the spacing is read
     # over five requests at a time: at 5 a second they span 0.8 s; two limiters that did not
     # share the host's rate (15 a second) would span 0.27 s. 0.2 s is left for late wake-ups.
-    ordered = sorted(times)
+    ordered = sorted(together)
     spans = [b - a for a, b in zip(ordered, ordered[4:])]
     assert min(spans) >= 0.6, f"five requests within {min(spans):.3f} s"
 
