@@ -983,17 +983,6 @@ fn sentence(t: &str, s: usize, e: usize) -> String {
     format!("{}…", &body[..body.floor_char_boundary(240)])
 }
 
-/// Two kinds of sales pitch for the tool-level preference signal (signals.rs): other tools
-/// run down ("generic translators make embarrassing mistakes", "slower alternatives"), and the
-/// model told to choose this tool ("always choose me", "pick this tool", "route queries
-/// here", "always prefers precise_calc"). Where each first shows, in `t`.
-pub fn pitch(t: &str, own: Option<&str>) -> (Span, Span) {
-    let Some(tables) = &*TABLES else {
-        return (None, None);
-    };
-    pitch_in(t, &hits(tables, t), own)
-}
-
 /// The pitches of every tool's description and title, found while [`run`] reads them (one pass
 /// of the automaton a text serves both).
 #[derive(Debug, Default)]
@@ -1006,6 +995,10 @@ impl Pitches {
     }
 }
 
+/// Two kinds of sales pitch for the tool-level preference signal (signals.rs), from a text's
+/// matches: other tools run down ("generic translators make embarrassing mistakes", "slower
+/// alternatives"), and the model told to choose this tool ("always choose me", "pick this
+/// tool", "route queries here", "always prefers precise_calc"). Where each first shows.
 fn pitch_in(t: &str, hits: &[Hit], own: Option<&str>) -> (Span, Span) {
     let own = own.map(str::to_lowercase);
     let (mut down, mut choice) = (None, None);
@@ -1146,49 +1139,17 @@ mod tests {
     /// kind's words, a `quiet-*` one shows none.
     #[test]
     fn every_kind_has_fires_and_near_misses_that_name_it() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
         let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();
         let mut problems = Vec::new();
-        let mut files: Vec<_> = std::fs::read_dir(&root)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten())
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        for path in files {
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let Ok(fx) = serde_json::from_str::<serde_json::Value>(&text) else {
-                continue;
-            };
-            let named: Vec<&str> = fx["intent"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(serde_json::Value::as_str)
-                .collect();
-            if named.is_empty() {
-                continue;
-            }
-            let name = path.display().to_string();
-            let doc = fx["document"].to_string();
-            let input = match super::super::Input::parse(&doc, None) {
-                Ok(i) => i,
+        for (name, fire, named, found) in super::super::fixtures_naming("intent") {
+            let found = match found {
+                Ok(f) => f,
                 Err(e) => {
                     problems.push(format!("{name}: {e}"));
                     continue;
                 }
             };
-            let found = input.offline_findings();
-            let fire = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("fire-"));
-            for k in named {
+            for k in &named {
                 let Some(&(id, words)) = KINDS.iter().find(|(id, _)| *id == k) else {
                     problems.push(format!("{name}: names {k:?}, no kind of intent.rs"));
                     continue;

@@ -287,3 +287,58 @@ pub mod work {
         BYTES.with(|b| b.set(0));
     }
 }
+
+/// The rule fixtures (`fixtures/rules/*/*.json`) that name entries of one table under `key`
+/// (`"signals": ["promotion"]`, `"intent": ["conceal"]`), each run through the offline rules:
+/// its path, whether it is a `fire-*` fixture, the names, and what the rules found (or why the
+/// document could not be read). Shared by the tables' "every entry has fires and near misses"
+/// tests.
+#[cfg(test)]
+pub(crate) fn fixtures_naming(
+    key: &str,
+) -> Vec<(
+    String,
+    bool,
+    Vec<String>,
+    Result<Vec<crate::finding::Finding>, String>,
+)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
+    let mut files: Vec<_> = std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten())
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(fx) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let named: Vec<String> = fx[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_str)
+            .map(str::to_string)
+            .collect();
+        if named.is_empty() {
+            continue;
+        }
+        let fire = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("fire-"));
+        let doc = fx["document"].to_string();
+        let found = Input::parse(&doc, None)
+            .map(|i| i.offline_findings())
+            .map_err(|e| e.to_string());
+        out.push((path.display().to_string(), fire, named, found));
+    }
+    out
+}

@@ -676,50 +676,18 @@ mod tests {
     #[test]
     fn every_table_has_fires_and_near_misses_that_name_it() {
         let tables = ["promotion", "guidance", "purpose", "markers"];
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
         let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();
         let mut categories: BTreeSet<String> = BTreeSet::new();
         let mut problems = Vec::new();
-        let mut files: Vec<_> = std::fs::read_dir(&root)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten())
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        for path in files {
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let Ok(fx) = serde_json::from_str::<serde_json::Value>(&text) else {
-                continue;
-            };
-            let named: Vec<&str> = fx["signals"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(serde_json::Value::as_str)
-                .collect();
-            if named.is_empty() {
-                continue;
-            }
-            let name = path.display().to_string();
-            let doc = fx["document"].to_string();
-            let input = match super::super::Input::parse(&doc, None) {
-                Ok(i) => i,
+        for (name, fire, named, found) in super::super::fixtures_naming("signals") {
+            let found = match found {
+                Ok(f) => f,
                 Err(e) => {
                     problems.push(format!("{name}: {e}"));
                     continue;
                 }
             };
-            let found = input.offline_findings();
-            let fire = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("fire-"));
-            for t in named {
+            for t in &named {
                 let Some(&t) = tables.iter().find(|x| **x == t) else {
                     problems.push(format!("{name}: names {t:?}, no table of signals.toml"));
                     continue;
