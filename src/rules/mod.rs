@@ -293,15 +293,18 @@ pub mod work {
 /// its path, whether it is a `fire-*` fixture, the names, and what the rules found (or why the
 /// document could not be read). Shared by the tables' "every entry has fires and near misses"
 /// tests.
+/// One rule fixture that names entries of a table: its path, whether it is `fire-*`, the names,
+/// and what the offline rules found in it (or why its document could not be read).
 #[cfg(test)]
-pub(crate) fn fixtures_naming(
-    key: &str,
-) -> Vec<(
+pub(crate) type NamingFixture = (
     String,
     bool,
     Vec<String>,
     Result<Vec<crate::finding::Finding>, String>,
-)> {
+);
+
+#[cfg(test)]
+pub(crate) fn fixtures_naming(key: &str) -> Vec<NamingFixture> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rules");
     let mut files: Vec<_> = std::fs::read_dir(&root)
         .into_iter()
