@@ -421,6 +421,15 @@ fn judge_name(v: &Vocabulary, name: &str) -> Result<(), NotCalled> {
     };
     let leading_read = words.first().is_some_and(|w| v.is_read_verb(w));
     let trailing_read = words.len() > 1 && words.last().is_some_and(|w| v.is_read_verb(w));
+    let effect_word = |w: &str| match v.lookup(w) {
+        // An effect verb anywhere in a name.
+        Some(h) if h.tier == Tier::Verb => Err(effect(w, h)),
+        // An everyday noun that is also an effect verb (`get_post`, `list_pages`) is the
+        // object of a leading read verb; anywhere else it is the verb.
+        Some(h) if !leading_read => Err(effect(w, h)),
+        Some(_) => Ok(()),
+        None => v.joined(w).map_or(Ok(()), |h| Err(effect(w, h))),
+    };
     for (i, w) in words.iter().enumerate() {
         if v.is_unix(w) {
             return Err(NotCalled::UnixCommand {
@@ -443,19 +452,13 @@ fn judge_name(v: &Vocabulary, name: &str) -> Result<(), NotCalled> {
                 None => NotCalled::NoReadVerb(w.clone()),
             });
         }
-        match v.lookup(w) {
-            // An effect verb anywhere in a name.
-            Some(h) if h.tier == Tier::Verb => return Err(effect(w, h)),
-            // An everyday noun that is also an effect verb (`get_post`, `list_pages`) is
-            // the object of a leading read verb; anywhere else it is the verb.
-            Some(h) if !leading_read => return Err(effect(w, h)),
-            Some(_) => {}
-            None => {
-                if let Some(h) = v.joined(w) {
-                    return Err(effect(w, h));
-                }
-            }
-        }
+        effect_word(w)?;
+    }
+    // The other reading of a run of capitals (`getWIPEget`: get, wipe, get, where the first
+    // reading has get, wip, eget) is judged the same way.
+    let nfkc: String = name.nfkc().collect();
+    for w in words::split_words_whole_capitals(&nfkc) {
+        effect_word(&w)?;
     }
     // A verb inside a run of letters however it is cased or joined (`getDELETEget`).
     for token in &raw {
@@ -771,6 +774,10 @@ mod tests {
             (ro("comment_on_issue"), "sends"),
             (ro("user_purger"), "a form of \"purge\""),
             (ro("userpurger"), "purge"),
+            (ro("getWIPEget"), "deletes"),
+            (ro("listAUTOPAYrecords"), "moves money"),
+            (ro("getAutowipeget"), "deletes"),
+            (ro("userBulksenduser"), "sends"),
             (ro("deleteUser"), "deletes"),
             (ro("d3lete_user"), "deletes"),
             (ro("d\u{0435}lete_user"), "not an ASCII letter"),

@@ -306,8 +306,14 @@ impl Vocabulary {
         for i in 2..=n.saturating_sub(2) {
             let (a, b) = (word.get(..i)?, word.get(i..)?);
             for part in [a, b] {
-                if self.joinable.contains(part)
-                    && let Some(h) = self.lookup(part)
+                // The verb itself, or with a prefix (`autowipe` + `get`).
+                let verb = PREFIXES
+                    .iter()
+                    .filter_map(|p| part.strip_prefix(p).filter(|rest| rest.len() >= 3))
+                    .chain(std::iter::once(part))
+                    .find(|v| self.joinable.contains(*v));
+                if let Some(verb) = verb
+                    && let Some(h) = self.lookup(verb)
                 {
                     return Some(h);
                 }
@@ -545,6 +551,40 @@ pub fn split_words(text: &str) -> Vec<String> {
     out
 }
 
+/// The words of [`split_words`], but with a run of capitals kept whole where lower case
+/// follows it (`getWIPEget` → get, wipe, get): the other reading of a name whose capitals
+/// may end a word or start the next.
+pub fn split_words_whole_capitals(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if let Some(&prev) = i.checked_sub(1).and_then(|j| chars.get(j)) {
+            let before = i.checked_sub(2).and_then(|j| chars.get(j)).copied();
+            let boundary = (prev.is_lowercase() && c.is_uppercase())
+                || (prev.is_uppercase()
+                    && c.is_lowercase()
+                    && before.is_some_and(char::is_uppercase))
+                || (prev.is_alphabetic() && c.is_numeric())
+                || (prev.is_numeric() && c.is_alphabetic());
+            if boundary && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
 /// A word spelled with digits for letters (`d3l3te`, `k1ll`), read as letters: the two
 /// readings of `1` (l and i) and the usual others. None when the word has no digit or no
 /// letter.
@@ -709,6 +749,16 @@ mod tests {
         assert_eq!(
             split_words("getHTTPResponse2x"),
             ["get", "http", "response", "2", "x"]
+        );
+        // The other reading keeps a run of capitals whole.
+        assert_eq!(split_words("getWIPEget"), ["get", "wip", "eget"]);
+        assert_eq!(
+            split_words_whole_capitals("getWIPEget"),
+            ["get", "wipe", "get"]
+        );
+        assert_eq!(
+            split_words_whole_capitals("getHTTPResponse2x"),
+            ["get", "httpr", "esponse", "2", "x"]
         );
         assert_eq!(split_text("ｄｅｌｅｔｅ_user"), ["delete", "user"]);
         assert_eq!(split_text("de\u{200B}lete"), ["delete"]);

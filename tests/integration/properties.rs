@@ -333,64 +333,71 @@ const EFFECT_WORDS: [&str; 16] = [
     "erase",
 ];
 
-/// A tool name built around an effect word: any case, any separator, a prefix, an inflection,
-/// read words around it.
-fn effect_name() -> impl Strategy<Value = String> {
-    let word = proptest::sample::select(EFFECT_WORDS.to_vec());
-    let suffix = proptest::sample::select(vec!["", "s", "d", "ed", "ing", "er", "ion"]);
-    let prefix = proptest::sample::select(vec!["", "re", "un", "bulk", "auto"]);
-    let around =
-        proptest::sample::select(vec!["get", "list", "user", "cache", "all", "records", ""]);
-    let sep = proptest::sample::select(vec!["_", "-", ".", "", " "]);
-    (
-        prefix,
-        word,
-        suffix,
-        around.clone(),
-        around,
-        sep,
-        any::<u8>(),
-    )
-        .prop_map(|(p, w, s, a, b, sep, case)| {
-            // `delete` + `ion` is spelled `deletion`: drop a final e before a vowel suffix.
-            let stem = if s.starts_with(['e', 'i']) {
-                w.strip_suffix('e').unwrap_or(w)
-            } else {
-                w
-            };
-            let core = format!("{p}{stem}{s}");
-            let core = match case % 3 {
-                0 => core,
-                1 => core.to_uppercase(),
-                _ => {
-                    let mut c = core.chars();
-                    c.next()
-                        .map(|f| f.to_uppercase().chain(c).collect())
-                        .unwrap_or_default()
+/// Every tool name built around an effect word: any case, any separator, a prefix, an
+/// inflection, read words around it (411,600 names).
+fn effect_names() -> impl Iterator<Item = String> {
+    const SUFFIXES: [&str; 7] = ["", "s", "d", "ed", "ing", "er", "ion"];
+    const PREFIXES: [&str; 5] = ["", "re", "un", "bulk", "auto"];
+    const AROUND: [&str; 7] = ["get", "list", "user", "cache", "all", "records", ""];
+    const SEPARATORS: [&str; 5] = ["_", "-", ".", "", " "];
+    let mut names = Vec::new();
+    for p in PREFIXES {
+        for w in EFFECT_WORDS {
+            for s in SUFFIXES {
+                // `delete` + `ion` is spelled `deletion`: drop a final e before a vowel suffix.
+                let stem = if s.starts_with(['e', 'i']) {
+                    w.strip_suffix('e').unwrap_or(w)
+                } else {
+                    w
+                };
+                let lower = format!("{p}{stem}{s}");
+                let mut capitalised = lower.clone();
+                capitalised[..1].make_ascii_uppercase();
+                for core in [lower.to_uppercase(), capitalised, lower] {
+                    for a in AROUND {
+                        for b in AROUND {
+                            for sep in SEPARATORS {
+                                names.push(
+                                    [a, core.as_str(), b]
+                                        .into_iter()
+                                        .filter(|x| !x.is_empty())
+                                        .collect::<Vec<_>>()
+                                        .join(sep),
+                                );
+                            }
+                        }
+                    }
                 }
-            };
-            [a, core.as_str(), b]
-                .into_iter()
-                .filter(|x| !x.is_empty())
-                .collect::<Vec<_>>()
-                .join(sep)
+            }
+        }
+    }
+    names.into_iter()
+}
+
+/// The call rule (issue 22): a name that carries an effect word, in any case, separator,
+/// prefix or inflection, is never callable, whatever its annotations claim. Every name of the
+/// space is tried (a sample of 128 once missed `getREWIPEget`, read as get, rewip, eget).
+#[test]
+fn a_name_with_an_effect_word_is_never_callable() {
+    let policy = mcpprobe::active::CallPolicy {
+        scope: vec!["*".into()],
+        ..Default::default()
+    };
+    let mut tried = 0;
+    let allowed: Vec<String> = effect_names()
+        .inspect(|_| tried += 1)
+        .filter(|name| {
+            let tool = json!({"name": name, "annotations": {"readOnlyHint": true}});
+            policy.decide(&tool).is_ok()
         })
+        .take(20)
+        .collect();
+    assert!(allowed.is_empty(), "allowed: {allowed:?}");
+    assert_eq!(tried, 411_600);
 }
 
 proptest! {
     #![proptest_config(config())]
-
-    /// The call rule (issue 22): a name that carries an effect word, in any case, separator,
-    /// prefix or inflection, is never callable, whatever its annotations claim.
-    #[test]
-    fn a_name_with_an_effect_word_is_never_callable(name in effect_name()) {
-        let policy = mcpprobe::active::CallPolicy {
-            scope: vec!["*".into()],
-            ..Default::default()
-        };
-        let tool = json!({"name": name, "annotations": {"readOnlyHint": true}});
-        prop_assert!(policy.decide(&tool).is_err(), "{} was allowed", name);
-    }
 
     /// The call rule on arbitrary text never panics, and what it allows has an ASCII name.
     #[test]
