@@ -3,7 +3,7 @@
 # cluster of Debian's server, as the tests start it), the latency of what /targets and a target's
 # run list read (median, p99, worst of 100), and retention back to its bound. Figures in README.
 # Not measured here (yet): scans per minute of 1, 2 and 4 workers, and a worker's memory with
-# 10,000 targets (tests/integration/fleet.rs runs the fleet, without timing it).
+# 10,000 targets (tests/fleet.rs runs the fleet, without timing it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-postgres.sh

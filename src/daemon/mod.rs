@@ -367,6 +367,7 @@ impl Daemon {
     /// it every third of its length, and gives it up once nothing of the host is due. A lost
     /// host lease cancels the host's runs (recorded as interrupted, their slots released).
     pub async fn run(&self, shutdown: CancellationToken, once: bool) -> Result<(), DaemonError> {
+        self.scanner.warm().await;
         let rows = self.config.rows();
         let now = now_ms(&self.scanner);
         db(&self.store, move |s| s.sync_targets(&rows, now)).await?;

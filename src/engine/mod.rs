@@ -210,6 +210,38 @@ impl Scanner {
         self.clock.now()
     }
 
+    /// Builds what every scan reads once per process (the TLS configuration, the catalogue,
+    /// the rule tables and their automata, the call rule's vocabulary) on a blocking thread, by running every
+    /// rule on a one-tool list. A daemon does it before its first run: otherwise its first
+    /// scans build them at once, and the requests other scans have been let through wait
+    /// behind that work and reach their hosts closer together than the rate.
+    pub async fn warm(&self) {
+        let checks: Vec<&'static dyn Check> = catalogue()
+            .entries
+            .iter()
+            .filter(|e| e.meta.stage == Stage::Rules)
+            .filter_map(|e| self.check(&e.meta.id))
+            .collect();
+        let _ = tokio::task::spawn_blocking(move || {
+            let _ = crate::net::tls_config();
+            let _ = crate::active::words::vocabulary();
+            let tools = serde_json::json!({"tools": [{
+                "name": "get_forecast",
+                "description": "Returns the forecast for a city.",
+                "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}
+            }]});
+            if let Some(input) = crate::rules::Input::shared_inventory(&tools) {
+                let doc = input.document();
+                for check in checks {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        crate::offline::run_offline(check, &input, &doc)
+                    }));
+                }
+            }
+        })
+        .await;
+    }
+
     fn check(&self, id: &str) -> Option<&'static dyn Check> {
         self.overrides
             .iter()

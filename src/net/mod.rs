@@ -7,6 +7,7 @@
 //! the opt-out check and the ownership proof come first by construction.
 
 mod client;
+pub(crate) use client::tls_config;
 pub mod dns;
 mod limits;
 pub mod politeness;

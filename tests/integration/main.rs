@@ -11,7 +11,6 @@ mod config;
 mod corpus;
 mod daemon;
 mod engine;
-mod fleet;
 mod gate;
 mod hostile;
 mod judge;
