@@ -1,7 +1,8 @@
 //! The store with a long history (issue 25): 100 targets and 100,000 finished runs in the
 //! SQLite store (or, with `--postgres URL`, a PostgreSQL database), then the latency of what
 //! `/targets` and a target's run list read (the store calls, 100 of each: median, p99 and the
-//! worst), and retention bringing the table back to its bound. Run by `scripts/bench-fleet.sh`:
+//! worst), the same through the daemon's HTTP endpoint (its router on 127.0.0.1, 100 requests
+//! of each), and retention bringing the table back to its bound. Run by `scripts/bench-fleet.sh`:
 //!
 //! ```text
 //! cargo run --release --example history [-- --postgres postgres://…]
@@ -9,7 +10,12 @@
 
 #![allow(clippy::print_stdout)]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use mcpprobe::config::Config;
+use mcpprobe::daemon::{Daemon, DaemonConfig, http};
+use mcpprobe::engine::{Scanner, ScannerConfig};
 
 use mcpprobe::daemon::postgres::PgStore;
 use mcpprobe::daemon::sqlite::SqliteStore;
@@ -49,18 +55,71 @@ fn percentiles(mut d: Vec<Duration>) -> String {
     )
 }
 
+/// The daemon's endpoint on this store (its router, on 127.0.0.1:0, the scheduler not
+/// started), and 100 timed requests of `/targets` and of a target's run list, each answered
+/// 200 (a request that is not fails the benchmark).
+fn over_http(
+    store: Arc<dyn Store>,
+    rows: &[TargetRow],
+    state: &std::path::Path,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    rt.block_on(async {
+        let mut text = String::from("listen = \"127.0.0.1:0\"\n\n");
+        for r in rows {
+            text.push_str(&format!(
+                "[[targets]]\nname = \"{}\"\nurl = \"{}\"\nevery = \"1h\"\n\n",
+                r.name, r.url
+            ));
+        }
+        let config = Config::parse(&text, std::path::Path::new("history.toml")).expect("config");
+        let dc = DaemonConfig::new(&config, |_| None, state.to_path_buf()).expect("daemon config");
+        let scanner = Scanner::new(ScannerConfig::new(state)).expect("scanner");
+        let daemon = Daemon::new(dc, store, scanner);
+        let app = http::router(http::AppState::of(&daemon));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let client = reqwest::Client::new();
+        let time = |path: String| {
+            let client = client.clone();
+            async move {
+                let t = Instant::now();
+                let resp = client
+                    .get(format!("http://{addr}{path}"))
+                    .send()
+                    .await
+                    .expect("an answer");
+                assert_eq!(resp.status(), 200, "{path}");
+                resp.bytes().await.expect("a body");
+                t.elapsed()
+            }
+        };
+        let (mut listing, mut runs) = (Vec::new(), Vec::new());
+        for i in 0..100 {
+            listing.push(time("/targets".into()).await);
+            runs.push(time(format!("/targets/t{:03}/runs", i % TARGETS)).await);
+        }
+        (listing, runs)
+    })
+}
+
 fn main() -> Result<(), StoreError> {
     let args: Vec<String> = std::env::args().collect();
     let dir = tempfile::tempdir().map_err(|e| StoreError::Database {
         path: "a temporary folder".into(),
         message: e.to_string(),
     })?;
-    let store: Box<dyn Store> = match args.iter().position(|a| a == "--postgres") {
+    let store: Arc<dyn Store> = match args.iter().position(|a| a == "--postgres") {
         Some(i) => {
             let url = secrecy::SecretString::from(args.get(i + 1).cloned().unwrap_or_default());
-            Box::new(PgStore::connect(&url, "--postgres")?)
+            Arc::new(PgStore::connect(&url, "--postgres")?)
         }
-        None => Box::new(SqliteStore::open(&dir.path().join("history.sqlite3"))?),
+        None => Arc::new(SqliteStore::open(&dir.path().join("history.sqlite3"))?),
     };
     let rows: Vec<TargetRow> = (0..TARGETS)
         .map(|i| TargetRow {
@@ -95,6 +154,9 @@ fn main() -> Result<(), StoreError> {
     }
     println!("/targets (targets + latest runs): {}", percentiles(listing));
     println!("a target's run list (200 runs): {}", percentiles(runs));
+    let (listing, runs) = over_http(store.clone(), &rows, dir.path());
+    println!("GET /targets over HTTP: {}", percentiles(listing));
+    println!("GET /targets/NAME/runs over HTTP: {}", percentiles(runs));
     let t = Instant::now();
     let now = (RUNS / TARGETS) * 3_600_000;
     let deleted = store.prune(&Retention::default(), now)?;

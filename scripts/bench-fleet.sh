@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The store with a long history (issue 25): 100,000 runs in SQLite and in PostgreSQL (a temporary
-# cluster of Debian's server, as the tests start it), the latency of what /targets and a target's
-# run list read (median, p99, worst of 100), and retention back to its bound. Figures in README.
-# Not measured here (yet): scans per minute of 1, 2 and 4 workers, and a worker's memory with
-# 10,000 targets (tests/fleet.rs runs the fleet, without timing it).
+# The fleet (issue 25), on a temporary cluster of Debian's PostgreSQL server as the tests start it:
+# - the store with a long history: 100,000 runs in SQLite and in PostgreSQL, the latency of what
+#   /targets and a target's run list read (median, p99, worst of 100), and retention back to its
+#   bound (examples/history.rs);
+# - scans per minute of 1, 2 and 4 real daemons on 30 loopback hosts against what the per-host
+#   rate allows, and one daemon's peak memory with 10,000 targets (examples/fleet.rs).
+# Figures in README. About 7 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-postgres.sh
-cargo build --release --locked --example history
+cargo build --release --locked --example history --example fleet --bin mcpprobe
 echo "== SQLite"
 target/release/examples/history
 bin=$(dirname "$(printf '%s\n' /usr/lib/postgresql/*/bin/initdb | sort -V | tail -1)")
@@ -23,3 +25,8 @@ as_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-p $port -k $dir -c li
 as_user "$bin/createdb" -h 127.0.0.1 -p "$port" -U mcpprobe history
 echo "== PostgreSQL $("$bin/postgres" --version | awk '{print $3}')"
 target/release/examples/history --postgres "postgres://mcpprobe@127.0.0.1:$port/history"
+for db in fleet1 fleet2 fleet4 fleet10k; do
+  as_user "$bin/createdb" -h 127.0.0.1 -p "$port" -U mcpprobe "$db"
+done
+echo "== A fleet of daemons"
+target/release/examples/fleet "postgres://mcpprobe@127.0.0.1:$port/" target/release/mcpprobe

@@ -31,10 +31,16 @@ pub struct SqliteStore {
     /// The one writer (claims, renewals, finishes, accepts, retention).
     conn: Mutex<Connection>,
     /// Reads beside it (WAL: a reader never waits for the writer, nor the writer for it), so
-    /// the status API and the page do not queue behind the scheduler's writes.
-    reader: Mutex<Connection>,
+    /// the status API and the page do not queue behind the scheduler's writes; a pool of
+    /// [`READERS`], so that one slow read (a long run list) does not hold up the others.
+    readers: Vec<Mutex<Connection>>,
+    /// Where a read waits when every reader is busy (round robin).
+    next_reader: std::sync::atomic::AtomicUsize,
     path: String,
 }
+
+/// Read connections beside the writer.
+const READERS: usize = 4;
 
 /// Adds `by` to counter `name` (what `/metrics` reports; see migration 004).
 fn count(tx: &Connection, name: &str, by: i64) -> rusqlite::Result<()> {
@@ -137,17 +143,24 @@ impl SqliteStore {
                 });
             }
         }
-        let reader = Connection::open_with_flags(
-            path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(err)?;
-        reader
-            .busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(err)?;
+        let readers = (0..READERS)
+            .map(|_| {
+                let reader = Connection::open_with_flags(
+                    path,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(err)?;
+                reader
+                    .busy_timeout(std::time::Duration::from_secs(5))
+                    .map_err(err)?;
+                Ok(Mutex::new(reader))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
-            reader: Mutex::new(reader),
+            readers,
+            next_reader: std::sync::atomic::AtomicUsize::new(0),
             path: name,
         })
     }
@@ -218,12 +231,27 @@ impl SqliteStore {
         self.on(&self.conn, f)
     }
 
-    /// [`SqliteStore::with`] on the read connection: for statements that only read.
+    /// [`SqliteStore::with`] on a read connection, the first free one (else the next in
+    /// turn, waiting for it): for statements that only read.
     fn read<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        self.on(&self.reader, f)
+        for reader in &self.readers {
+            // Busy or poisoned: the next one (a poisoned one is said by `on` below when the
+            // turn comes to it).
+            if let Ok(mut conn) = reader.try_lock() {
+                return self.call(&mut conn, f);
+            }
+        }
+        let turn = self
+            .next_reader
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            % self.readers.len().max(1);
+        match self.readers.get(turn) {
+            Some(reader) => self.on(reader, f),
+            None => self.with(f),
+        }
     }
 
     fn on<T>(
@@ -235,7 +263,15 @@ impl SqliteStore {
             path: self.path.clone(),
             message: "a previous operation panicked while holding the connection".into(),
         })?;
-        f(&mut conn).map_err(|e| StoreError::Database {
+        self.call(&mut conn, f)
+    }
+
+    fn call<T>(
+        &self,
+        conn: &mut Connection,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        f(conn).map_err(|e| StoreError::Database {
             path: self.path.clone(),
             message: e.to_string(),
         })
@@ -850,6 +886,29 @@ mod tests {
         )
         .expect("targets");
         (dir, s)
+    }
+
+    /// A read is served while other reads hold connections: every reader but one held, a
+    /// listing still answers (one reader would wait for the slowest read before it).
+    #[test]
+    fn reads_do_not_wait_for_one_another() {
+        let (_dir, s) = store();
+        let s = std::sync::Arc::new(s);
+        let held: Vec<_> = s.readers[..READERS - 1]
+            .iter()
+            .map(|r| r.lock().expect("a reader"))
+            .collect();
+        assert_eq!(held.len(), READERS - 1);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = s.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(reader.targets().map(|t| t.len()));
+        });
+        let answered = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("answered while the other readers are held");
+        assert_eq!(answered.expect("targets"), 1);
+        drop(held);
     }
 
     fn done(status: RunStatus) -> Finished {
