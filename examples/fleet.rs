@@ -128,14 +128,15 @@ fn targets(addrs: &[SocketAddr], n: usize) -> String {
     out
 }
 
-/// Runs finished (complete) within `[from, to]` (unix ms), and all runs.
+/// Runs that ended (recorded with an outcome, not interrupted) within `[from, to]` (unix ms),
+/// and all runs.
 fn finished(store: &PgStore, from: i64, to: i64) -> (usize, usize) {
     let mut n = 0;
     let mut all = 0;
     for t in store.targets().expect("targets") {
         for r in store.runs(&t.name, 100_000).expect("runs") {
             all += 1;
-            if r.status == RunStatus::Complete
+            if !matches!(r.status, RunStatus::Running | RunStatus::Interrupted)
                 && r.finished_ms.is_some_and(|f| f >= from && f <= to)
             {
                 n += 1;

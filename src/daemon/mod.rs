@@ -409,8 +409,31 @@ impl Daemon {
             let mut claim_failed = false;
             // Hosts with a target another run holds, this pass.
             let mut pending: HashSet<String> = HashSet::new();
+            // Every permit is taken: the rest of the pass only notes the hosts of the targets
+            // still due, so that a host this worker holds is kept for them, not given up (and
+            // left quiet) while its targets wait for a permit.
+            let mut full = false;
             let set = self.current_targets().await;
-            for t in &set.targets {
+            // Hosts with the fewest of this worker's runs first, a host it holds before one it
+            // would have to lease (then the targets' own order): a permit that frees up goes to
+            // a host this worker holds and leaves idle before a second scan of a busy one, so
+            // every host it holds is kept at its rate.
+            let mut order: Vec<(usize, bool, usize, String)> = set
+                .targets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let host = pass.host_of(t);
+                    let (runs, unheld) =
+                        pass.hosts.get(&host).map_or((0, true), |h| (h.runs, false));
+                    (runs, unheld, i, host)
+                })
+                .collect();
+            order.sort_unstable();
+            for (_, _, i, host) in order {
+                let Some(t) = set.targets.get(i) else {
+                    continue;
+                };
                 let slot = schedule::slot_at(now, t.every_ms, t.offset_ms);
                 wake = wake.min(slot + t.every_ms);
                 if pass.in_flight.contains(&t.name)
@@ -418,7 +441,10 @@ impl Daemon {
                 {
                     continue;
                 }
-                let host = host_of(t);
+                if full {
+                    pending.insert(host);
+                    continue;
+                }
                 // A host another worker holds is asked for again after `retry_ms`, not at
                 // every pass (a pass runs whenever a run ends).
                 if let Some(until) = pass.refused.get(&host) {
@@ -442,7 +468,10 @@ impl Daemon {
                     continue;
                 }
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    break; // a run finishing wakes the loop
+                    // A run finishing wakes the loop.
+                    full = true;
+                    pending.insert(host);
+                    continue;
                 };
                 let (name, worker) = (t.name.clone(), self.config.worker.clone());
                 let claim = match db(&self.store, move |s| {
@@ -670,9 +699,30 @@ struct Pass {
     failed: HashMap<String, (i64, u32)>,
     /// Per target: the slot the store failed to claim, and how many times.
     unclaimed: HashMap<String, (i64, u32)>,
+    /// Per target: its URL and host ([`host_of`], read once rather than at every pass).
+    host_of: HashMap<String, (String, String)>,
 }
 
 impl Pass {
+    /// `t`'s host, from the cache while its URL is the same.
+    fn host_of(&mut self, t: &TargetSpec) -> String {
+        let url = t.scan_url.expose_secret();
+        if let Some((u, h)) = self.host_of.get(&t.name)
+            && u == url
+        {
+            return h.clone();
+        }
+        let h = host_of(t);
+        // Targets come and go (imports, removals): the cache is dropped rather than grown
+        // without bound.
+        if self.host_of.len() >= 100_000 {
+            self.host_of.clear();
+        }
+        self.host_of
+            .insert(t.name.clone(), (url.to_string(), h.clone()));
+        h
+    }
+
     /// Counts a failed claim of `slot` of `target`: the tries of that slot so far.
     fn claim_failed(&mut self, target: &str, slot: i64) -> u32 {
         let tries = match self.unclaimed.get(target) {
