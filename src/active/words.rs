@@ -307,15 +307,14 @@ impl Vocabulary {
             let (a, b) = (word.get(..i)?, word.get(i..)?);
             for part in [a, b] {
                 // The verb itself, or with a prefix (`autowipe` + `get`).
-                let verb = PREFIXES
+                let hit = PREFIXES
                     .iter()
                     .filter_map(|p| part.strip_prefix(p).filter(|rest| rest.len() >= 3))
                     .chain(std::iter::once(part))
-                    .find(|v| self.joinable.contains(*v));
-                if let Some(verb) = verb
-                    && let Some(h) = self.lookup(verb)
-                {
-                    return Some(h);
+                    .filter(|v| self.joinable.contains(*v))
+                    .find_map(|v| self.lookup(v));
+                if hit.is_some() {
+                    return hit;
                 }
             }
         }

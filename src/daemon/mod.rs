@@ -699,16 +699,21 @@ struct Pass {
     failed: HashMap<String, (i64, u32)>,
     /// Per target: the slot the store failed to claim, and how many times.
     unclaimed: HashMap<String, (i64, u32)>,
-    /// Per target: its URL and host ([`host_of`], read once rather than at every pass).
-    host_of: HashMap<String, (String, String)>,
+    /// Per target: a hash of its URL (the URL may hold a secret) and its host ([`host_of`],
+    /// read once rather than at every pass).
+    host_of: HashMap<String, (u64, String)>,
+    url_hasher: std::collections::hash_map::RandomState,
 }
 
 impl Pass {
     /// `t`'s host, from the cache while its URL is the same.
     fn host_of(&mut self, t: &TargetSpec) -> String {
-        let url = t.scan_url.expose_secret();
+        let url = {
+            use std::hash::BuildHasher as _;
+            self.url_hasher.hash_one(t.scan_url.expose_secret())
+        };
         if let Some((u, h)) = self.host_of.get(&t.name)
-            && u == url
+            && *u == url
         {
             return h.clone();
         }
@@ -718,8 +723,7 @@ impl Pass {
         if self.host_of.len() >= 100_000 {
             self.host_of.clear();
         }
-        self.host_of
-            .insert(t.name.clone(), (url.to_string(), h.clone()));
+        self.host_of.insert(t.name.clone(), (url, h.clone()));
         h
     }
 

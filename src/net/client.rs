@@ -212,7 +212,13 @@ impl Network {
         let limits = self.shared.settings.limits;
         let pinned: Vec<SocketAddr> = addrs.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
         let builder = match tls_config() {
-            Some(tls) => reqwest::Client::builder().tls_backend_preconfigured(tls.clone()),
+            Some(tls) => {
+                // The verifier is shared, TLS sessions are not: a client resuming another
+                // scan's session would skip the certificate check this scan reports on.
+                let mut tls = tls.clone();
+                tls.resumption = rustls::client::Resumption::default();
+                reqwest::Client::builder().tls_backend_preconfigured(tls)
+            }
             None => reqwest::Client::builder(),
         };
         builder
