@@ -520,40 +520,19 @@ pub fn split_text(text: &str) -> Vec<String> {
 /// where lower case meets upper case (`shutDown`), before the last capital of a run of
 /// capitals followed by lower case (`HTTPRequest`), and where letters meet digits.
 pub fn split_words(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_alphanumeric() {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            continue;
-        }
-        if let Some(&prev) = i.checked_sub(1).and_then(|j| chars.get(j)) {
-            let next = chars.get(i + 1).copied();
-            let boundary = (prev.is_lowercase() && c.is_uppercase())
-                || (prev.is_uppercase()
-                    && c.is_uppercase()
-                    && next.is_some_and(char::is_lowercase))
-                || (prev.is_alphabetic() && c.is_numeric())
-                || (prev.is_numeric() && c.is_alphabetic());
-            if boundary && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-        }
-        cur.extend(c.to_lowercase());
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+    split(text, false)
 }
 
 /// The words of [`split_words`], but with a run of capitals kept whole where lower case
 /// follows it (`getWIPEget` → get, wipe, get): the other reading of a name whose capitals
 /// may end a word or start the next.
 pub fn split_words_whole_capitals(text: &str) -> Vec<String> {
+    split(text, true)
+}
+
+/// Both readings: a run of capitals followed by lower case gives its last capital to the next
+/// word (`HTTPResponse`), or with `whole_capitals` keeps it (`WIPEget`).
+fn split(text: &str, whole_capitals: bool) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut cur = String::new();
@@ -565,11 +544,15 @@ pub fn split_words_whole_capitals(text: &str) -> Vec<String> {
             continue;
         }
         if let Some(&prev) = i.checked_sub(1).and_then(|j| chars.get(j)) {
-            let before = i.checked_sub(2).and_then(|j| chars.get(j)).copied();
+            let capitals_end = if whole_capitals {
+                let before = i.checked_sub(2).and_then(|j| chars.get(j)).copied();
+                prev.is_uppercase() && c.is_lowercase() && before.is_some_and(char::is_uppercase)
+            } else {
+                let next = chars.get(i + 1).copied();
+                prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase)
+            };
             let boundary = (prev.is_lowercase() && c.is_uppercase())
-                || (prev.is_uppercase()
-                    && c.is_lowercase()
-                    && before.is_some_and(char::is_uppercase))
+                || capitals_end
                 || (prev.is_alphabetic() && c.is_numeric())
                 || (prev.is_numeric() && c.is_alphabetic());
             if boundary && !cur.is_empty() {

@@ -216,12 +216,7 @@ impl Scanner {
     /// scans build them at once, and the requests other scans have been let through wait
     /// behind that work and reach their hosts closer together than the rate.
     pub async fn warm(&self) {
-        let checks: Vec<&'static dyn Check> = catalogue()
-            .entries
-            .iter()
-            .filter(|e| e.meta.stage == Stage::Rules)
-            .filter_map(|e| self.check(&e.meta.id))
-            .collect();
+        let checks = self.rule_checks(|_| true);
         let _ = tokio::task::spawn_blocking(move || {
             let _ = crate::net::tls_config();
             let _ = crate::active::words::vocabulary();
@@ -230,16 +225,19 @@ impl Scanner {
                 "description": "Returns the forecast for a city.",
                 "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}
             }]});
-            if let Some(input) = crate::rules::Input::shared_inventory(&tools) {
-                let doc = input.document();
-                for check in checks {
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        crate::offline::run_offline(check, &input, &doc)
-                    }));
-                }
-            }
+            run_rule_checks(checks, &tools, None);
         })
         .await;
+    }
+
+    /// The catalogue's metadata-rule checks that `include` keeps (with the test overrides).
+    fn rule_checks(&self, include: impl Fn(&str) -> bool) -> Vec<&'static dyn Check> {
+        catalogue()
+            .entries
+            .iter()
+            .filter(|e| e.meta.stage == Stage::Rules && include(&e.meta.id))
+            .filter_map(|e| self.check(&e.meta.id))
+            .collect()
     }
 
     fn check(&self, id: &str) -> Option<&'static dyn Check> {
@@ -658,38 +656,12 @@ impl Scanner {
     ) -> Option<crate::checks::RuleOutcomes> {
         let inv = inventory?;
         let value = inv.value.clone();
-        let checks: Vec<&'static dyn Check> = catalogue()
-            .entries
-            .iter()
-            .filter(|e| e.meta.stage == Stage::Rules && req.checks.includes(&e.meta.id))
-            .filter_map(|e| self.check(&e.meta.id))
-            .collect();
+        let checks = self.rule_checks(|id| req.checks.includes(id));
         let stop = StopOnDrop(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
             false,
         )));
         let flag = stop.0.clone();
-        let task = tokio::task::spawn_blocking(move || {
-            let input = crate::rules::Input::shared_inventory(&value)?;
-            let mut outcomes = crate::checks::RuleOutcomes::new();
-            {
-                let mut doc = input.document();
-                doc.stop = Some(flag);
-                for check in checks {
-                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        crate::offline::run_offline(check, &input, &doc)
-                    }));
-                    let outcome = match run {
-                        Ok(o) => o,
-                        Err(panic) => Outcome::Error(format!(
-                            "the check panicked: {}",
-                            panic_message(panic.as_ref())
-                        )),
-                    };
-                    outcomes.insert(check.id(), outcome);
-                }
-            }
-            Some(outcomes)
-        });
+        let task = tokio::task::spawn_blocking(move || run_rule_checks(checks, &value, Some(flag)));
         let mut task = std::pin::pin!(task);
         let joined = tokio::select! {
             r = &mut task => r,
@@ -1266,6 +1238,33 @@ fn refuse_active(report: &mut Report, why: &gate::AuthorisationError) {
 /// Ends every session at once (an interrupted scan has [`GRACE`] for all of them).
 async fn close_all(sessions: Vec<Session>) {
     futures_util::future::join_all(sessions.into_iter().map(Session::close)).await;
+}
+
+/// Runs `checks` on a tools/list value (on a blocking thread; `stop` ends them between texts),
+/// a panicking check an error of its own; `None` when the value is not one.
+fn run_rule_checks(
+    checks: Vec<&'static dyn Check>,
+    value: &serde_json::Value,
+    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+) -> Option<crate::checks::RuleOutcomes> {
+    let input = crate::rules::Input::shared_inventory(value)?;
+    let mut outcomes = crate::checks::RuleOutcomes::new();
+    let mut doc = input.document();
+    doc.stop = stop;
+    for check in checks {
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::offline::run_offline(check, &input, &doc)
+        }));
+        let outcome = match run {
+            Ok(o) => o,
+            Err(panic) => Outcome::Error(format!(
+                "the check panicked: {}",
+                panic_message(panic.as_ref())
+            )),
+        };
+        outcomes.insert(check.id(), outcome);
+    }
+    Some(outcomes)
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
