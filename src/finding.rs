@@ -105,6 +105,9 @@ impl Confidence {
 pub struct Location {
     pub pointer: Option<String>,
     pub tool: Option<String>,
+    /// The server, in a report of several (`scan --discover`): its name in its client's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 /// One HTTP (or stdio) message kept as evidence. Bodies are capped; secrets are redacted before
@@ -208,6 +211,11 @@ impl Finding {
             h.update(sub.as_bytes());
             h.update([0u8]);
         }
+        if let Some(server) = &self.location.server {
+            h.update(b"server\0");
+            h.update(server.as_bytes());
+            h.update([0u8]);
+        }
         hex::encode(h.finalize())
     }
 
@@ -249,6 +257,10 @@ impl FindingBuilder {
     }
     pub fn tool(mut self, tool: impl Into<String>) -> Self {
         self.finding.location.tool = Some(tool.into());
+        self
+    }
+    pub fn server(mut self, server: impl Into<String>) -> Self {
+        self.finding.location.server = Some(server.into());
         self
     }
     pub fn text(mut self, text: impl Into<String>) -> Self {

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod demo;
+pub mod discover;
 pub mod docs;
 pub mod engine;
 pub mod exit;

@@ -198,6 +198,9 @@ pub struct Report {
     /// suppression, say.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// `scan --discover`: the client files read and what became of each server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<crate::discover::scan::DiscoveryRecord>,
 }
 
 impl Report {
@@ -246,6 +249,7 @@ impl Report {
             started_at: None,
             trace_id: None,
             warnings: Vec::new(),
+            discovery: None,
         }
     }
 

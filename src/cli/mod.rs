@@ -5,6 +5,7 @@
 mod badge;
 mod daemon;
 mod demo;
+mod discover;
 mod offline;
 mod scan;
 pub mod settings;
@@ -40,8 +41,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Scan a live MCP server (HTTP URL or --stdio command).
+    /// Scan a live MCP server (HTTP URL or --stdio command), or with --discover every server
+    /// this machine's MCP clients run.
     Scan(Box<ScanArgs>),
+    /// List the MCP servers this machine's clients are configured to run (Claude Desktop and
+    /// Code, Cursor, VS Code, Windsurf, Zed, Continue, Codex, Gemini, Cline), and the secrets
+    /// their files hold inline. Starts and sends nothing.
+    Discover(Box<DiscoverArgs>),
     /// Run the metadata rules on a file: tools/list response, tools array, server card or agent card.
     Check(Box<CheckArgs>),
     /// Print the SHA-256 tool-list fingerprint of a file (SPEC §5).
@@ -244,6 +250,35 @@ pub struct CheckArgs {
     pub judge: JudgeArgs,
 }
 
+/// Where discovery looks (`discover` and `scan --discover`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Discovery")]
+pub struct PlacesArgs {
+    /// Also read this client file (any client's layout, JSON with comments, YAML or TOML);
+    /// repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub client_config: Vec<PathBuf>,
+    /// The project whose files are read (`.mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`…)
+    /// [default: the working folder].
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Do not read the project's files, only the user's.
+    #[arg(long, conflicts_with = "project")]
+    pub no_project: bool,
+    /// Tests only: the platform whose layout is searched.
+    #[arg(long, hide = true, value_name = "linux|macos|windows")]
+    pub test_platform: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiscoverArgs {
+    #[command(flatten)]
+    pub places: PlacesArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Terminal)]
+    pub format: DiffFormat,
+}
+
 #[derive(Debug, Args)]
 pub struct ScanArgs {
     /// The MCP endpoint, e.g. https://mcp.example.com/mcp.
@@ -253,8 +288,18 @@ pub struct ScanArgs {
     /// group is killed at the end.
     #[arg(long, requires = "command", conflicts_with = "url")]
     pub stdio: bool,
-    /// Pass this environment variable to the --stdio server (repeatable; never MCPPROBE_TOKEN).
-    #[arg(long = "env", value_name = "NAME", requires = "stdio")]
+    /// Scan every MCP server the clients on this machine run (see `mcpprobe discover`): stdio
+    /// servers are started with the local proof; a remote URL only when its host has a proof
+    /// in force, else it is listed "not scanned: no proof". One report, with rules across
+    /// servers.
+    #[arg(long, conflicts_with_all = ["url", "stdio"])]
+    pub discover: bool,
+    #[command(flatten)]
+    pub places: PlacesArgs,
+    /// Pass this environment variable to the --stdio server, or with --discover let a
+    /// discovered server's `env` entry (or header) of this name, or that references it, be
+    /// passed (repeatable; never MCPPROBE_TOKEN).
+    #[arg(long = "env", value_name = "NAME")]
     pub env: Vec<String>,
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -325,7 +370,8 @@ pub struct ScanArgs {
     #[arg(long, requires = "active", help_heading = "Active")]
     pub include_unannotated: bool,
     /// Say which calls each active check would make (tools, arguments, budget); call nothing.
-    #[arg(long, requires = "active", help_heading = "Active")]
+    /// With --discover: list the servers that would be started and scanned; start nothing.
+    #[arg(long, help_heading = "Active")]
     pub dry_run: bool,
     /// Require an ownership proof made within this run.
     #[arg(long, help_heading = "Active")]
@@ -487,6 +533,7 @@ pub fn run(cli: Cli) -> i32 {
             },
         },
         Command::Check(args) => offline::check(&args),
+        Command::Discover(args) => discover::list(&args),
         Command::Fingerprint { file } => offline::fingerprint(&file),
         Command::Diff { old, new, format } => offline::diff(&old, &new, format),
         Command::Scan(args) => {

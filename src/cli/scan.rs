@@ -92,6 +92,15 @@ pub fn request(args: &ScanArgs, loaded: &settings::Loaded) -> Result<ScanRequest
             None => return Err(ConfigError::EmptyCommand),
         }
     };
+    request_for(args, loaded, target)
+}
+
+/// The request of these flags for `target` (`scan --discover` replaces it per server).
+pub fn request_for(
+    args: &ScanArgs,
+    loaded: &settings::Loaded,
+    target: Target,
+) -> Result<ScanRequest, ConfigError> {
     let mut req = ScanRequest::new(target);
     req.credentials = Credentials {
         token: args
@@ -166,6 +175,11 @@ const MCPPROBE_TOKEN: &str = "MCPPROBE_TOKEN";
 /// Every secret of these flags, read from the flags as given (so even a message about a flag
 /// that does not parse is redacted): the same sources as [`ScanRequest::secret_sources`].
 pub fn flag_secrets(args: &ScanArgs) -> Secrets {
+    Secrets::from_sources(&flag_secrets_sources(args))
+}
+
+/// The sources of [`flag_secrets`].
+pub fn flag_secrets_sources(args: &ScanArgs) -> Vec<SecretSource> {
     let mut sources: Vec<SecretSource> = Vec::new();
     if let Some(url) = &args.url {
         sources.push(SecretSource::Url(url.clone()));
@@ -199,7 +213,7 @@ pub fn flag_secrets(args: &ScanArgs) -> Secrets {
             });
         }
     }
-    Secrets::from_sources(&sources)
+    sources
 }
 
 /// `--rate`, else the configuration's, else the default.
@@ -264,6 +278,22 @@ pub fn say_outcome(report: &Report) {
 }
 
 pub fn scan(args: &ScanArgs) -> i32 {
+    if args.discover {
+        return super::discover::scan_discovered(args);
+    }
+    if !args.env.is_empty() && !args.stdio {
+        return usage_error(
+            "--env passes variables to a --stdio server or, with --discover, to discovered servers",
+        );
+    }
+    if args.dry_run && !args.active {
+        return usage_error(
+            "--dry-run needs --active (the calls it would make) or --discover (the servers it would start)",
+        );
+    }
+    if args.url.is_none() && !args.stdio {
+        return usage_error("give a URL, --stdio -- COMMAND, or --discover");
+    }
     let (loaded, review) = match settings::load_reviewed(&args.config) {
         Ok(l) => l,
         Err(e) => return usage_error(e),

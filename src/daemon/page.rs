@@ -1068,6 +1068,7 @@ mod tests {
             location: Location {
                 pointer: Some("/tools/0/description".into()),
                 tool: Some(format!("tool{HOSTILE}")),
+                server: None,
             },
             evidence: Evidence {
                 text: Some(HOSTILE.into()),

@@ -172,6 +172,16 @@ pub struct Scanned {
     /// The ownership proof the gate accepted for an HTTP target (`None` when the gate stopped
     /// the run, and for a stdio server), for a host that records which proof a run relied on.
     pub proof: Option<gate::ProofUsed>,
+    /// The inventory as read (`{"tools", "prompts", …}`, redacted), when the request asked to
+    /// keep it ([`ScanRequest::keep_inventory`]): for rules over several servers.
+    pub inventory: Option<serde_json::Value>,
+}
+
+/// What a scan noticed on its way, for [`Scanned`].
+#[derive(Default)]
+struct Seen {
+    proof: std::sync::Mutex<Option<gate::ProofUsed>>,
+    inventory: std::sync::Mutex<Option<serde_json::Value>>,
 }
 
 /// What the live stages hand the checks.
@@ -285,15 +295,20 @@ impl Scanner {
             }),
             (None, None) => None,
         };
-        let proof = std::sync::Mutex::new(None);
+        let seen = Seen::default();
         let report = self
-            .scan_pinned(req, cancel, pinned.as_ref(), &proof)
+            .scan_pinned(req, cancel, pinned.as_ref(), &seen)
             .await?;
         let observed = pinned.and_then(|p| p.observed.into_inner().ok()).flatten();
         Ok(Scanned {
             report,
             observed,
-            proof: proof.into_inner().ok().flatten(),
+            proof: seen.proof.into_inner().ok().flatten(),
+            inventory: if req.keep_inventory {
+                seen.inventory.into_inner().ok().flatten()
+            } else {
+                None
+            },
         })
     }
 
@@ -302,7 +317,7 @@ impl Scanner {
         req: &ScanRequest,
         cancel: CancellationToken,
         pinned: Option<&Pinned>,
-        proof: &std::sync::Mutex<Option<gate::ProofUsed>>,
+        seen: &Seen,
     ) -> Result<Report, ConfigError> {
         req.limits.validate()?;
         if let Some(j) = &req.judge {
@@ -346,10 +361,10 @@ impl Scanner {
             let work = async {
                 match &http_target {
                     Some(t) => {
-                        self.run_http(req, t.clone(), &net, pinned, proof, &mut report)
+                        self.run_http(req, t.clone(), &net, pinned, seen, &mut report)
                             .await
                     }
-                    None => self.run_stdio(req, &net, pinned, &mut report).await,
+                    None => self.run_stdio(req, &net, pinned, seen, &mut report).await,
                 }
             };
             let mut work = std::pin::pin!(work);
@@ -414,7 +429,7 @@ impl Scanner {
         target: HttpTarget,
         net: &Network,
         pinned: Option<&Pinned>,
-        proof: &std::sync::Mutex<Option<gate::ProofUsed>>,
+        seen: &Seen,
         report: &mut Report,
     ) -> Result<(), ConfigError> {
         let dns = &self.dns;
@@ -469,7 +484,7 @@ impl Scanner {
             }
         };
         report.gate = Some(owned.record().clone());
-        if let Ok(mut p) = proof.lock() {
+        if let Ok(mut p) = seen.proof.lock() {
             *p = Some(owned.proof_used());
         }
         let client = match owned.client(net) {
@@ -520,7 +535,7 @@ impl Scanner {
             sessions: &sessions,
             loopback: matches!(owned.proof(), gate::Proof::Local(_)),
         };
-        let calls = self.assess(req, report, net, pinned, parts).await;
+        let calls = self.assess(req, report, net, pinned, seen, parts).await;
         close_all(sessions).await;
         if let Some(run) = &active {
             self.record_authorisation(req, run, Some(&calls))?;
@@ -536,6 +551,7 @@ impl Scanner {
         req: &ScanRequest,
         net: &Network,
         pinned: Option<&Pinned>,
+        seen: &Seen,
         report: &mut Report,
     ) -> Result<(), ConfigError> {
         let Target::Stdio { program, args, env } = &req.target else {
@@ -596,7 +612,7 @@ impl Scanner {
             sessions,
             loopback: true,
         };
-        let calls = self.assess(req, report, net, pinned, parts).await;
+        let calls = self.assess(req, report, net, pinned, seen, parts).await;
         if let Some((sent, stderr)) = session.stdio_stats().await {
             report.requests_sent += sent;
             net.trace_line(&serde_json::json!({"stdio_stderr": stderr}));
@@ -683,9 +699,21 @@ impl Scanner {
         report: &mut Report,
         net: &Network,
         pinned: Option<&Pinned>,
+        seen: &Seen,
         parts: Parts<'_>,
     ) -> Vec<crate::active::CallRecord> {
         let fp = parts.fp;
+        if req.keep_inventory
+            && let Some(inv) = parts.inventory
+            && let Ok(mut slot) = seen.inventory.lock()
+        {
+            // Redacted as everything a scan hands out: the user's secrets echoed in a
+            // description stay here.
+            let mut value = (*inv.value).clone();
+            let secrets = net.secrets().clone();
+            crate::net::redact::redact_value(&mut value, &|s: &str| secrets.redact(s));
+            *slot = Some(value);
+        }
         let rules = self.run_rules(req, net, parts.inventory).await;
         // The inventory as the rules read it, again (the rules stage's tree lived on its own
         // thread), for the checks that read it live.

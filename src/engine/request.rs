@@ -243,6 +243,9 @@ pub struct ScanRequest {
     /// Secrets the host holds beyond the target and the credentials (`MCPPROBE_TOKEN` when
     /// `--token` won, the daemon's other tokens): redacted like them (SPEC §7).
     pub secrets: Vec<SecretSource>,
+    /// Return the inventory read in [`crate::engine::Scanned::inventory`] (discovery's rules
+    /// across servers read it).
+    pub keep_inventory: bool,
 }
 
 impl ScanRequest {
@@ -271,6 +274,7 @@ impl ScanRequest {
             trace_file: None,
             judge: None,
             secrets: Vec::new(),
+            keep_inventory: false,
         }
     }
 

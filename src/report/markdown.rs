@@ -93,11 +93,12 @@ pub fn render(report: &Report) -> String {
                 "| {} | {} | {} | {finding} | {status} |",
                 f.severity,
                 cell(&id, 40),
-                f.location
-                    .tool
-                    .as_deref()
-                    .map(|t| cell(t, 80))
-                    .unwrap_or_default()
+                match (&f.location.server, &f.location.tool) {
+                    (Some(s), Some(t)) => cell(&format!("{s}/{t}"), 80),
+                    (Some(s), None) => cell(s, 80),
+                    (None, Some(t)) => cell(t, 80),
+                    (None, None) => String::new(),
+                }
             );
         }
         if report.findings.len() > MAX_ROWS {

@@ -178,9 +178,11 @@ fn result(
         text.push_str(&format!(" — \"{}\"", escape_trimmed(e, 300)));
     }
     // The server, then the tool on it, then the place in what it sent.
+    // In a discovered set (`scan --discover`) the server is the finding's own.
+    let server = f.location.server.as_ref().unwrap_or(&report.target);
     let mut logical = vec![
         LogicalLocation::builder()
-            .name(report.target.clone())
+            .name(server.clone())
             .kind("module")
             .build(),
     ];
@@ -188,7 +190,7 @@ fn result(
         logical.push(
             LogicalLocation::builder()
                 .name(tool.clone())
-                .fully_qualified_name(format!("{}#{tool}", report.target))
+                .fully_qualified_name(format!("{server}#{tool}"))
                 .kind("function")
                 .build(),
         );

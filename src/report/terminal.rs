@@ -75,6 +75,9 @@ pub fn render(report: &Report, color: bool) -> String {
     if let Some(sha) = &report.tool_list_sha256 {
         let _ = writeln!(out, "tool list sha256: {}", escape(sha));
     }
+    if let Some(d) = &report.discovery {
+        render_discovery(&mut out, &p, d);
+    }
     if let Some(reason) = &report.reason {
         let label = match report.outcome {
             RunOutcome::Refused => "refused",
@@ -172,6 +175,85 @@ pub fn render(report: &Report, color: bool) -> String {
     out
 }
 
+/// The client files read and what became of each server (`scan --discover`).
+fn render_discovery(out: &mut String, p: &Paint, d: &crate::discover::scan::DiscoveryRecord) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{}", p.bold("client files:"));
+    for c in &d.configs {
+        let what = match &c.error {
+            Some(e) => format!("not read: {}", escape(e)),
+            None => format!("{} servers", c.servers),
+        };
+        let _ = writeln!(
+            out,
+            "  {} ({}) {}: {what}",
+            c.client.as_str(),
+            scope_name(c.scope),
+            escape(&c.path)
+        );
+        for problem in c.problems.iter().take(8) {
+            let _ = writeln!(out, "    entry not read: {}", escape_trimmed(problem, 200));
+        }
+    }
+    if d.configs.is_empty() {
+        let _ = writeln!(
+            out,
+            "  none found ({} documented locations searched)",
+            d.absent
+        );
+    }
+    let _ = writeln!(out, "{}", p.bold("servers:"));
+    for s in &d.servers {
+        let how = match (&s.command, &s.url) {
+            (Some(c), _) => c.join(" "),
+            (None, Some(u)) => u.clone(),
+            (None, None) => String::new(),
+        };
+        let clients: Vec<&str> = s.entries.iter().map(|e| e.client.as_str()).collect();
+        let status = s.status.replace('_', " ");
+        let _ = writeln!(
+            out,
+            "  {} [{}] {} ({}): {}{}",
+            p.bold(&escape_trimmed(&s.name, 80)),
+            escape(&s.kind),
+            escape_trimmed(&how, 160),
+            clients.join(", "),
+            status,
+            s.reason
+                .as_deref()
+                .map(|r| format!(": {}", escape_trimmed(r, 240)))
+                .unwrap_or_default()
+        );
+        if s.status == "scanned" {
+            let _ = writeln!(
+                out,
+                "    {} tools · {} findings · {} requests",
+                s.tools.map_or("no".into(), |n| n.to_string()),
+                s.findings,
+                s.requests_sent
+            );
+        }
+        for cmd in &s.to_allow {
+            let _ = writeln!(out, "    to allow it: {}", escape(cmd));
+        }
+        if !s.env_withheld.is_empty() {
+            let _ = writeln!(
+                out,
+                "    withheld: {}",
+                escape_trimmed(&s.env_withheld.join(", "), 300)
+            );
+        }
+    }
+}
+
+fn scope_name(s: crate::discover::Scope) -> &'static str {
+    match s {
+        crate::discover::Scope::User => "user",
+        crate::discover::Scope::Project => "project",
+        crate::discover::Scope::Given => "given",
+    }
+}
+
 fn render_finding(out: &mut String, p: &Paint, f: &Finding) {
     let id = match &f.rule {
         Some(rule) => format!("{}/{}", f.check, rule),
@@ -196,6 +278,9 @@ fn render_finding(out: &mut String, p: &Paint, f: &Finding) {
         );
     }
     let mut place = Vec::new();
+    if let Some(server) = &f.location.server {
+        place.push(format!("server `{}`", escape_trimmed(server, 80)));
+    }
     if let Some(tool) = &f.location.tool {
         place.push(format!("tool `{}`", escape_trimmed(tool, 80)));
     }

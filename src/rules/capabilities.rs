@@ -722,6 +722,12 @@ fn secret_param(w: &[std::borrow::Cow<'_, str>], schema: &Json<'_>) -> Option<St
     None
 }
 
+/// C12: a secret written inline in a client's configuration (a finding of discovery, not of
+/// a tool list).
+pub fn inline_secret_finding() -> crate::finding::FindingBuilder {
+    super::finding(CHECK, "C12")
+}
+
 /// Runs C1–C9 over the document's tools.
 pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     let mut out = Vec::new();

@@ -81,6 +81,31 @@ static SECRET_VALUE: LazyLock<Regex> = LazyLock::new(|| {
     .unwrap_or_else(|e| panic!("the SC5 pattern compiles: {e}"))
 });
 
+/// The well-known credential format `s` holds (SC5's patterns), named for a report.
+pub fn credential_format(s: &str) -> Option<&'static str> {
+    let m = SECRET_VALUE.find(s)?.as_str();
+    let lower = m.to_ascii_lowercase();
+    Some(if m.starts_with("sk-") {
+        "an API key (sk-…)"
+    } else if m.starts_with("ghp_") || m.starts_with("github_pat_") {
+        "a GitHub token"
+    } else if m.starts_with("xox") {
+        "a Slack token"
+    } else if m.starts_with("AKIA") {
+        "an AWS access key id"
+    } else if m.starts_with("AIza") {
+        "a Google API key"
+    } else if m.starts_with("eyJ") {
+        "a JSON Web Token"
+    } else if m.starts_with("-----BEGIN") {
+        "a private key"
+    } else if lower.starts_with("bearer") {
+        "a bearer token"
+    } else {
+        "a credential"
+    })
+}
+
 fn is_template(s: &str) -> bool {
     s.contains('{') && s.contains('}')
 }

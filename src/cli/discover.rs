@@ -1,0 +1,270 @@
+//! `mcpprobe discover` and `mcpprobe scan --discover` as the CLI hosts them: the folders of
+//! this environment ([`Places`]), the listing, and the set's scan with its report.
+
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::scan::{
+    cancel_on_signals, request_for, runtime, show_progress, state_dir_from_env,
+};
+use crate::cli::{
+    DiffFormat, DiscoverArgs, PlacesArgs, ScanArgs, emit, print_out, settings, usage_error,
+};
+use crate::discover::scan::DiscoverOptions;
+use crate::discover::{Discovery, Places, Platform};
+use crate::engine::{BaselineRequest, ScannerConfig, SecretString, Target};
+use crate::net::redact::Secrets;
+use crate::util::escape::escape;
+
+/// The folders of this process's environment; `Err` is a usage error.
+fn places(args: &PlacesArgs) -> Result<Places, String> {
+    let platform = match args.test_platform.as_deref() {
+        None => Platform::current(),
+        Some(p) => p
+            .parse()
+            .map_err(|_| format!("--test-platform {p:?}: linux, macos or windows"))?,
+    };
+    let var = |n: &str| {
+        std::env::var_os(n)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = match platform {
+        Platform::Windows => var("USERPROFILE").or_else(|| var("HOME")),
+        _ => var("HOME"),
+    };
+    let project = if args.no_project {
+        None
+    } else {
+        match &args.project {
+            Some(p) => Some(p.clone()),
+            None => std::env::current_dir().ok(),
+        }
+    };
+    Ok(Places {
+        platform,
+        home,
+        appdata: var("APPDATA"),
+        xdg_config: var("XDG_CONFIG_HOME"),
+        project,
+    })
+}
+
+fn find(args: &PlacesArgs) -> Result<Discovery, String> {
+    let places = places(args)?;
+    for f in &args.client_config {
+        if !f.is_file() {
+            return Err(format!("--client-config {}: no such file", f.display()));
+        }
+    }
+    Ok(crate::discover::discover(&places, &args.client_config))
+}
+
+/// `mcpprobe discover`: exit 0 when the files were read, 1 when a file holds a secret
+/// inline, 3 when a file could not be read.
+pub fn list(args: &DiscoverArgs) -> i32 {
+    let found = match find(&args.places) {
+        Ok(d) => d,
+        Err(e) => return usage_error(e),
+    };
+    let listing = found.listing();
+    let code = if listing.configs.iter().any(|c| c.error.is_some()) {
+        crate::exit::ExitCode::Incomplete.code()
+    } else if listing.findings.is_empty() {
+        0
+    } else {
+        crate::exit::ExitCode::Findings.code()
+    };
+    let text = match args.format {
+        DiffFormat::Json => match serde_json::to_string_pretty(&listing) {
+            Ok(t) => t + "\n",
+            Err(e) => return usage_error(format!("cannot write the listing: {e}")),
+        },
+        DiffFormat::Terminal => terminal(&listing),
+    };
+    print_out(&text);
+    code
+}
+
+fn terminal(l: &crate::discover::Listing) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if l.configs.is_empty() {
+        let _ = writeln!(
+            out,
+            "no MCP client files found ({} documented locations searched)",
+            l.absent
+        );
+    }
+    for c in &l.configs {
+        let what = match &c.error {
+            Some(e) => format!("not read: {}", escape(e)),
+            None => format!("{} servers", c.servers),
+        };
+        let _ = writeln!(out, "{} {}: {what}", c.client.as_str(), escape(&c.path));
+        for p in &c.problems {
+            let _ = writeln!(out, "  entry not read: {}", escape(p));
+        }
+        for s in l.servers.iter().filter(|s| s.file == c.path) {
+            let how = match (&s.command, &s.url) {
+                (Some(cmd), _) => cmd.join(" "),
+                (None, Some(u)) => u.clone(),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  {} [{}]{} {}",
+                escape(&s.name),
+                s.kind,
+                if s.disabled { " (disabled)" } else { "" },
+                escape(&how)
+            );
+            if !s.env.is_empty() {
+                let _ = writeln!(out, "    env: {}", escape(&s.env.join(", ")));
+            }
+            if !s.headers.is_empty() {
+                let _ = writeln!(out, "    headers: {}", escape(&s.headers.join(", ")));
+            }
+            let refs: Vec<&str> = s.references.iter().map(|r| r.name.as_str()).collect();
+            if !refs.is_empty() {
+                let _ = writeln!(out, "    references: {}", escape(&refs.join(", ")));
+            }
+            for secret in &s.inline_secrets {
+                let _ = writeln!(
+                    out,
+                    "    SECRET written inline: {} at {} ({})",
+                    escape(&secret.key),
+                    escape(&secret.pointer),
+                    escape(&secret.why)
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{} servers in {} files; {} secrets written inline",
+        l.servers.len(),
+        l.configs.len(),
+        l.findings.len()
+    );
+    out
+}
+
+/// `mcpprobe scan --discover`.
+pub fn scan_discovered(args: &ScanArgs) -> i32 {
+    if args.active {
+        return usage_error(
+            "--active is not offered with --discover: scan one server at a time for active checks",
+        );
+    }
+    let (loaded, review) = match settings::load_reviewed(&args.config) {
+        Ok(l) => l,
+        Err(e) => return usage_error(e),
+    };
+    let found = match find(&args.places) {
+        Ok(d) => d,
+        Err(e) => return usage_error(e),
+    };
+    // Every secret the files write, the flags and the allowed variables hold: never printed.
+    let mut sources = crate::cli::scan::flag_secrets_sources(args);
+    for s in &found.servers {
+        sources.extend(s.secret_sources());
+    }
+    let mut host_env: Vec<(String, SecretString)> = Vec::new();
+    for name in crate::engine::request::STDIO_BASE_ENV
+        .iter()
+        .map(|s| s.to_string())
+        .chain(args.env.iter().cloned())
+    {
+        if crate::engine::request::STDIO_REFUSED_ENV.contains(&name.as_str()) {
+            return usage_error(format!(
+                "--env {name:?}: mcpprobe's own token is never passed to a server"
+            ));
+        }
+        if let Ok(v) = std::env::var(&name) {
+            if !crate::engine::request::STDIO_BASE_ENV.contains(&name.as_str()) {
+                sources.push(crate::engine::SecretSource::Env {
+                    name: name.clone(),
+                    value: v.clone(),
+                });
+            }
+            host_env.push((name, SecretString::from(v)));
+        }
+    }
+    let secrets = Secrets::from_sources(&sources);
+    // The per-server request; its target is replaced for each server.
+    let placeholder = Target::stdio(&["mcpprobe-discovered-server".to_string()]);
+    let template = match placeholder.and_then(|t| request_for(args, &loaded, t)) {
+        Ok(mut r) => {
+            r.secrets.extend(sources.iter().cloned());
+            r
+        }
+        Err(e) => return usage_error(secrets.redact(&e.to_string())),
+    };
+    let project = if args.places.no_project {
+        None
+    } else {
+        args.places
+            .project
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+    };
+    let opts = DiscoverOptions {
+        template,
+        allowed_env: args.env.clone(),
+        host_env,
+        project,
+        dry_run: args.dry_run,
+        baseline: args.baseline.clone().map(|path| BaselineRequest {
+            path,
+            update: args.update_baseline,
+        }),
+    };
+    show_progress(secrets.clone());
+    let report = (|| -> Result<_, String> {
+        let mut config = ScannerConfig::new(state_dir_from_env().map_err(|e| e.to_string())?);
+        config.resolver = args
+            .resolver
+            .as_deref()
+            .map(|r| {
+                r.parse()
+                    .map_err(|_| format!("--resolver {r:?} is not IP:PORT"))
+            })
+            .transpose()?;
+        config.host_rate = args
+            .rate
+            .or(loaded.config.rate)
+            .unwrap_or(crate::net::DEFAULT_RATE);
+        let rt = runtime()?;
+        rt.block_on(async {
+            let scanner = crate::engine::Scanner::new(config).map_err(|e| e.to_string())?;
+            let cancel = CancellationToken::new();
+            let signals = cancel_on_signals(&cancel);
+            let r = crate::discover::scan::scan_discovered(&scanner, &found, &opts, cancel)
+                .await
+                .map_err(|e| e.to_string());
+            signals.abort();
+            r
+        })
+    })();
+    match report {
+        Ok(mut report) => {
+            // The last net: nothing a file wrote as a secret reaches any output.
+            report.redact(|s| secrets.redact(s));
+            crate::cli::scan::say_outcome(&report);
+            review.apply(&mut report, chrono::Utc::now().date_naive());
+            report.apply_policy(loaded.policy(&args.output));
+            let artifact = settings::artifact(
+                &[
+                    args.output.sarif_artifact.as_deref(),
+                    loaded.path.as_deref(),
+                    args.baseline.as_deref(),
+                ],
+                &report.target,
+            );
+            emit(&report, &args.output, artifact)
+        }
+        Err(e) => usage_error(secrets.redact(&e)),
+    }
+}
