@@ -38,7 +38,7 @@ fn places(args: &PlacesArgs) -> Result<Places, String> {
         None
     } else {
         match &args.project {
-            Some(p) => Some(p.clone()),
+            Some(p) => Some(std::path::absolute(p).unwrap_or_else(|_| p.clone())),
             None => std::env::current_dir().ok(),
         }
     };
@@ -51,21 +51,25 @@ fn places(args: &PlacesArgs) -> Result<Places, String> {
     })
 }
 
-fn find(args: &PlacesArgs) -> Result<Discovery, String> {
+/// What the documented files and `--client-config` hold, and the folders searched.
+fn find(args: &PlacesArgs) -> Result<(Discovery, Places), String> {
     let places = places(args)?;
     for f in &args.client_config {
         if !f.is_file() {
             return Err(format!("--client-config {}: no such file", f.display()));
         }
     }
-    Ok(crate::discover::discover(&places, &args.client_config))
+    Ok((
+        crate::discover::discover(&places, &args.client_config),
+        places,
+    ))
 }
 
 /// `mcpprobe discover`: exit 0 when the files were read, 1 when a file holds a secret
 /// inline, 3 when a file could not be read.
 pub fn list(args: &DiscoverArgs) -> i32 {
     let found = match find(&args.places) {
-        Ok(d) => d,
+        Ok((d, _)) => d,
         Err(e) => return usage_error(e),
     };
     let listing = found.listing();
@@ -162,7 +166,7 @@ pub fn scan_discovered(args: &ScanArgs) -> i32 {
         Ok(l) => l,
         Err(e) => return usage_error(e),
     };
-    let found = match find(&args.places) {
+    let (found, places) = match find(&args.places) {
         Ok(d) => d,
         Err(e) => return usage_error(e),
     };
@@ -202,14 +206,7 @@ pub fn scan_discovered(args: &ScanArgs) -> i32 {
         }
         Err(e) => return usage_error(secrets.redact(&e.to_string())),
     };
-    let project = if args.places.no_project {
-        None
-    } else {
-        args.places
-            .project
-            .clone()
-            .or_else(|| std::env::current_dir().ok())
-    };
+    let project = places.project;
     let opts = DiscoverOptions {
         template,
         allowed_env: args.env.clone(),

@@ -52,7 +52,8 @@ impl std::fmt::Debug for ConfigValue {
 }
 
 static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|%([A-Za-z_][A-Za-z0-9_]*)%")
+    // Continue's `${{ secrets.NAME }}` first: a placeholder the client fills in.
+    Regex::new(r"\$\{\{\s*([^}]*?)\s*\}\}|\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|%([A-Za-z_][A-Za-z0-9_]*)%")
         .unwrap_or_else(|e| panic!("the reference pattern compiles: {e}"))
 });
 
@@ -70,8 +71,8 @@ impl ConfigValue {
         let mut refs: Vec<String> = Vec::new();
         let mut placeholders: Vec<String> = Vec::new();
         for c in REFERENCE.captures_iter(text) {
-            let env = c.get(1).or(c.get(3)).or(c.get(4)).map(|m| m.as_str());
-            match (env, c.get(2)) {
+            let env = c.get(2).or(c.get(4)).or(c.get(5)).map(|m| m.as_str());
+            match (env, c.get(1).or(c.get(3))) {
                 (Some(n), _) if PREDEFINED.contains(&n) => placeholders.push(n.to_string()),
                 (Some(n), _) => refs.push(n.to_string()),
                 (None, Some(p)) => placeholders.push(p.as_str().to_string()),
@@ -111,8 +112,8 @@ impl ConfigValue {
             let Some(whole) = c.get(0) else { continue };
             out.push_str(&text[last..whole.start()]);
             last = whole.end();
-            let env = c.get(1).or(c.get(3)).or(c.get(4)).map(|m| m.as_str());
-            match (env, c.get(2).map(|m| m.as_str())) {
+            let env = c.get(2).or(c.get(4)).or(c.get(5)).map(|m| m.as_str());
+            match (env, c.get(1).or(c.get(3)).map(|m| m.as_str())) {
                 (Some("workspaceFolder" | "cwd"), _) => match project {
                     Some(p) => out.push_str(&p.display().to_string()),
                     None => return Err("`${workspaceFolder}` needs a project folder".into()),

@@ -10,6 +10,7 @@ mod cli;
 mod config;
 mod corpus;
 mod daemon;
+mod discover;
 mod engine;
 mod gate;
 mod hostile;
