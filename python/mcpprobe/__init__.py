@@ -70,6 +70,8 @@ __all__ = [
     "CheckRecord",
     "Confidence",
     "Diff",
+    "DiscoveredServer",
+    "Discovery",
     "Error",
     "Evidence",
     "Finding",
@@ -89,9 +91,11 @@ __all__ = [
     "check_ids",
     "check_text",
     "diff",
+    "discover",
     "fingerprint",
     "scan",
     "scan_async",
+    "scan_discovered",
 ]
 
 __version__: str = _native.VERSION
@@ -389,6 +393,8 @@ class Verdict:
 class Location:
     pointer: Optional[str]
     tool: Optional[str]
+    #: The server, in the report of a discovered set (:func:`scan_discovered`).
+    server: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -496,6 +502,14 @@ class Report:
             _json=text,
         )
 
+    @property
+    def discovery(self) -> Optional[Dict[str, Any]]:
+        """For :func:`scan_discovered`: the client files read (``configs``) and what became of
+        each server (``servers``: ``status`` scanned, not_scanned, would_scan or disabled,
+        with ``reason`` and ``to_allow``); ``None`` for a scan of one server."""
+        value: Optional[Dict[str, Any]] = self.extra.get("discovery")
+        return value
+
     def raise_for_outcome(self) -> Report:
         """Raises :class:`GateRefused` for a refused run and :class:`ScanIncomplete` for an
         incomplete one, each carrying this report; returns the report itself when the run was
@@ -575,7 +589,7 @@ def _finding(f: Mapping[str, Any]) -> Finding:
         title=f["title"],
         severity=Severity._of(f["severity"]),
         confidence=Confidence._of(f["confidence"]),
-        location=Location(pointer=loc.get("pointer"), tool=loc.get("tool")),
+        location=Location(pointer=loc.get("pointer"), tool=loc.get("tool"), server=loc.get("server")),
         evidence=Evidence(text=ev.get("text"), exchanges=ev.get("exchanges") or []),
         references=f.get("references") or [],
         fix=f.get("fix", ""),
@@ -865,6 +879,113 @@ def diff(old: Tools, new: Tools) -> Diff:
         renamed=d["renamed"],
         changed=d["changed"],
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscoveredServer:
+    """A server an MCP client on this machine is configured to run. Values of variables and
+    headers are never kept: only their names, and where variables are referenced."""
+
+    #: ``claude-desktop``, ``claude-code``, ``cursor``, ``vscode``, ``windsurf``, ``zed``,
+    #: ``continue``, ``codex``, ``gemini``, ``cline``, or ``other`` (a given file).
+    client: str
+    #: ``user``, ``project`` or ``given``.
+    scope: str
+    file: str
+    name: str
+    #: The entry's JSON Pointer in its file.
+    pointer: str
+    #: ``stdio``, ``http`` or ``sse``.
+    kind: str
+    #: The command line (arguments holding a secret replaced), for a stdio server.
+    command: Optional[List[str]]
+    #: The URL (password and query values replaced), for a remote server.
+    url: Optional[str]
+    env: List[str]
+    headers: List[str]
+    #: Variables and placeholders referenced: ``{"name", "pointer"}``.
+    references: List[Dict[str, str]]
+    disabled: bool
+    #: Secrets written in the file: ``{"pointer", "key", "why"}`` (never the value).
+    inline_secrets: List[Dict[str, str]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Discovery:
+    """What :func:`discover` found."""
+
+    #: Every client file read: ``{"client", "scope", "path", "status", "servers", "error"?}``.
+    configs: List[Dict[str, Any]]
+    servers: List[DiscoveredServer]
+    #: The secrets written inline, as META-03 C12 findings.
+    findings: List[Finding]
+    #: Documented locations with no file on this machine.
+    absent: int
+
+
+def discover(
+    *,
+    home: Optional[PathLike] = None,
+    project: Optional[PathLike] = None,
+    client_configs: Optional[Sequence[PathLike]] = None,
+    platform: Optional[str] = None,
+) -> Discovery:
+    """``mcpprobe discover``: the MCP servers this machine's clients are configured to run,
+    read from each client's documented files (``home``: default ``$HOME``; ``project``: the
+    project's files, default none) and ``client_configs``. Starts and sends nothing."""
+    text = _call(
+        _native.discover,
+        home=_path(home),
+        project=_path(project),
+        client_configs=[_path(c) for c in client_configs or []],
+        platform=platform,
+    )
+    d = json.loads(text)
+    return Discovery(
+        configs=d["configs"],
+        servers=[
+            DiscoveredServer(
+                client=s["client"], scope=s["scope"], file=s["file"], name=s["name"],
+                pointer=s["pointer"], kind=s["kind"], command=s.get("command"), url=s.get("url"),
+                env=s.get("env") or [], headers=s.get("headers") or [],
+                references=s.get("references") or [], disabled=s.get("disabled", False),
+                inline_secrets=s.get("inline_secrets") or [],
+            )
+            for s in d["servers"]
+        ],
+        findings=[_finding(f) for f in d["findings"]],
+        absent=d.get("absent", 0),
+    )
+
+
+def scan_discovered(
+    *,
+    home: Optional[PathLike] = None,
+    project: Optional[PathLike] = None,
+    client_configs: Optional[Sequence[PathLike]] = None,
+    platform: Optional[str] = None,
+    dry_run: bool = False,
+    options: Union[Options, OptionValues, None] = None,
+    **overrides: Unpack[OptionValues],
+) -> Report:
+    """``mcpprobe scan --discover``: every server :func:`discover` finds, scanned within the
+    gate's rules, in one report (``report.discovery`` says what became of each server; each
+    finding's ``location.server`` names its server), with the rules across servers. A stdio
+    server is started with PATH, HOME and LANG, and only the entries of its ``env`` that
+    ``env`` names (or whose variables it names); a remote URL is scanned only when its host
+    has an ownership proof in force, else it is listed "not scanned: no proof". ``dry_run``
+    lists what would be started and starts nothing. ``baseline`` pins the whole set."""
+    o = _options("scan_discovered", options, overrides, _CHECK_ONLY)
+    text = _call(
+        _native.scan_discovered,
+        _scan_kwargs(o),
+        home=_path(home),
+        project=_path(project),
+        client_configs=[_path(c) for c in client_configs or []],
+        platform=platform,
+        dry_run=dry_run,
+    )
+    return Report.from_json(text)
 
 
 def check_ids() -> List[str]:

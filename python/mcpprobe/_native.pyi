@@ -39,6 +39,22 @@ def scan(target: Union[str, List[str]], options: Dict[str, Any], *, judge: Optio
 def scan_async(
     target: Union[str, List[str]], options: Dict[str, Any], *, judge: Optional[_JudgeArgs] = ...
 ) -> Awaitable[str]: ...
+def discover(
+    *,
+    home: Optional[str] = ...,
+    project: Optional[str] = ...,
+    client_configs: List[Optional[str]] = ...,
+    platform: Optional[str] = ...,
+) -> str: ...
+def scan_discovered(
+    options: Dict[str, Any],
+    *,
+    home: Optional[str] = ...,
+    project: Optional[str] = ...,
+    client_configs: List[Optional[str]] = ...,
+    platform: Optional[str] = ...,
+    dry_run: bool = ...,
+) -> str: ...
 # Both release the GIL while they parse, hash and compare.
 def fingerprint(tools: bytes) -> str: ...
 def diff(old: bytes, new: bytes) -> str: ...

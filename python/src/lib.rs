@@ -460,6 +460,108 @@ fn scan_async<'py>(
     })
 }
 
+/// The folders discovery searches: the given ones, else this process's environment's.
+fn places(
+    home: Option<PathBuf>,
+    project: Option<PathBuf>,
+    platform: Option<&str>,
+) -> PyResult<mcpprobe::discover::Places> {
+    use mcpprobe::discover::{Places, Platform};
+    let platform = match platform {
+        None => Platform::current(),
+        Some(p) => p
+            .parse()
+            .map_err(|_| usage(format!("platform={p:?}: linux, macos or windows")))?,
+    };
+    let mut places = Places::from_env(platform, |n| std::env::var_os(n), project);
+    if home.is_some() {
+        places.home = home;
+    }
+    Ok(places)
+}
+
+fn discovered(
+    home: Option<PathBuf>,
+    project: Option<PathBuf>,
+    client_configs: Vec<PathBuf>,
+    platform: Option<&str>,
+) -> PyResult<mcpprobe::discover::Discovery> {
+    for f in &client_configs {
+        if !f.is_file() {
+            return Err(usage(format!(
+                "client_configs: {}: no such file",
+                f.display()
+            )));
+        }
+    }
+    let places = places(home, project, platform)?;
+    Ok(mcpprobe::discover::discover(&places, &client_configs))
+}
+
+/// `mcpprobe discover --format json`: the client files and their servers (values never shown).
+#[pyfunction]
+#[pyo3(signature = (*, home=None, project=None, client_configs=Vec::new(), platform=None))]
+fn discover(
+    py: Python<'_>,
+    home: Option<PathBuf>,
+    project: Option<PathBuf>,
+    client_configs: Vec<PathBuf>,
+    platform: Option<String>,
+) -> PyResult<String> {
+    py.detach(|| {
+        let found = discovered(home, project, client_configs, platform.as_deref())?;
+        serde_json::to_string(&found.listing()).map_err(usage)
+    })
+}
+
+/// `mcpprobe scan --discover`: the report of the whole set (blocking, the GIL released).
+#[pyfunction]
+#[pyo3(signature = (options, *, home=None, project=None, client_configs=Vec::new(), platform=None, dry_run=false))]
+fn scan_discovered(
+    py: Python<'_>,
+    options: ScanOptions,
+    home: Option<PathBuf>,
+    project: Option<PathBuf>,
+    client_configs: Vec<PathBuf>,
+    platform: Option<String>,
+    dry_run: bool,
+) -> PyResult<String> {
+    use mcpprobe::discover::scan::DiscoverOptions;
+    let policy = policy(
+        options.fail_on.as_deref(),
+        options.min_confidence.as_deref(),
+    )?;
+    let found = discovered(home, project.clone(), client_configs, platform.as_deref())?;
+    let allowed = options.env.clone().unwrap_or_default();
+    // The request every server gets; its target is replaced per server.
+    let mut stdio_options = options;
+    stdio_options.env = None;
+    let placeholder = pyo3::types::PyList::new(py, ["mcpprobe-discovered-server"])?;
+    let (mut template, scanner) = prepare(placeholder.into_any(), stdio_options, None)?;
+    let baseline = template.baseline.take();
+    let project = match project {
+        Some(p) => Some(p),
+        None => std::env::current_dir().ok(),
+    };
+    let mut opts = DiscoverOptions::new(template, allowed, |n| std::env::var(n).ok(), project)
+        .map_err(usage)?;
+    opts.dry_run = dry_run;
+    opts.baseline = baseline;
+    let sources = opts.secret_sources(&found);
+    opts.template.secrets.extend(sources.iter().cloned());
+    let secrets = mcpprobe::net::redact::Secrets::from_sources(&sources);
+    let cancel = CancellationToken::new();
+    let mut report = block_on(
+        py,
+        &cancel,
+        mcpprobe::discover::scan::scan_discovered(&scanner, &found, &opts, cancel.clone()),
+    )?
+    .map_err(usage)?;
+    report.redact(|s| secrets.redact(s));
+    report.apply_policy(policy);
+    Ok(to_json(&report))
+}
+
 /// The tool list's SHA-256, as `mcpprobe fingerprint` prints it; parsed and hashed with the GIL
 /// released (the bytes are immutable and held by the caller's frame).
 #[pyfunction]
@@ -531,6 +633,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan_async, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(discover, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_discovered, m)?)?;
     m.add_function(wrap_pyfunction!(diff, m)?)?;
     m.add_function(wrap_pyfunction!(exit_code, m)?)?;
     m.add_function(wrap_pyfunction!(check_ids, m)?)?;

@@ -717,3 +717,41 @@ def test_mcpprobe_token_is_the_default_token_like_the_cli(counting_server, tmp_p
     auth = {a["headers"].get("authorization") for a in arrivals()[before:] if a["method"] == "POST"}
     assert "Bearer given-token-0123456789" in auth and not any(
         "py-env-token" in (v or "") for v in auth), auth
+
+
+# --- discover and scan_discovered (issue 26) ---------------------------------------------------
+
+
+def test_discover_lists_the_clients_servers_as_the_cli_does(tmp_path):
+    home = ROOT / "fixtures" / "discover" / "home"
+    project = ROOT / "fixtures" / "discover" / "project"
+    found = mcpprobe.discover(home=home, project=project)
+    clients = {c["client"] for c in found.configs}
+    assert {"claude-desktop", "claude-code", "cursor", "windsurf", "zed", "continue", "codex",
+            "vscode", "gemini"} <= clients
+    names = {(s.client, s.name) for s in found.servers}
+    assert ("cursor", "search") in names and ("vscode", "github") in names
+    search = next(s for s in found.servers if s.name == "search")
+    assert search.command == ["uvx", "search-mcp-fixture", "--api-key", "[redacted]"]
+    assert [f.location.server for f in found.findings] == ["db", "search", "docs", "calendar"]
+    assert all(f.rule == "C12" for f in found.findings)
+    listed = json.loads(cli("discover", "--format", "json", "--project", str(project),
+                            env={"HOME": str(home)}).stdout)
+    assert [s["name"] for s in listed["servers"]] == [s.name for s in found.servers]
+
+
+def test_scan_discovered_finds_what_only_the_set_shows(tmp_path):
+    script = ROOT / "tests" / "support" / "set_stdio.py"
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        role: {"command": sys.executable, "args": [str(script), role]} for role in ("pages", "ledger", "chat")
+    }}), encoding="utf-8")
+    dry = mcpprobe.scan_discovered(home=tmp_path / "no-home", project=tmp_path, dry_run=True,
+                                   state_dir=tmp_path / "state")
+    assert [s["status"] for s in dry.discovery["servers"]] == ["would_scan"] * 3
+    assert dry.requests_sent == 0
+    report = mcpprobe.scan_discovered(home=tmp_path / "no-home", project=tmp_path,
+                                      state_dir=tmp_path / "state")
+    assert report.outcome == mcpprobe.Outcome.COMPLETE
+    cross = {(f.rule, f.location.server) for f in report.findings if f.rule in ("C1", "P4")}
+    assert ("C1", "chat") in cross and ("P4", "ledger") in cross
+    assert report.exit_code() == 1

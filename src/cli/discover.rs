@@ -1,8 +1,6 @@
 //! `mcpprobe discover` and `mcpprobe scan --discover` as the CLI hosts them: the folders of
 //! this environment ([`Places`]), the listing, and the set's scan with its report.
 
-use std::path::PathBuf;
-
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::scan::{
@@ -13,7 +11,7 @@ use crate::cli::{
 };
 use crate::discover::scan::DiscoverOptions;
 use crate::discover::{Discovery, Places, Platform};
-use crate::engine::{BaselineRequest, ScannerConfig, SecretString, Target};
+use crate::engine::{BaselineRequest, ScannerConfig, Target};
 use crate::net::redact::Secrets;
 use crate::util::escape::escape;
 
@@ -25,15 +23,6 @@ fn places(args: &PlacesArgs) -> Result<Places, String> {
             .parse()
             .map_err(|_| format!("--test-platform {p:?}: linux, macos or windows"))?,
     };
-    let var = |n: &str| {
-        std::env::var_os(n)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let home = match platform {
-        Platform::Windows => var("USERPROFILE").or_else(|| var("HOME")),
-        _ => var("HOME"),
-    };
     let project = if args.no_project {
         None
     } else {
@@ -42,16 +31,9 @@ fn places(args: &PlacesArgs) -> Result<Places, String> {
             None => std::env::current_dir().ok(),
         }
     };
-    Ok(Places {
-        platform,
-        home,
-        appdata: var("APPDATA"),
-        xdg_config: var("XDG_CONFIG_HOME"),
-        project,
-    })
+    Ok(Places::from_env(platform, |n| std::env::var_os(n), project))
 }
 
-/// What the documented files and `--client-config` hold, and the folders searched.
 fn find(args: &PlacesArgs) -> Result<(Discovery, Places), String> {
     let places = places(args)?;
     for f in &args.client_config {
@@ -162,6 +144,13 @@ pub fn scan_discovered(args: &ScanArgs) -> i32 {
             "--active is not offered with --discover: scan one server at a time for active checks",
         );
     }
+    if !args.headers.is_empty() {
+        // A header names one server's credentials; sent to every discovered server it would
+        // leak to all of them. A remote server's headers come from its client file.
+        return usage_error(
+            "--header is not offered with --discover: a remote server's headers come from its client file (allowed with --env)",
+        );
+    }
     let (loaded, review) = match settings::load_reviewed(&args.config) {
         Ok(l) => l,
         Err(e) => return usage_error(e),
@@ -170,65 +159,37 @@ pub fn scan_discovered(args: &ScanArgs) -> i32 {
         Ok(d) => d,
         Err(e) => return usage_error(e),
     };
-    // Every secret the files write, the flags and the allowed variables hold: never printed.
-    let mut sources = crate::cli::scan::flag_secrets_sources(args);
-    for s in &found.servers {
-        sources.extend(s.secret_sources());
-    }
-    let mut host_env: Vec<(String, SecretString)> = Vec::new();
-    for name in crate::engine::request::STDIO_BASE_ENV
-        .iter()
-        .map(|s| s.to_string())
-        .chain(args.env.iter().cloned())
-    {
-        if crate::engine::request::STDIO_REFUSED_ENV.contains(&name.as_str()) {
-            return usage_error(format!(
-                "--env {name:?}: mcpprobe's own token is never passed to a server"
-            ));
-        }
-        if let Ok(v) = std::env::var(&name) {
-            if !crate::engine::request::STDIO_BASE_ENV.contains(&name.as_str()) {
-                sources.push(crate::engine::SecretSource::Env {
-                    name: name.clone(),
-                    value: v.clone(),
-                });
-            }
-            host_env.push((name, SecretString::from(v)));
-        }
-    }
-    let secrets = Secrets::from_sources(&sources);
     // The per-server request; its target is replaced for each server.
     let placeholder = Target::stdio(&["mcpprobe-discovered-server".to_string()]);
-    let template = match placeholder.and_then(|t| request_for(args, &loaded, t)) {
-        Ok(mut r) => {
-            r.secrets.extend(sources.iter().cloned());
-            r
-        }
-        Err(e) => return usage_error(secrets.redact(&e.to_string())),
+    let flagged = crate::cli::scan::flag_secrets_sources(args);
+    let opts = placeholder
+        .and_then(|t| request_for(args, &loaded, t))
+        .and_then(|template| {
+            DiscoverOptions::new(
+                template,
+                args.env.clone(),
+                |n| std::env::var(n).ok(),
+                places.project,
+            )
+        });
+    let mut opts = match opts {
+        Ok(o) => o,
+        Err(e) => return usage_error(Secrets::from_sources(&flagged).redact(&e.to_string())),
     };
-    let project = places.project;
-    let opts = DiscoverOptions {
-        template,
-        allowed_env: args.env.clone(),
-        host_env,
-        project,
-        dry_run: args.dry_run,
-        baseline: args.baseline.clone().map(|path| BaselineRequest {
-            path,
-            update: args.update_baseline,
-        }),
-    };
+    opts.dry_run = args.dry_run;
+    opts.baseline = args.baseline.clone().map(|path| BaselineRequest {
+        path,
+        update: args.update_baseline,
+    });
+    // Every secret the files write, the flags and the allowed variables hold: never printed.
+    let mut sources = flagged;
+    sources.extend(opts.secret_sources(&found));
+    opts.template.secrets.extend(sources.iter().cloned());
+    let secrets = Secrets::from_sources(&sources);
     show_progress(secrets.clone());
     let report = (|| -> Result<_, String> {
         let mut config = ScannerConfig::new(state_dir_from_env().map_err(|e| e.to_string())?);
-        config.resolver = args
-            .resolver
-            .as_deref()
-            .map(|r| {
-                r.parse()
-                    .map_err(|_| format!("--resolver {r:?} is not IP:PORT"))
-            })
-            .transpose()?;
+        config.resolver = crate::cli::scan::resolver(args.resolver.as_deref())?;
         config.host_rate = args
             .rate
             .or(loaded.config.rate)

@@ -240,7 +240,8 @@ pub fn selection(
     Ok(selection?)
 }
 
-fn resolver(raw: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
+/// `--resolver IP:PORT`.
+pub fn resolver(raw: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
     raw.map(|r| {
         r.parse()
             .map_err(|_| format!("--resolver {r:?} is not IP:PORT"))

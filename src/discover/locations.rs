@@ -52,6 +52,29 @@ pub struct Places {
     pub project: Option<PathBuf>,
 }
 
+impl Places {
+    /// The folders an environment names (`lookup` reads the host's): `$HOME` (`%USERPROFILE%`
+    /// first on Windows), `%APPDATA%`, `$XDG_CONFIG_HOME`; empty values count as unset.
+    pub fn from_env(
+        platform: Platform,
+        lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
+        project: Option<PathBuf>,
+    ) -> Places {
+        let var = |n: &str| lookup(n).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let home = match platform {
+            Platform::Windows => var("USERPROFILE").or_else(|| var("HOME")),
+            _ => var("HOME"),
+        };
+        Places {
+            platform,
+            home,
+            appdata: var("APPDATA"),
+            xdg_config: var("XDG_CONFIG_HOME"),
+            project,
+        }
+    }
+}
+
 /// An MCP client whose configuration mcpprobe reads.
 #[derive(
     Debug,

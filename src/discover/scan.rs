@@ -43,6 +43,46 @@ pub struct DiscoverOptions {
     pub baseline: Option<BaselineRequest>,
 }
 
+impl DiscoverOptions {
+    /// Options whose variables are `allowed_env` with the values `lookup` finds (the host's
+    /// environment), beside `PATH`, `HOME` and `LANG`. `MCPPROBE_TOKEN` is refused.
+    pub fn new(
+        template: ScanRequest,
+        allowed_env: Vec<String>,
+        lookup: impl Fn(&str) -> Option<String>,
+        project: Option<PathBuf>,
+    ) -> Result<DiscoverOptions, ConfigError> {
+        let host_env = crate::engine::request::stdio_env(&allowed_env, lookup)?;
+        Ok(DiscoverOptions {
+            template,
+            allowed_env,
+            host_env,
+            project,
+            dry_run: false,
+            baseline: None,
+        })
+    }
+
+    /// Every secret of this run: the allowed variables' values and what the files write
+    /// (secret-looking variables and headers, secret arguments, URLs' query values). The host
+    /// redacts them from all it prints; the scans redact them from their reports.
+    pub fn secret_sources(&self, discovery: &Discovery) -> Vec<SecretSource> {
+        let mut out: Vec<SecretSource> = self
+            .host_env
+            .iter()
+            .filter(|(n, _)| !crate::engine::request::STDIO_BASE_ENV.contains(&n.as_str()))
+            .map(|(name, v)| SecretSource::Env {
+                name: name.clone(),
+                value: v.expose_secret().to_string(),
+            })
+            .collect();
+        for s in &discovery.servers {
+            out.extend(s.secret_sources());
+        }
+        out
+    }
+}
+
 /// What became of one server (of one or several entries with the same launch).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerRecord {
@@ -367,6 +407,10 @@ async fn decide(
     let mut req = opts.template.clone();
     req.keep_inventory = true;
     req.baseline = None;
+    // One trace file per server (`trace.jsonl` → `trace.<server>.jsonl`): scans run at once.
+    if let Some(t) = &req.trace_file {
+        req.trace_file = Some(per_server_file(t, &record.name));
+    }
     match &s.launch {
         Launch::Stdio {
             command,
@@ -448,13 +492,37 @@ async fn decide(
                 }
                 return skip(record, "not_scanned", format!("no proof: {why}"));
             }
-            let mut creds = Credentials::default();
-            creds.headers = pass_on(headers, opts, &mut record);
-            req.credentials = creds;
+            req.credentials = Credentials {
+                headers: pass_on(headers, opts, &mut record),
+                ..Credentials::default()
+            };
             req.target = Target::Http(target.url);
         }
     }
     (Action::Scan(Box::new(req)), record)
+}
+
+/// `path` with the server's name (only letters, digits, `-`, `_` and `.`) before its extension.
+pub fn per_server_file(path: &Path, server: &str) -> PathBuf {
+    let safe: String = server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{safe}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{safe}"),
+    };
+    path.with_file_name(name)
 }
 
 /// Why `target` may not be scanned (`None`: a proof is in force). A stored DNS-TXT proof
@@ -862,5 +930,23 @@ fn set_baseline(
         Err(why) => report
             .warnings
             .push(format!("the baseline {file} was not written: {why}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_server_file;
+    use std::path::Path;
+
+    #[test]
+    fn a_trace_file_per_server_keeps_its_folder_and_extension() {
+        assert_eq!(
+            per_server_file(Path::new("/t/trace.jsonl"), "git/hub x"),
+            Path::new("/t/trace.git_hub_x.jsonl")
+        );
+        assert_eq!(
+            per_server_file(Path::new("trace"), "a"),
+            Path::new("trace.a")
+        );
     }
 }
