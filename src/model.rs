@@ -200,7 +200,7 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// `scan --discover`: the client files read and what became of each server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discovery: Option<crate::discover::scan::DiscoveryRecord>,
+    pub discovery: Option<DiscoveryRecord>,
 }
 
 impl Report {
@@ -621,4 +621,81 @@ mod tests {
             check(order);
         }
     }
+}
+
+// --- scan --discover (issue 26): what a report of a discovered set adds ---
+
+/// What became of one server (of one or several entries with the same launch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// Its name in the report (the entry's name; `name@client` when two different servers
+    /// share a name).
+    pub name: String,
+    /// Every entry that launches it: client, file, pointer.
+    pub entries: Vec<EntryRecord>,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `scanned`, `not_scanned`, `would_scan` (dry run), `disabled`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The commands that would let mcpprobe scan it (a proof).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to_allow: Vec<String>,
+    /// Variables passed to it, by name; and withheld (not allowed with `--env`, or unset).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_passed: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_withheld: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<RunOutcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_list_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<usize>,
+    #[serde(default)]
+    pub requests_sent: u64,
+    #[serde(default)]
+    pub findings: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryRecord {
+    /// The client's name (`cursor`, `claude-code`, …).
+    pub client: String,
+    /// `user`, `project` or `given`.
+    pub scope: String,
+    pub file: String,
+    pub pointer: String,
+}
+
+/// The part of a report only a discovered set has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveryRecord {
+    pub configs: Vec<DiscoveredFile>,
+    pub servers: Vec<ServerRecord>,
+    /// Documented files that do not exist here.
+    #[serde(default)]
+    pub absent: usize,
+}
+
+/// A client file, as a report keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoveredFile {
+    /// The client's name (`cursor`, `claude-code`, …).
+    pub client: String,
+    /// `user`, `project` or `given`.
+    pub scope: String,
+    pub path: String,
+    pub status: String,
+    pub servers: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }

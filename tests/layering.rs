@@ -22,7 +22,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("rules", &["rules"]),
     ("gate", &["gate"]),
     ("checks", &["judge", "baseline", "active", "checks"]),
-    ("engine", &["offline", "engine"]),
+    ("engine", &["offline", "engine", "discover"]),
     (
         "hosts",
         &[

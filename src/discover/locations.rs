@@ -52,6 +52,12 @@ pub struct Places {
     pub project: Option<PathBuf>,
 }
 
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 impl Places {
     /// The folders an environment names (`lookup` reads the host's): `$HOME` (`%USERPROFILE%`
     /// first on Windows), `%APPDATA%`, `$XDG_CONFIG_HOME`; empty values count as unset.
@@ -114,8 +120,9 @@ impl Client {
 }
 
 /// Whether a file configures every project of the user or one project.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Scope {
     User,
     Project,

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use futures_util::StreamExt as _;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +20,9 @@ use crate::engine::{
     SecretSource, SecretString, StoredBaseline, Target,
 };
 use crate::finding::{Finding, Severity};
-use crate::model::{CheckStatus, Report, RunOutcome};
+use crate::model::{
+    CheckStatus, DiscoveredFile, DiscoveryRecord, EntryRecord, Report, RunOutcome, ServerRecord,
+};
 
 /// Servers scanned at once.
 pub const CONCURRENCY: usize = 4;
@@ -83,88 +84,15 @@ impl DiscoverOptions {
     }
 }
 
-/// What became of one server (of one or several entries with the same launch).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServerRecord {
-    /// Its name in the report (the entry's name; `name@client` when two different servers
-    /// share a name).
-    pub name: String,
-    /// Every entry that launches it: client, file, pointer.
-    pub entries: Vec<EntryRecord>,
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// `scanned`, `not_scanned`, `would_scan` (dry run), `disabled`.
-    pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The commands that would let mcpprobe scan it (a proof).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub to_allow: Vec<String>,
-    /// Variables passed to it, by name; and withheld (not allowed with `--env`, or unset).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env_passed: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env_withheld: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<RunOutcome>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_list_sha256: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<usize>,
-    #[serde(default)]
-    pub requests_sent: u64,
-    #[serde(default)]
-    pub findings: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace_id: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EntryRecord {
-    pub client: super::Client,
-    pub scope: super::Scope,
-    pub file: String,
-    pub pointer: String,
-}
-
-/// The part of a report only a discovered set has.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DiscoveryRecord {
-    pub configs: Vec<ConfigRecordOwned>,
-    pub servers: Vec<ServerRecord>,
-    /// Documented files that do not exist here.
-    #[serde(default)]
-    pub absent: usize,
-}
-
-/// [`ConfigRecord`] as a report keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigRecordOwned {
-    pub client: super::Client,
-    pub scope: super::Scope,
-    pub path: String,
-    pub status: String,
-    pub servers: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub problems: Vec<String>,
-}
-
-impl From<&ConfigRecord> for ConfigRecordOwned {
-    fn from(c: &ConfigRecord) -> Self {
-        ConfigRecordOwned {
-            client: c.client,
-            scope: c.scope,
-            path: c.path.clone(),
-            status: c.status.to_string(),
-            servers: c.servers,
-            error: c.error.clone(),
-            problems: c.problems.clone(),
-        }
+fn file_record(c: &ConfigRecord) -> DiscoveredFile {
+    DiscoveredFile {
+        client: c.client.as_str().to_string(),
+        scope: c.scope.as_str().to_string(),
+        path: c.path.clone(),
+        status: c.status.to_string(),
+        servers: c.servers,
+        error: c.error.clone(),
+        problems: c.problems.clone(),
     }
 }
 
@@ -363,8 +291,8 @@ fn base_record(name: &str, discovery: &Discovery, entries: &[usize]) -> ServerRe
             .map(|&i| {
                 let s = &discovery.servers[i];
                 EntryRecord {
-                    client: s.client,
-                    scope: s.scope,
+                    client: s.client.as_str().to_string(),
+                    scope: s.scope.as_str().to_string(),
                     file: s.file.display().to_string(),
                     pointer: s.pointer.clone(),
                 }
@@ -541,7 +469,7 @@ async fn no_proof(scanner: &Scanner, target: &crate::gate::HttpTarget) -> Option
                 Ok(a) => a,
                 Err(e) => {
                     return Some(format!(
-                        "{} has no stored proof, and its addresses could not be read ({e})",
+                        "{} has no ownership proof in force, so nothing is sent to it (its addresses could not be read either: {e})",
                         target.host
                     ));
                 }
@@ -603,15 +531,17 @@ pub async fn scan_discovered(
         });
     }
 
+    let files = discovery
+        .configs
+        .iter()
+        .filter(|c| c.status == "read")
+        .count();
     let mut report = Report::new(
         format!(
-            "{} MCP servers in {} client files",
+            "{} MCP server{} in {files} client file{}",
             planned.len(),
-            discovery
-                .configs
-                .iter()
-                .filter(|c| c.status == "read")
-                .count()
+            if planned.len() == 1 { "" } else { "s" },
+            if files == 1 { "" } else { "s" },
         ),
         Default::default(),
     );
@@ -757,6 +687,19 @@ pub async fn scan_discovered(
     }
 
     outcome(&mut report, &planned);
+    // A client file that could not be read may name servers nobody scanned.
+    let unread: Vec<String> = discovery
+        .configs
+        .iter()
+        .filter_map(|c| c.error.as_ref().map(|e| format!("{} {e}", c.path)))
+        .collect();
+    if !unread.is_empty() && report.outcome == RunOutcome::Complete {
+        report.outcome = RunOutcome::Incomplete;
+        report.reason = Some(format!(
+            "a client file could not be read, so its servers were not scanned: {}",
+            unread.join("; ")
+        ));
+    }
     for p in &mut planned {
         if p.record.status == "scanned" {
             p.record.findings = report
@@ -767,11 +710,7 @@ pub async fn scan_discovered(
         }
     }
     report.discovery = Some(DiscoveryRecord {
-        configs: discovery
-            .configs
-            .iter()
-            .map(ConfigRecordOwned::from)
-            .collect(),
+        configs: discovery.configs.iter().map(file_record).collect(),
         servers: planned.into_iter().map(|p| p.record).collect(),
         absent: discovery.absent,
     });

@@ -176,7 +176,7 @@ pub fn render(report: &Report, color: bool) -> String {
 }
 
 /// The client files read and what became of each server (`scan --discover`).
-fn render_discovery(out: &mut String, p: &Paint, d: &crate::discover::scan::DiscoveryRecord) {
+fn render_discovery(out: &mut String, p: &Paint, d: &crate::model::DiscoveryRecord) {
     let _ = writeln!(out);
     let _ = writeln!(out, "{}", p.bold("client files:"));
     for c in &d.configs {
@@ -187,8 +187,8 @@ fn render_discovery(out: &mut String, p: &Paint, d: &crate::discover::scan::Disc
         let _ = writeln!(
             out,
             "  {} ({}) {}: {what}",
-            c.client.as_str(),
-            scope_name(c.scope),
+            escape(&c.client),
+            escape(&c.scope),
             escape(&c.path)
         );
         for problem in c.problems.iter().take(8) {
@@ -209,7 +209,7 @@ fn render_discovery(out: &mut String, p: &Paint, d: &crate::discover::scan::Disc
             (None, Some(u)) => u.clone(),
             (None, None) => String::new(),
         };
-        let clients: Vec<&str> = s.entries.iter().map(|e| e.client.as_str()).collect();
+        let clients: Vec<String> = s.entries.iter().map(|e| escape(&e.client)).collect();
         let status = s.status.replace('_', " ");
         let _ = writeln!(
             out,
@@ -227,10 +227,13 @@ fn render_discovery(out: &mut String, p: &Paint, d: &crate::discover::scan::Disc
         if s.status == "scanned" {
             let _ = writeln!(
                 out,
-                "    {} tools · {} findings · {} requests",
-                s.tools.map_or("no".into(), |n| n.to_string()),
-                s.findings,
-                s.requests_sent
+                "    {} · {} · {}",
+                count(s.tools.unwrap_or(0), "tool"),
+                count(s.findings, "finding"),
+                count(
+                    usize::try_from(s.requests_sent).unwrap_or(usize::MAX),
+                    "request"
+                )
             );
         }
         for cmd in &s.to_allow {
@@ -246,12 +249,9 @@ fn render_discovery(out: &mut String, p: &Paint, d: &crate::discover::scan::Disc
     }
 }
 
-fn scope_name(s: crate::discover::Scope) -> &'static str {
-    match s {
-        crate::discover::Scope::User => "user",
-        crate::discover::Scope::Project => "project",
-        crate::discover::Scope::Given => "given",
-    }
+/// "1 tool", "3 tools".
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 fn render_finding(out: &mut String, p: &Paint, f: &Finding) {
