@@ -965,6 +965,7 @@ def scan_discovered(
     client_configs: Optional[Sequence[PathLike]] = None,
     platform: Optional[str] = None,
     dry_run: bool = False,
+    trust_project: bool = False,
     options: Union[Options, OptionValues, None] = None,
     **overrides: Unpack[OptionValues],
 ) -> Report:
@@ -974,7 +975,9 @@ def scan_discovered(
     server is started with PATH, HOME and LANG, and only the entries of its ``env`` that
     ``env`` names (or whose variables it names); a remote URL is scanned only when its host
     has an ownership proof in force, else it is listed "not scanned: no proof". ``dry_run``
-    lists what would be started and starts nothing. ``baseline`` pins the whole set."""
+    lists what would be started and starts nothing. The stdio servers of the ``project``'s files
+    are started only with ``trust_project=True`` (a project may be someone else's repository).
+    ``baseline`` pins the whole set."""
     o = _options("scan_discovered", options, overrides, _CHECK_ONLY)
     text = _call(
         _native.scan_discovered,
@@ -984,6 +987,7 @@ def scan_discovered(
         client_configs=[_path(c) for c in client_configs or []],
         platform=platform,
         dry_run=dry_run,
+        trust_project=trust_project,
     )
     return Report.from_json(text)
 

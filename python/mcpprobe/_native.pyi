@@ -54,6 +54,7 @@ def scan_discovered(
     client_configs: List[Optional[str]] = ...,
     platform: Optional[str] = ...,
     dry_run: bool = ...,
+    trust_project: bool = ...,
 ) -> str: ...
 # Both release the GIL while they parse, hash and compare.
 def fingerprint(tools: bytes) -> str: ...

@@ -516,7 +516,7 @@ fn discover(
 
 /// `mcpprobe scan --discover`: the report of the whole set (blocking, the GIL released).
 #[pyfunction]
-#[pyo3(signature = (options, *, home=None, project=None, client_configs=Vec::new(), platform=None, dry_run=false))]
+#[pyo3(signature = (options, *, home=None, project=None, client_configs=Vec::new(), platform=None, dry_run=false, trust_project=false))]
 fn scan_discovered(
     py: Python<'_>,
     options: ScanOptions,
@@ -525,6 +525,7 @@ fn scan_discovered(
     client_configs: Vec<PathBuf>,
     platform: Option<String>,
     dry_run: bool,
+    trust_project: bool,
 ) -> PyResult<String> {
     use mcpprobe::discover::scan::DiscoverOptions;
     let policy = policy(
@@ -546,6 +547,7 @@ fn scan_discovered(
     let mut opts = DiscoverOptions::new(template, allowed, |n| std::env::var(n).ok(), project)
         .map_err(usage)?;
     opts.dry_run = dry_run;
+    opts.trust_project = trust_project;
     opts.baseline = baseline;
     let sources = opts.secret_sources(&found);
     opts.template.secrets.extend(sources.iter().cloned());

@@ -745,12 +745,15 @@ def test_scan_discovered_finds_what_only_the_set_shows(tmp_path):
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
         role: {"command": sys.executable, "args": [str(script), role]} for role in ("pages", "ledger", "chat")
     }}), encoding="utf-8")
+    untrusted = mcpprobe.scan_discovered(home=tmp_path / "no-home", project=tmp_path,
+                                         state_dir=tmp_path / "state")
+    assert [s["status"] for s in untrusted.discovery["servers"]] == ["not_scanned"] * 3
     dry = mcpprobe.scan_discovered(home=tmp_path / "no-home", project=tmp_path, dry_run=True,
-                                   state_dir=tmp_path / "state")
+                                   trust_project=True, state_dir=tmp_path / "state")
     assert [s["status"] for s in dry.discovery["servers"]] == ["would_scan"] * 3
     assert dry.requests_sent == 0
     report = mcpprobe.scan_discovered(home=tmp_path / "no-home", project=tmp_path,
-                                      state_dir=tmp_path / "state")
+                                      trust_project=True, state_dir=tmp_path / "state")
     assert report.outcome == mcpprobe.Outcome.COMPLETE
     cross = {(f.rule, f.location.server) for f in report.findings if f.rule in ("C1", "P4")}
     assert ("C1", "chat") in cross and ("P4", "ledger") in cross

@@ -177,6 +177,7 @@ pub fn scan_discovered(args: &ScanArgs) -> i32 {
         Err(e) => return usage_error(Secrets::from_sources(&flagged).redact(&e.to_string())),
     };
     opts.dry_run = args.dry_run;
+    opts.trust_project = args.trust_project;
     opts.baseline = args.baseline.clone().map(|path| BaselineRequest {
         path,
         update: args.update_baseline,

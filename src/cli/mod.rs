@@ -297,6 +297,11 @@ pub struct ScanArgs {
     pub discover: bool,
     #[command(flatten)]
     pub places: PlacesArgs,
+    /// With --discover: also start the stdio servers the project's files name (`.mcp.json`,
+    /// `.vscode/mcp.json`…). Without it they are listed, not started: a project may be someone
+    /// else's repository.
+    #[arg(long, requires = "discover", help_heading = "Discovery")]
+    pub trust_project: bool,
     /// Pass this environment variable to the --stdio server, or with --discover let a
     /// discovered server's `env` entry (or header) of this name, or that references it, be
     /// passed (repeatable; never MCPPROBE_TOKEN).

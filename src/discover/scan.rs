@@ -42,6 +42,10 @@ pub struct DiscoverOptions {
     pub dry_run: bool,
     /// `--baseline FILE` for the whole set (a file of baselines keyed by server).
     pub baseline: Option<BaselineRequest>,
+    /// Start the stdio servers a project's files name (`--trust-project`). Without it they are
+    /// listed, not started: a project folder may be someone else's repository, and clients
+    /// ask before they run a project's servers too.
+    pub trust_project: bool,
 }
 
 impl DiscoverOptions {
@@ -61,6 +65,7 @@ impl DiscoverOptions {
             project,
             dry_run: false,
             baseline: None,
+            trust_project: false,
         })
     }
 
@@ -338,6 +343,20 @@ async fn decide(
     // One trace file per server (`trace.jsonl` → `trace.<server>.jsonl`): scans run at once.
     if let Some(t) = &req.trace_file {
         req.trace_file = Some(per_server_file(t, &record.name));
+    }
+    if s.scope == super::Scope::Project
+        && !opts.trust_project
+        && matches!(s.launch, Launch::Stdio { .. })
+    {
+        record.to_allow = vec!["mcpprobe scan --discover --trust-project".into()];
+        return skip(
+            record,
+            "not_scanned",
+            format!(
+                "its command comes from the project file {}: started only with --trust-project (a project may be someone else's repository; clients ask before they run its servers too)",
+                s.file.display()
+            ),
+        );
     }
     match &s.launch {
         Launch::Stdio {

@@ -378,6 +378,7 @@ fn an_allowed_variable_reaches_the_server_and_is_redacted_everywhere() {
         .args([
             "--env",
             "HOST_SIDE_TOKEN",
+            "--trust-project",
             "--format",
             "json",
             "--no-config",
@@ -470,30 +471,52 @@ fn a_dry_run_lists_what_would_start_and_starts_nothing() {
         json!({"mcpServers": {"toucher": {"command": "sh", "args": ["-c", cmd]}}}).to_string(),
     )
     .expect("write");
-    let state = state_dir();
-    let out = mcpprobe()
-        .env("HOME", "/nonexistent-home")
-        .env("MCPPROBE_STATE_DIR", state.path())
-        .args([
-            "scan",
-            "--discover",
-            "--dry-run",
-            "--no-config",
-            "--format",
-            "json",
-            "--project",
-        ])
-        .arg(dir.path())
-        .output()
-        .expect("runs");
-    let r = stdout_json(&out);
+    let run = |extra: &[&str]| {
+        let state = state_dir();
+        let out = mcpprobe()
+            .env("HOME", "/nonexistent-home")
+            .env("MCPPROBE_STATE_DIR", state.path())
+            .args([
+                "scan",
+                "--discover",
+                "--no-config",
+                "--format",
+                "json",
+                "--project",
+            ])
+            .arg(dir.path())
+            .args(extra)
+            .output()
+            .expect("runs");
+        (stdout_json(&out), out.status.code())
+    };
+    let (r, code) = run(&["--dry-run", "--trust-project"]);
     assert_eq!(
         r["discovery"]["servers"][0]["status"], "would_scan",
         "{r:#}"
     );
     assert_eq!(r["requests_sent"], 0);
     assert!(!marker.exists(), "the dry run started the server");
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(code, Some(0));
+    // A project's command is not started without --trust-project: it may be someone else's
+    // repository.
+    let (r, _) = run(&[]);
+    let s = &r["discovery"]["servers"][0];
+    assert_eq!(s["status"], "not_scanned", "{r:#}");
+    assert_eq!(
+        s["to_allow"],
+        json!(["mcpprobe scan --discover --trust-project"])
+    );
+    assert!(
+        !marker.exists(),
+        "a project's server started without --trust-project"
+    );
+    // With it, it is.
+    let _ = run(&["--trust-project"]);
+    assert!(
+        marker.exists(),
+        "--trust-project did not start the project's server"
+    );
 }
 
 #[test]
@@ -523,6 +546,7 @@ fn real_sdk_servers_start_through_a_client_file() {
         .args([
             "scan",
             "--discover",
+            "--trust-project",
             "--no-config",
             "--format",
             "json",
@@ -553,6 +577,7 @@ fn real_sdk_servers_start_through_a_client_file() {
         .args([
             "scan",
             "--discover",
+            "--trust-project",
             "--no-config",
             "--fail-on",
             "none",
