@@ -540,10 +540,7 @@ fn scan_discovered(
     let placeholder = pyo3::types::PyList::new(py, ["mcpprobe-discovered-server"])?;
     let (mut template, scanner) = prepare(placeholder.into_any(), stdio_options, None)?;
     let baseline = template.baseline.take();
-    let project = match project {
-        Some(p) => Some(p),
-        None => std::env::current_dir().ok(),
-    };
+    // The project whose files were read fills `${workspaceFolder}`; none was read without one.
     let mut opts = DiscoverOptions::new(template, allowed, |n| std::env::var(n).ok(), project)
         .map_err(usage)?;
     opts.dry_run = dry_run;

@@ -55,6 +55,13 @@ pub fn list(args: &DiscoverArgs) -> i32 {
         Err(e) => return usage_error(e),
     };
     let listing = found.listing();
+    // Values are never in the listing; this is the last net, as for a report.
+    let sources: Vec<crate::engine::SecretSource> = found
+        .servers
+        .iter()
+        .flat_map(|s| s.secret_sources())
+        .collect();
+    let secrets = Secrets::from_sources(&sources);
     let code = if listing.configs.iter().any(|c| c.error.is_some()) {
         crate::exit::ExitCode::Incomplete.code()
     } else if listing.findings.is_empty() {
@@ -69,7 +76,7 @@ pub fn list(args: &DiscoverArgs) -> i32 {
         },
         DiffFormat::Terminal => terminal(&listing),
     };
-    print_out(&text);
+    print_out(&secrets.redact(&text));
     code
 }
 
@@ -137,6 +144,15 @@ fn terminal(l: &crate::discover::Listing) -> String {
     out
 }
 
+/// The value a secret source holds (a URL's whole text).
+fn secret_value(s: &crate::engine::SecretSource) -> Option<String> {
+    use crate::engine::SecretSource as S;
+    match s {
+        S::Token(v) | S::Other(v) | S::Url(v) => Some(v.clone()),
+        S::Header { value, .. } | S::Env { value, .. } => Some(value.clone()),
+    }
+}
+
 /// `mcpprobe scan --discover`.
 pub fn scan_discovered(args: &ScanArgs) -> i32 {
     if args.active {
@@ -186,6 +202,14 @@ pub fn scan_discovered(args: &ScanArgs) -> i32 {
     let mut sources = flagged;
     sources.extend(opts.secret_sources(&found));
     opts.template.secrets.extend(sources.iter().cloned());
+    // The judge's environment leaves out every secret of the run: the allowed variables' values
+    // and what the files write (the placeholder target had none of them).
+    let values: Vec<String> = sources.iter().filter_map(secret_value).collect();
+    let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+    match args.judge.config(&refs) {
+        Ok(judge) => opts.template.judge = judge,
+        Err(e) => return usage_error(Secrets::from_sources(&sources).redact(&e.to_string())),
+    }
     let secrets = Secrets::from_sources(&sources);
     show_progress(secrets.clone());
     let report = (|| -> Result<_, String> {

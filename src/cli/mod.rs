@@ -292,7 +292,7 @@ pub struct ScanArgs {
     /// servers are started with the local proof; a remote URL only when its host has a proof
     /// in force, else it is listed "not scanned: no proof". One report, with rules across
     /// servers. --token and --header are never sent to discovered servers; --trace-file writes
-    /// one file per server (FILE.<server>.jsonl).
+    /// one file per server (trace.jsonl → trace.<server>.jsonl).
     #[arg(long, conflicts_with_all = ["url", "stdio"])]
     pub discover: bool,
     #[command(flatten)]

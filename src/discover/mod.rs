@@ -52,9 +52,17 @@ impl std::fmt::Debug for ConfigValue {
 }
 
 static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
-    // Continue's `${{ secrets.NAME }}` first: a placeholder the client fills in.
-    Regex::new(r"\$\{\{\s*([^}]*?)\s*\}\}|\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)|%([A-Za-z_][A-Za-z0-9_]*)%")
-        .unwrap_or_else(|e| panic!("the reference pattern compiles: {e}"))
+    // Continue's `${{ secrets.NAME }}` first: a placeholder the client fills in. `${VAR}`,
+    // `${env:VAR}` and `${VAR:-default}` anywhere; a bare `$VAR` or `%VAR%` only as the whole
+    // value (inside other text, as in `pa$Word9`, it is the text itself).
+    Regex::new(concat!(
+        r"\$\{\{\s*(?P<cont>[^}]*?)\s*\}\}",
+        r"|\$\{(?:env:)?(?P<env>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<def>[^}]*))?\}",
+        r"|\$\{(?P<ph>[^}]*)\}",
+        r"|^\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)$",
+        r"|^%(?P<pct>[A-Za-z_][A-Za-z0-9_]*)%$",
+    ))
+    .unwrap_or_else(|e| panic!("the reference pattern compiles: {e}"))
 });
 
 /// VS Code's predefined variables: filled by the client, not environment variables.
@@ -71,8 +79,12 @@ impl ConfigValue {
         let mut refs: Vec<String> = Vec::new();
         let mut placeholders: Vec<String> = Vec::new();
         for c in REFERENCE.captures_iter(text) {
-            let env = c.get(2).or(c.get(4)).or(c.get(5)).map(|m| m.as_str());
-            match (env, c.get(1).or(c.get(3))) {
+            let env = c
+                .name("env")
+                .or(c.name("bare"))
+                .or(c.name("pct"))
+                .map(|m| m.as_str());
+            match (env, c.name("cont").or(c.name("ph"))) {
                 (Some(n), _) if PREDEFINED.contains(&n) => placeholders.push(n.to_string()),
                 (Some(n), _) => refs.push(n.to_string()),
                 (None, Some(p)) => placeholders.push(p.as_str().to_string()),
@@ -112,8 +124,13 @@ impl ConfigValue {
             let Some(whole) = c.get(0) else { continue };
             out.push_str(&text[last..whole.start()]);
             last = whole.end();
-            let env = c.get(2).or(c.get(4)).or(c.get(5)).map(|m| m.as_str());
-            match (env, c.get(1).or(c.get(3)).map(|m| m.as_str())) {
+            let env = c
+                .name("env")
+                .or(c.name("bare"))
+                .or(c.name("pct"))
+                .map(|m| m.as_str());
+            let default = c.name("def").map(|m| m.as_str());
+            match (env, c.name("cont").or(c.name("ph")).map(|m| m.as_str())) {
                 (Some("workspaceFolder" | "cwd"), _) => match project {
                     Some(p) => out.push_str(&p.display().to_string()),
                     None => return Err("`${workspaceFolder}` needs a project folder".into()),
@@ -121,9 +138,10 @@ impl ConfigValue {
                 (Some(n), _) if PREDEFINED.contains(&n) => {
                     return Err(format!("`${{{n}}}` is filled in by the client"));
                 }
-                (Some(n), _) => match lookup(n) {
-                    Some(v) => out.push_str(&v),
-                    None => return Err(format!("the variable {n} is not set")),
+                (Some(n), _) => match (lookup(n), default) {
+                    (Some(v), _) => out.push_str(&v),
+                    (None, Some(d)) => out.push_str(d),
+                    (None, None) => return Err(format!("the variable {n} is not set")),
                 },
                 (None, Some(p)) => {
                     return Err(format!("`${{{p}}}` is asked of the user by the client"));
@@ -145,8 +163,9 @@ pub struct Named {
     pub value: ConfigValue,
 }
 
-/// How a client starts or reaches a server.
-#[derive(Debug, Clone)]
+/// How a client starts or reaches a server. Its `Debug` shows no argument and no URL as
+/// written (they may hold secrets).
+#[derive(Clone)]
 pub enum Launch {
     Stdio {
         command: String,
@@ -164,12 +183,43 @@ pub enum Launch {
     },
 }
 
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Launch::Stdio {
+                command, args, env, ..
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", &args.len())
+                .field("env", env)
+                .finish_non_exhaustive(),
+            Launch::Remote {
+                url,
+                transport,
+                headers,
+                ..
+            } => f
+                .debug_struct("Remote")
+                .field("url", &shown_url(url))
+                .field("transport", transport)
+                .field("headers", headers)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
 /// What [`parse`] read of one file.
 #[derive(Debug, Default)]
 pub struct ParsedFile {
     pub servers: Vec<ParsedServer>,
-    /// Entries that could not be read, each with its pointer and why.
+    /// Entries that could not be read, each with its pointer and why (at most
+    /// [`parse::MAX_PROBLEMS`]).
     pub problems: Vec<String>,
+    /// Problems beyond those kept.
+    pub dropped: usize,
+    /// More than [`parse::MAX_SERVERS`] servers: the rest were not read.
+    pub truncated: bool,
 }
 
 #[derive(Debug)]
@@ -252,7 +302,17 @@ pub fn discover(places: &Places, given: &[PathBuf]) -> Discovery {
         }
         seen.push(canonical);
         if out.configs.len() >= MAX_FILES {
-            break;
+            // Listed, not dropped: the user sees what was left unread.
+            out.configs.push(ConfigRecord {
+                client: c.client,
+                scope: c.scope,
+                path: c.path.display().to_string(),
+                status: "unreadable",
+                servers: 0,
+                error: Some(format!("not read: more than {MAX_FILES} client files")),
+                problems: Vec::new(),
+            });
+            continue;
         }
         read_one(&c, &mut out);
     }
@@ -279,7 +339,13 @@ fn read_one(c: &Candidate, out: &mut Discovery) {
                 status: "read",
                 servers: parsed.servers.len(),
                 error: None,
-                problems: parsed.problems,
+                problems: {
+                    let mut p = parsed.problems;
+                    if parsed.dropped > 0 {
+                        p.push(format!("… and {} more entries not read", parsed.dropped));
+                    }
+                    p
+                },
             });
             for s in parsed.servers {
                 let secrets = inline_secrets(&s.launch);
@@ -392,15 +458,17 @@ pub fn inline_secrets(launch: &Launch) -> Vec<InlineSecret> {
             out.extend(env.iter().filter_map(named_secret));
             for i in secret_args(args) {
                 let arg = &args[i];
+                let prev = i
+                    .checked_sub(1)
+                    .and_then(|p| args.get(p))
+                    .map(String::as_str);
                 out.push(InlineSecret {
                     pointer: format!("{args_pointer}/{i}"),
                     key: format!("argument {}", i + 1),
                     why: format!(
                         "{}; {} characters written in the file",
-                        looks_like_credential(arg)
-                            .map(|f| format!("looks like {f}"))
-                            .unwrap_or_else(|| "the value of a secret flag".into()),
-                        arg.chars().count()
+                        secret_arg(arg, prev).unwrap_or_default(),
+                        secret_part(arg).chars().count()
                     ),
                 });
             }
@@ -412,60 +480,112 @@ pub fn inline_secrets(launch: &Launch) -> Vec<InlineSecret> {
             ..
         } => {
             out.extend(headers.iter().filter_map(named_secret));
-            if let Ok(u) = url::Url::parse(url) {
-                if u.password().is_some_and(|p| !p.is_empty()) {
-                    out.push(InlineSecret {
-                        pointer: url_pointer.clone(),
-                        key: "the URL's password".into(),
-                        why: "a password written in the URL".into(),
-                    });
-                }
-                for (k, v) in u.query_pairs() {
-                    let v = ConfigValue::new(&v);
-                    if v.is_literal()
-                        && ((secret_name(&k) && !placeholder(v.expose()))
-                            || looks_like_credential(v.expose()).is_some())
-                    {
-                        out.push(InlineSecret {
-                            pointer: url_pointer.clone(),
-                            key: format!(
-                                "the URL's `{}` query value",
-                                crate::rules::text::visible(&k)
-                            ),
-                            why: format!(
-                                "{} characters written in the file",
-                                v.expose().chars().count()
-                            ),
-                        });
-                    }
-                }
-            }
+            out.extend(url_secrets(url).into_iter().map(|(key, why)| InlineSecret {
+                pointer: url_pointer.clone(),
+                key,
+                why,
+            }));
         }
     }
     out
 }
 
+/// The part of an argument that is its secret: the value of `NAME=VALUE` or `Name: value` when
+/// the name says secret, else the whole argument.
+fn secret_part(arg: &str) -> &str {
+    fn named<'a>((n, v): (&str, &'a str)) -> Option<&'a str> {
+        let n = n.trim().trim_start_matches('-');
+        (!n.is_empty() && !n.contains(' ') && secret_name(n)).then_some(v.trim())
+    }
+    arg.split_once('=')
+        .and_then(named)
+        .or_else(|| arg.split_once(':').and_then(named))
+        .unwrap_or(arg)
+}
+
+/// Why one argument (after `prev`) holds a secret literally, if it does: a known credential
+/// format; `--token=VALUE`, `DB_PASSWORD=VALUE` or `X-Api-Key: VALUE` with a secret name; the
+/// value after a secret flag (`--api-key VALUE`); a URL with a password or a secret query value.
+fn secret_arg(arg: &str, prev: Option<&str>) -> Option<String> {
+    if !ConfigValue::new(arg).is_literal() {
+        return None;
+    }
+    if let Some(f) = looks_like_credential(arg) {
+        return Some(format!("looks like {f}"));
+    }
+    let part = secret_part(arg);
+    if part.len() < arg.len() && !placeholder(part) && ConfigValue::new(part).is_literal() {
+        return Some("the value of a secret-named setting".into());
+    }
+    let flag =
+        |p: &str| p.starts_with('-') && !p.contains('=') && secret_name(p.trim_start_matches('-'));
+    if !arg.starts_with('-') && prev.is_some_and(flag) && !placeholder(arg) {
+        return Some("the value of a secret flag".into());
+    }
+    if arg.contains("://")
+        && let Some(why) = url_secrets(arg).into_iter().next()
+    {
+        return Some(why.1);
+    }
+    None
+}
+
 /// The indexes of arguments that hold a secret literally.
 pub fn secret_args(args: &[String]) -> Vec<usize> {
+    (0..args.len())
+        .filter(|&i| {
+            let prev = i
+                .checked_sub(1)
+                .and_then(|p| args.get(p))
+                .map(String::as_str);
+            args.get(i).is_some_and(|a| secret_arg(a, prev).is_some())
+        })
+        .collect()
+}
+
+/// The secrets a URL holds: (what, why) for its user name in a credential format, its password,
+/// a path segment in a credential format, each secret query value.
+fn url_secrets(url: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (i, a) in args.iter().enumerate() {
-        let literal = ConfigValue::new(a).is_literal();
-        if !literal {
-            continue;
-        }
-        let flag_value =
-            |flag: &str| flag.starts_with('-') && secret_name(flag.trim_start_matches('-'));
-        let hit = looks_like_credential(a).is_some()
-            || a.split_once('=')
-                .is_some_and(|(f, v)| flag_value(f) && !placeholder(v))
-            || (i > 0
-                && !a.starts_with('-')
-                && args
-                    .get(i - 1)
-                    .is_some_and(|p| !p.contains('=') && flag_value(p))
-                && !placeholder(a));
-        if hit {
-            out.push(i);
+    let Ok(u) = url::Url::parse(url) else {
+        return out;
+    };
+    if looks_like_credential(u.username()).is_some() {
+        out.push((
+            "the URL's user name".into(),
+            "a credential as the URL's user name".into(),
+        ));
+    }
+    if u.password().is_some_and(|p| !p.is_empty()) {
+        out.push((
+            "the URL's password".into(),
+            "a password written in the URL".into(),
+        ));
+    }
+    if u.path_segments()
+        .is_some_and(|mut segs| segs.any(|seg| looks_like_credential(seg).is_some()))
+    {
+        out.push((
+            "the URL's path".into(),
+            "a credential in the URL's path".into(),
+        ));
+    }
+    for (k, v) in u.query_pairs() {
+        let v = ConfigValue::new(&v);
+        if v.is_literal()
+            && ((secret_name(&k) && !placeholder(v.expose()))
+                || looks_like_credential(v.expose()).is_some())
+        {
+            out.push((
+                format!(
+                    "the URL's `{}` query value",
+                    crate::rules::text::visible(&k)
+                ),
+                format!(
+                    "{} characters written in the file",
+                    v.expose().chars().count()
+                ),
+            ));
         }
     }
     out
@@ -493,6 +613,9 @@ impl Server {
         out.extend(args.iter().enumerate().map(|(i, a)| {
             if hidden.contains(&i) {
                 "[redacted]".to_string()
+            } else if a.contains("://") && url::Url::parse(a).is_ok() {
+                // A URL argument (mcp-remote's, say) shows as a URL: no password or query.
+                shown_url(a)
             } else {
                 a.clone()
             }
@@ -625,11 +748,7 @@ impl Server {
                     secret_args(args)
                         .into_iter()
                         .filter_map(|i| args.get(i))
-                        .map(|a| {
-                            SecretSource::Other(
-                                a.split_once('=').map_or(a.as_str(), |(_, v)| v).to_string(),
-                            )
-                        }),
+                        .map(|a| SecretSource::Other(secret_part(a).to_string())),
                 );
             }
             Launch::Remote { url, headers, .. } => {
@@ -648,6 +767,24 @@ pub fn shown_url(url: &str) -> String {
     };
     if u.password().is_some() {
         let _ = u.set_password(Some("redacted"));
+    }
+    if !u.username().is_empty() {
+        let _ = u.set_username("redacted");
+    }
+    let segments: Option<Vec<String>> = u.path_segments().map(|segs| {
+        segs.map(|seg| {
+            if looks_like_credential(seg).is_some() {
+                "redacted".to_string()
+            } else {
+                seg.to_string()
+            }
+        })
+        .collect()
+    });
+    if let Some(segs) = segments
+        && let Ok(mut path) = u.path_segments_mut()
+    {
+        path.clear().extend(segs.iter().map(String::as_str));
     }
     if u.query().is_some() {
         let pairs: Vec<(String, String)> = u
@@ -760,12 +897,74 @@ mod tests {
     #[test]
     fn references_in_every_syntax() {
         let v = ConfigValue::new(
-            "Bearer ${env:GH} ${HOME} $USER %APPDATA% ${input:pat} ${workspaceFolder}",
+            "Bearer ${env:GH} ${HOME} ${input:pat} ${workspaceFolder} ${{ secrets.K }} ${D:-x}",
         );
-        assert_eq!(v.refs, ["GH", "HOME", "USER", "APPDATA"]);
-        assert_eq!(v.placeholders, ["input:pat", "workspaceFolder"]);
+        assert_eq!(v.refs, ["GH", "HOME", "D"]);
+        assert_eq!(
+            v.placeholders,
+            ["input:pat", "workspaceFolder", "secrets.K"]
+        );
         assert!(!v.is_literal());
         assert!(ConfigValue::new("plain").is_literal());
+        // A bare `$X` or `%X%` is a reference only as the whole value.
+        assert_eq!(ConfigValue::new("$USER").refs, ["USER"]);
+        assert_eq!(ConfigValue::new("%APPDATA%").refs, ["APPDATA"]);
+        assert!(ConfigValue::new("pa$Word9xyz").is_literal());
+        assert!(ConfigValue::new("50%OFF%").is_literal());
+    }
+
+    #[test]
+    fn a_default_fills_an_unset_variable() {
+        let none = |_: &str| None;
+        assert_eq!(
+            ConfigValue::new("${PORT:-8080}")
+                .resolve(&none, None)
+                .as_deref(),
+            Ok("8080")
+        );
+    }
+
+    #[test]
+    fn secrets_in_every_argument_shape_are_found_and_never_shown() {
+        let args: Vec<String> = [
+            "-e",
+            "DB_PASSWORD=pa$Word9xyz",
+            "--header",
+            "X-Api-Key: abcd1234efgh5678",
+            "https://h.example/sse?api_key=zz9988776655",
+            "--password=hunter$Secret42",
+            "--name=plain",
+            "LOG_LEVEL=debug",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(secret_args(&args), [1, 3, 4, 5]);
+        let server = Server {
+            client: Client::Cursor,
+            scope: Scope::User,
+            file: PathBuf::from("/f"),
+            name: "s".into(),
+            pointer: "/mcpServers/s".into(),
+            launch: stdio(&args.iter().map(String::as_str).collect::<Vec<_>>(), vec![]),
+            disabled: false,
+            secrets: Vec::new(),
+        };
+        let shown = server.command_line().unwrap_or_default().join(" ");
+        for secret in [
+            "pa$Word9xyz",
+            "abcd1234efgh5678",
+            "zz9988776655",
+            "hunter$Secret42",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(
+            shown.contains("--name=plain") && shown.contains("LOG_LEVEL=debug"),
+            "{shown}"
+        );
+        let sources = format!("{:?}", server.secret_sources().len());
+        assert_eq!(sources, "4");
     }
 
     #[test]

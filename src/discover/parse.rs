@@ -163,8 +163,7 @@ pub fn from_value(v: &Value, layout: Layout) -> Result<ParsedFile, ReadError> {
 }
 
 fn unreachable_layout(out: &mut ParsedFile) {
-    out.problems
-        .push("the file's layout was not recognised".into());
+    problem(out, "the file's layout was not recognised".into());
 }
 
 fn map_at(v: &Value, ptr: &str, out: &mut ParsedFile) -> Result<(), ReadError> {
@@ -198,12 +197,25 @@ fn list_at(v: &Value, ptr: &str, out: &mut ParsedFile) -> Result<(), ReadError> 
     Ok(())
 }
 
+/// Problems kept per file; the rest are counted.
+pub const MAX_PROBLEMS: usize = 32;
+
+fn problem(out: &mut ParsedFile, text: String) {
+    if out.problems.len() < MAX_PROBLEMS {
+        out.problems.push(text);
+    } else {
+        out.dropped += 1;
+    }
+}
+
 fn push(out: &mut ParsedFile, name: String, pointer: String, e: &Value) {
     if out.servers.len() >= MAX_SERVERS {
-        if !out.problems.iter().any(|p| p.starts_with("more than")) {
-            out.problems.push(format!(
-                "more than {MAX_SERVERS} servers: the rest were not read"
-            ));
+        if !out.truncated {
+            out.truncated = true;
+            problem(
+                out,
+                format!("more than {MAX_SERVERS} servers: the rest were not read"),
+            );
         }
         return;
     }
@@ -214,7 +226,7 @@ fn push(out: &mut ParsedFile, name: String, pointer: String, e: &Value) {
             launch,
             disabled,
         }),
-        Err(why) => out.problems.push(format!("{pointer}: {why}")),
+        Err(why) => problem(out, format!("{pointer}: {why}")),
     }
 }
 

@@ -19,7 +19,7 @@ use crate::engine::{
     BaselineRequest, ConfigError, Credentials, ExposeSecret, ScanRequest, Scanned, Scanner,
     SecretSource, SecretString, StoredBaseline, Target,
 };
-use crate::finding::{Finding, Severity};
+use crate::finding::Finding;
 use crate::model::{
     CheckStatus, DiscoveredFile, DiscoveryRecord, EntryRecord, Report, RunOutcome, ServerRecord,
 };
@@ -202,39 +202,49 @@ pub fn save_set(
 }
 
 /// Names every distinct launch: the entry's name, or `name@client` (then `name@client#n`)
-/// when different launches share one.
+/// when an earlier launch has it. User files are read before a project's, so a project's entry
+/// never takes the name (and the baseline key) of a user's server.
 fn group(discovery: &Discovery) -> Vec<(String, Vec<usize>)> {
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-    let mut keys: Vec<String> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = Default::default();
     for (i, s) in discovery.servers.iter().enumerate() {
-        let key = s.launch_key();
-        match keys.iter().position(|k| *k == key) {
-            Some(g) => groups[g].1.push(i),
-            None => {
-                keys.push(key);
+        match index.entry(s.launch_key()) {
+            std::collections::hash_map::Entry::Occupied(g) => {
+                if let Some(group) = groups.get_mut(*g.get()) {
+                    group.1.push(i);
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(groups.len());
                 groups.push((s.name.clone(), vec![i]));
             }
         }
     }
-    // Unique names.
-    let mut taken: Vec<String> = Vec::new();
-    for g in 0..groups.len() {
-        let base = groups[g].0.clone();
-        let shared = groups.iter().filter(|(n, _)| *n == base).count() > 1;
-        let mut name = if shared {
-            let first = groups[g].1[0];
-            format!("{base}@{}", discovery.servers[first].client.as_str())
+    let mut taken: std::collections::HashSet<String> = Default::default();
+    let mut next: std::collections::HashMap<String, usize> = Default::default();
+    for (name, entries) in &mut groups {
+        let client = entries
+            .first()
+            .and_then(|&e| discovery.servers.get(e))
+            .map_or("other", |s| s.client.as_str());
+        let mut chosen = if taken.contains(name.as_str()) {
+            format!("{name}@{client}")
         } else {
-            base
+            name.clone()
         };
-        let stem = name.clone();
-        let mut n = 2;
-        while taken.contains(&name) {
-            name = format!("{stem}#{n}");
-            n += 1;
+        if taken.contains(&chosen) {
+            let n = next.entry(chosen.clone()).or_insert(1);
+            loop {
+                *n += 1;
+                let candidate = format!("{chosen}#{n}");
+                if !taken.contains(&candidate) {
+                    chosen = candidate;
+                    break;
+                }
+            }
         }
-        taken.push(name.clone());
-        groups[g].0 = name;
+        taken.insert(chosen.clone());
+        *name = chosen;
     }
     groups
 }
@@ -344,16 +354,15 @@ async fn decide(
     if let Some(t) = &req.trace_file {
         req.trace_file = Some(per_server_file(t, &record.name));
     }
-    if s.scope == super::Scope::Project
-        && !opts.trust_project
-        && matches!(s.launch, Launch::Stdio { .. })
-    {
+    // A project's remote entry too: it may point at a service on loopback and ask for the
+    // variables --env allows.
+    if s.scope == super::Scope::Project && !opts.trust_project {
         record.to_allow = vec!["mcpprobe scan --discover --trust-project".into()];
         return skip(
             record,
             "not_scanned",
             format!(
-                "its command comes from the project file {}: started only with --trust-project (a project may be someone else's repository; clients ask before they run its servers too)",
+                "it comes from the project file {}: started or contacted only with --trust-project (a project may be someone else's repository; clients ask before they run its servers too)",
                 s.file.display()
             ),
         );
@@ -425,19 +434,28 @@ async fn decide(
                     return skip(
                         record,
                         "not_scanned",
-                        format!("not a URL mcpprobe scans: {e}"),
+                        // The error quotes the URL; its query may hold a key.
+                        format!(
+                            "not a URL mcpprobe scans: {}",
+                            e.to_string()
+                                .replace(resolved.as_str(), &super::shown_url(&resolved))
+                                .replace(url.as_str(), &super::shown_url(url))
+                        ),
                     );
                 }
             };
-            if let Some(why) = no_proof(scanner, &target).await {
-                record.to_allow = vec![
-                    format!("mcpprobe verify init {}", target.host),
-                    format!("mcpprobe verify check {}", target.host),
-                ];
-                if target.ip.is_some() {
-                    record.to_allow.clear();
+            match find_proof(scanner, &target).await {
+                ProofFound::Stored => {}
+                ProofFound::Loopback => req.loopback_only = true,
+                ProofFound::None(why) => {
+                    if target.ip.is_none() {
+                        record.to_allow = vec![
+                            format!("mcpprobe verify init {}", target.host),
+                            format!("mcpprobe verify check {}", target.host),
+                        ];
+                    }
+                    return skip(record, "not_scanned", format!("no proof: {why}"));
                 }
-                return skip(record, "not_scanned", format!("no proof: {why}"));
             }
             req.credentials = Credentials {
                 headers: pass_on(headers, opts, &mut record),
@@ -451,7 +469,7 @@ async fn decide(
 
 /// `path` with the server's name (only letters, digits, `-`, `_` and `.`) before its extension.
 pub fn per_server_file(path: &Path, server: &str) -> PathBuf {
-    let safe: String = server
+    let mut safe: String = server
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
@@ -460,7 +478,15 @@ pub fn per_server_file(path: &Path, server: &str) -> PathBuf {
                 '_'
             }
         })
+        .take(64)
         .collect();
+    // A name that had to be changed also gets 8 hex digits of its hash: two servers never
+    // share a file.
+    if safe != server {
+        use sha2::{Digest as _, Sha256};
+        let h = hex::encode(Sha256::digest(server.as_bytes()));
+        safe = format!("{safe}-{}", h.get(..8).unwrap_or_default());
+    }
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -472,22 +498,29 @@ pub fn per_server_file(path: &Path, server: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Why `target` may not be scanned (`None`: a proof is in force). A stored DNS-TXT proof
-/// that has not expired lets the scan start (its gate checks the record again, and the opt-out
-/// first); a host whose addresses are all loopback has the local proof.
-async fn no_proof(scanner: &Scanner, target: &crate::gate::HttpTarget) -> Option<String> {
+/// Which proof lets a discovered remote server be scanned, or why none does.
+enum ProofFound {
+    /// A stored DNS-TXT proof that has not expired (the scan's gate checks the record again,
+    /// and the opt-out first).
+    Stored,
+    /// Every address is loopback: the local proof; the scan then contacts loopback only.
+    Loopback,
+    None(String),
+}
+
+async fn find_proof(scanner: &Scanner, target: &crate::gate::HttpTarget) -> ProofFound {
     let addrs = match target.ip {
         Some(ip) => vec![ip],
         None => {
             if let Ok(Some(p)) = scanner.state().proof(&target.host)
                 && p.expires_at > scanner.now()
             {
-                return None;
+                return ProofFound::Stored;
             }
             match scanner.dns().addresses(&target.host).await {
                 Ok(a) => a,
                 Err(e) => {
-                    return Some(format!(
+                    return ProofFound::None(format!(
                         "{} has no ownership proof in force, so nothing is sent to it (its addresses could not be read either: {e})",
                         target.host
                     ));
@@ -496,9 +529,9 @@ async fn no_proof(scanner: &Scanner, target: &crate::gate::HttpTarget) -> Option
         }
     };
     if !addrs.is_empty() && addrs.iter().all(crate::net::dns::is_loopback) {
-        return None;
+        return ProofFound::Loopback;
     }
-    Some(match target.ip {
+    ProofFound::None(match target.ip {
         Some(_) => format!(
             "{} is an IP address that is not loopback: only a host name can be proven (DNS TXT)",
             target.host
@@ -523,11 +556,44 @@ pub async fn scan_discovered(
         None => None,
     };
     let groups = group(discovery);
+    // Decided a few at once (a remote's decision may wait for DNS), in order; a cancelled run
+    // decides nothing more.
+    let decisions: Vec<(String, Vec<usize>, Action, ServerRecord)> =
+        futures_util::stream::iter(groups)
+            .map(|(name, entries)| {
+                let cancel = cancel.clone();
+                async move {
+                    let record = base_record(&name, discovery, &entries);
+                    // The first entry that is not disabled decides (another client may run
+                    // what one has disabled).
+                    let first = entries
+                        .iter()
+                        .copied()
+                        .find(|&e| discovery.servers.get(e).is_some_and(|s| !s.disabled))
+                        .or(entries.first().copied())
+                        .and_then(|e| discovery.servers.get(e));
+                    let (action, record) = match first {
+                        _ if cancel.is_cancelled() => {
+                            skip(record, "not_scanned", "the run was cancelled".into())
+                        }
+                        None => skip(record, "not_scanned", "no entry".into()),
+                        Some(s) => tokio::select! {
+                            d = decide(scanner, s, record.clone(), opts) => d,
+                            () = cancel.cancelled() => {
+                                skip(record, "not_scanned", "the run was cancelled".into())
+                            }
+                        },
+                    };
+                    (name, entries, action, record)
+                }
+            })
+            .buffered(CONCURRENCY * 4)
+            .collect()
+            .await;
     let mut planned: Vec<Planned> = Vec::new();
-    for (name, entries) in groups {
-        let record = base_record(&name, discovery, &entries);
-        let (mut action, mut record) =
-            decide(scanner, &discovery.servers[entries[0]], record, opts).await;
+    for (name, entries, action, record) in decisions {
+        let (mut action, mut record) = (action, record);
+
         if let Action::Scan(req) = &mut action {
             if opts.dry_run {
                 record.status = "would_scan".into();
@@ -807,10 +873,10 @@ fn outcome(report: &mut Report, planned: &[Planned]) {
     }
 }
 
-fn base_finding(server: &str) -> crate::finding::FindingBuilder {
+fn base_finding(server: &str, rule: &str) -> crate::finding::FindingBuilder {
     crate::catalogue::catalogue()
         .meta("BASE-01")
-        .finding_of(None)
+        .finding_of(Some(rule))
         .server(server.to_string())
 }
 
@@ -829,9 +895,7 @@ fn set_baseline(
         for p in planned.iter().filter(|p| p.record.status == "scanned") {
             if !old.servers.contains_key(&p.name) {
                 report.findings.push(
-                    base_finding(&p.name)
-                        .subcode("server-added")
-                        .severity(Severity::Medium)
+                    base_finding(&p.name, "B7")
                         .message(format!(
                             "server `{}` is new since the baseline {file}: its tools were never reviewed",
                             p.name
@@ -844,9 +908,7 @@ fn set_baseline(
         for name in old.servers.keys() {
             if !planned.iter().any(|p| &p.name == name) {
                 report.findings.push(
-                    base_finding(name)
-                        .subcode("server-removed")
-                        .severity(Severity::Info)
+                    base_finding(name, "B8")
                         .message(format!(
                             "server `{name}` of the baseline {file} is no longer in any client file"
                         ))
@@ -900,7 +962,7 @@ mod tests {
     fn a_trace_file_per_server_keeps_its_folder_and_extension() {
         assert_eq!(
             per_server_file(Path::new("/t/trace.jsonl"), "git/hub x"),
-            Path::new("/t/trace.git_hub_x.jsonl")
+            Path::new("/t/trace.git_hub_x-af3ea4cb.jsonl")
         );
         assert_eq!(
             per_server_file(Path::new("trace"), "a"),

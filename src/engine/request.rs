@@ -246,12 +246,16 @@ pub struct ScanRequest {
     /// Return the inventory read in [`crate::engine::Scanned::inventory`] (discovery's rules
     /// across servers read it).
     pub keep_inventory: bool,
+    /// Contact the target only at loopback addresses (see [`crate::gate::AddressRule::LoopbackOnly`]).
+    pub loopback_only: bool,
 }
 
 impl ScanRequest {
     /// The gate's rule for the addresses of a host name ([`ScanRequest::allow_private_addresses`]).
     pub fn address_rule(&self) -> crate::gate::AddressRule {
-        if self.allow_private_addresses {
+        if self.loopback_only {
+            crate::gate::AddressRule::LoopbackOnly
+        } else if self.allow_private_addresses {
             crate::gate::AddressRule::AllowPrivate
         } else {
             crate::gate::AddressRule::PublicOnly
@@ -275,6 +279,7 @@ impl ScanRequest {
             judge: None,
             secrets: Vec::new(),
             keep_inventory: false,
+            loopback_only: false,
         }
     }
 

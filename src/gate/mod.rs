@@ -251,6 +251,10 @@ pub enum AddressRule {
     PublicOnly,
     /// `--allow-private-addresses`, `allow_private_addresses = true`: any address.
     AllowPrivate,
+    /// Only loopback (a server `scan --discover` planned as loopback, with no other proof):
+    /// any other address is refused before anything is sent, so a name that answers loopback
+    /// when planned and another address now (DNS rebinding) is never contacted.
+    LoopbackOnly,
 }
 
 /// Where and why the pipeline stopped, with what the gate recorded until then.
@@ -456,6 +460,17 @@ pub async fn clear_opt_out_with(
     };
     let shown: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
     record.addresses = shown.clone();
+    if rule == AddressRule::LoopbackOnly && (addrs.is_empty() || !addrs.iter().all(is_loopback)) {
+        record.address_check = Some(format!(
+            "refused: {} was planned as loopback and now resolves to {}",
+            target.host,
+            shown.join(", ")
+        ));
+        let why = NotProven::NoProof {
+            host: target.host.clone(),
+        };
+        return Err(halt(why.into(), record));
+    }
     if target.ip.is_none()
         && !addrs.iter().all(is_loopback)
         && let Err(why) = judge_addresses(&target.host, &addrs, rule, &mut record)

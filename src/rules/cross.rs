@@ -53,6 +53,11 @@ const DIRECTIVES: &[&str] = &[
 
 /// Characters of context quoted around a name.
 const CONTEXT: usize = 80;
+/// Bytes read on each side of a name for its sentence.
+const WINDOW: usize = 400;
+/// Mentions of other servers' tools examined per text (each costs a bounded window): a text
+/// that names them more often is read up to here.
+const MAX_MENTIONS: usize = 64;
 
 /// Runs the three rules; `servers` in report order.
 pub fn run(servers: &[ServerTools<'_>]) -> Vec<Finding> {
@@ -252,6 +257,7 @@ fn shadow_text(
 ) -> Option<Finding> {
     let t = text.text;
     let mut mention: Option<(usize, usize, usize)> = None;
+    let mut examined = 0usize;
     for m in ac.find_iter(t) {
         let (name, owner) = foreign.get(m.pattern().as_usize())?;
         if *owner == here || own.contains(&name.to_ascii_lowercase()) {
@@ -269,12 +275,20 @@ fn shadow_text(
         if words(name).len() < 2 && !quoted {
             continue;
         }
-        let s = t[..m.start()]
+        examined += 1;
+        if examined > MAX_MENTIONS {
+            break;
+        }
+        // The sentence around the name, read within a window: each mention costs at most
+        // 2 × WINDOW bytes, whatever the text (a 4 MB description without a full stop).
+        let lo = t.floor_char_boundary(m.start().saturating_sub(WINDOW));
+        let hi = t.ceil_char_boundary((m.end() + WINDOW).min(t.len()));
+        let s = t[lo..m.start()]
             .rfind(['.', '!', '?', '\n'])
-            .map_or(0, |x| x + 1);
-        let e = t[m.end()..]
+            .map_or(lo, |x| lo + x + 1);
+        let e = t[m.end()..hi]
             .find(['.', '!', '?', '\n'])
-            .map_or(t.len(), |x| m.end() + x);
+            .map_or(hi, |x| m.end() + x);
         let sentence = &t[s..e];
         let directive = directives
             .find_iter(sentence)

@@ -123,16 +123,21 @@ fn rule_tables_are_as_spec() {
             .collect()
     };
     assert_eq!(codes("META-02"), ["P1", "P2", "P3", "P4", "P5", "P6"]);
-    // SPEC §3.1's C1–C9, then the two rules beyond it (issue 23): C10, a tool that hands the
-    // process environment or stored secrets to the model; C11, a tool that reads any URL.
+    // SPEC §3.1's C1–C9, then the rules beyond it: C10, a tool that hands the process
+    // environment or stored secrets to the model; C11, a tool that reads any URL (issue 23);
+    // C12, a secret written inline in a client's file (issue 26).
     assert_eq!(
         codes("META-03"),
         [
-            "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11"
+            "C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11", "C12"
         ]
     );
     assert_eq!(codes("META-04"), ["S1", "S2", "S3", "S4", "S5", "S6", "N1"]);
-    assert_eq!(codes("BASE-01"), ["B1", "B2", "B3", "B4", "B5", "B6"]);
+    // B7 and B8: a discovered set's servers added and removed (issue 26).
+    assert_eq!(
+        codes("BASE-01"),
+        ["B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8"]
+    );
     assert_eq!(codes("BASE-02"), ["R1", "R2", "R3", "R4"]);
     assert_eq!(codes("CARD-01").len(), 11);
     assert_eq!(

@@ -643,6 +643,21 @@ fn the_sets_baseline_names_the_server_whose_tools_changed() {
         base.iter().all(|(_, server, _)| server == "ledger"),
         "{base:?}"
     );
+    // A server added to the files since (B7), one gone (B8).
+    let script = root().join("tests/support/set_stdio.py");
+    let grown = set_home(
+        "ledger",
+        json!({"chat-2": {"command": "python3", "args": [script.to_str().expect("utf-8"), "chat"],
+                          "env": {"CHANNEL": "ops"}}}),
+    );
+    let (third, _) = scan_set(grown.path(), state.path(), &["--baseline", b]);
+    let rules = rules_of(&third);
+    assert!(
+        rules
+            .iter()
+            .any(|(id, server, sev)| id == "BASE-01/B7" && server == "chat-2" && sev == "medium"),
+        "{rules:?}"
+    );
     // A corrupt set baseline is a usage error and is left as it was.
     std::fs::write(
         &baseline,
@@ -668,4 +683,38 @@ fn the_sets_baseline_names_the_server_whose_tools_changed() {
         std::fs::read_to_string(&baseline).expect("kept"),
         "{\"version\": 1, \"kind\": \"discovered\", \"servers\": 3}"
     );
+}
+
+#[test]
+fn a_server_planned_as_loopback_is_never_contacted_at_another_address() {
+    // DNS rebinding: discovery planned `mcp.test` as loopback (the local proof); at scan time
+    // the name answers a non-loopback address. The scan is refused before anything is sent.
+    use crate::support::dns::TestDns;
+    use crate::support::netns::{NS_IP, NetnsHost, PORT};
+    use mcpprobe::engine::{ScanRequest, Scanner, ScannerConfig, Target};
+    let rt = crate::support::runtime();
+    let host = NetnsHost::start(json!({"* /mcp": {"status": 200, "body": "{}"}}));
+    let dns = TestDns::start(&rt, &[&format!("mcp 60 IN A {NS_IP}")]);
+    let state = state_dir();
+    let report = rt.block_on(async {
+        let mut config = ScannerConfig::new(state.path());
+        config.resolver = Some(dns.arg().parse().expect("IP:PORT"));
+        let scanner = Scanner::new(config).expect("a scanner");
+        let mut req =
+            ScanRequest::new(Target::http(&format!("http://mcp.test:{PORT}/mcp")).expect("a URL"));
+        req.loopback_only = true;
+        scanner
+            .scan(&req, tokio_util::sync::CancellationToken::new())
+            .await
+            .expect("a report")
+    });
+    let seen = host.finish();
+    assert!(seen.is_empty(), "contacted: {seen:?}");
+    assert_eq!(report.outcome, mcpprobe::model::RunOutcome::Refused);
+    let check = report
+        .gate
+        .as_ref()
+        .and_then(|g| g.address_check.clone())
+        .unwrap_or_default();
+    assert!(check.contains("planned as loopback"), "{check}");
 }
