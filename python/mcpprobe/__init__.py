@@ -923,6 +923,17 @@ class Discovery:
     absent: int
 
 
+def _places(home: Optional[PathLike], project: Optional[PathLike],
+            client_configs: Optional[Sequence[PathLike]], platform: Optional[str]) -> Dict[str, Any]:
+    """The native ``PlacesOptions`` (python/src/lib.rs): every key, always."""
+    return dict(
+        home=_path(home),
+        project=_path(project),
+        client_configs=[_path(c) for c in client_configs or []],
+        platform=platform,
+    )
+
+
 def discover(
     *,
     home: Optional[PathLike] = None,
@@ -933,13 +944,7 @@ def discover(
     """``mcpprobe discover``: the MCP servers this machine's clients are configured to run,
     read from each client's documented files (``home``: default ``$HOME``; ``project``: the
     project's files, default none) and ``client_configs``. Starts and sends nothing."""
-    text = _call(
-        _native.discover,
-        home=_path(home),
-        project=_path(project),
-        client_configs=[_path(c) for c in client_configs or []],
-        platform=platform,
-    )
+    text = _call(_native.discover, _places(home, project, client_configs, platform))
     d = json.loads(text)
     return Discovery(
         configs=d["configs"],
@@ -982,10 +987,7 @@ def scan_discovered(
     text = _call(
         _native.scan_discovered,
         _scan_kwargs(o),
-        home=_path(home),
-        project=_path(project),
-        client_configs=[_path(c) for c in client_configs or []],
-        platform=platform,
+        _places(home, project, client_configs, platform),
         dry_run=dry_run,
         trust_project=trust_project,
     )

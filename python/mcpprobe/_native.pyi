@@ -39,22 +39,10 @@ def scan(target: Union[str, List[str]], options: Dict[str, Any], *, judge: Optio
 def scan_async(
     target: Union[str, List[str]], options: Dict[str, Any], *, judge: Optional[_JudgeArgs] = ...
 ) -> Awaitable[str]: ...
-def discover(
-    *,
-    home: Optional[str] = ...,
-    project: Optional[str] = ...,
-    client_configs: List[Optional[str]] = ...,
-    platform: Optional[str] = ...,
-) -> str: ...
+# `places` holds home, project, client_configs (a list of paths) and platform.
+def discover(places: Dict[str, Any]) -> str: ...
 def scan_discovered(
-    options: Dict[str, Any],
-    *,
-    home: Optional[str] = ...,
-    project: Optional[str] = ...,
-    client_configs: List[Optional[str]] = ...,
-    platform: Optional[str] = ...,
-    dry_run: bool = ...,
-    trust_project: bool = ...,
+    options: Dict[str, Any], places: Dict[str, Any], *, dry_run: bool = ..., trust_project: bool = ...
 ) -> str: ...
 # Both release the GIL while they parse, hash and compare.
 def fingerprint(tools: bytes) -> str: ...

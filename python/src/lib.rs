@@ -480,13 +480,18 @@ fn places(
     Ok(places)
 }
 
-fn discovered(
+/// Where `discover` and `scan_discovered` look: the package passes every key.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PlacesOptions {
     home: Option<PathBuf>,
     project: Option<PathBuf>,
     client_configs: Vec<PathBuf>,
-    platform: Option<&str>,
-) -> PyResult<mcpprobe::discover::Discovery> {
-    for f in &client_configs {
+    platform: Option<String>,
+}
+
+fn discovered(p: &PlacesOptions) -> PyResult<mcpprobe::discover::Discovery> {
+    for f in &p.client_configs {
         if !f.is_file() {
             return Err(usage(format!(
                 "client_configs: {}: no such file",
@@ -494,36 +499,26 @@ fn discovered(
             )));
         }
     }
-    let places = places(home, project, platform)?;
-    Ok(mcpprobe::discover::discover(&places, &client_configs))
+    let places = places(p.home.clone(), p.project.clone(), p.platform.as_deref())?;
+    Ok(mcpprobe::discover::discover(&places, &p.client_configs))
 }
 
 /// `mcpprobe discover --format json`: the client files and their servers (values never shown).
 #[pyfunction]
-#[pyo3(signature = (*, home=None, project=None, client_configs=Vec::new(), platform=None))]
-fn discover(
-    py: Python<'_>,
-    home: Option<PathBuf>,
-    project: Option<PathBuf>,
-    client_configs: Vec<PathBuf>,
-    platform: Option<String>,
-) -> PyResult<String> {
+fn discover(py: Python<'_>, places: PlacesOptions) -> PyResult<String> {
     py.detach(|| {
-        let found = discovered(home, project, client_configs, platform.as_deref())?;
+        let found = discovered(&places)?;
         serde_json::to_string(&found.listing()).map_err(usage)
     })
 }
 
 /// `mcpprobe scan --discover`: the report of the whole set (blocking, the GIL released).
 #[pyfunction]
-#[pyo3(signature = (options, *, home=None, project=None, client_configs=Vec::new(), platform=None, dry_run=false, trust_project=false))]
+#[pyo3(signature = (options, places, *, dry_run=false, trust_project=false))]
 fn scan_discovered(
     py: Python<'_>,
     options: ScanOptions,
-    home: Option<PathBuf>,
-    project: Option<PathBuf>,
-    client_configs: Vec<PathBuf>,
-    platform: Option<String>,
+    places: PlacesOptions,
     dry_run: bool,
     trust_project: bool,
 ) -> PyResult<String> {
@@ -532,7 +527,8 @@ fn scan_discovered(
         options.fail_on.as_deref(),
         options.min_confidence.as_deref(),
     )?;
-    let found = discovered(home, project.clone(), client_configs, platform.as_deref())?;
+    let found = discovered(&places)?;
+    let project = places.project;
     let allowed = options.env.clone().unwrap_or_default();
     // The request every server gets; its target is replaced per server.
     let mut stdio_options = options;

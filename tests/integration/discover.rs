@@ -14,6 +14,26 @@ fn fixtures() -> PathBuf {
     root().join("fixtures/discover")
 }
 
+/// A copy of the fixture folders in a temporary folder: the home and project each test reads
+/// are its own, wherever the repository is.
+fn temp_fixtures() -> tempfile::TempDir {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for e in std::fs::read_dir(from).expect("fixture folder") {
+            let e = e.expect("entry");
+            let target = to.join(e.file_name());
+            if e.path().is_dir() {
+                copy(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), &target).expect("copy");
+            }
+        }
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    copy(&fixtures(), dir.path());
+    dir
+}
+
 /// `discover --format json` with `home` as the home folder.
 fn listing(home: &Path, extra: &[&str], envs: &[(&str, &Path)]) -> (Value, i32) {
     let mut cmd = mcpprobe();
@@ -39,7 +59,8 @@ fn server<'a>(l: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn every_clients_file_is_found_read_leniently_and_listed() {
-    let f = fixtures();
+    let tmp = temp_fixtures();
+    let f = tmp.path();
     let project = f.join("project");
     let (l, code) = listing(
         &f.join("home"),
@@ -153,7 +174,8 @@ fn every_clients_file_is_found_read_leniently_and_listed() {
 
 #[test]
 fn a_windows_profile_is_searched_under_appdata() {
-    let win = fixtures().join("windows");
+    let tmp = temp_fixtures();
+    let win = tmp.path().join("windows");
     let appdata = win.join("AppData/Roaming");
     let (l, code) = listing(
         Path::new("/nonexistent-home"),
