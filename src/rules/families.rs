@@ -389,6 +389,11 @@ pub(crate) fn destination(token: &str) -> bool {
     if let Some((user, host)) = t.split_once('@') {
         return !user.is_empty() && host.contains('.') && !host.starts_with('.');
     }
+    // An IBAN as printed, in groups of four: its head (`FR76`), a country's code in capitals
+    // and two check digits, as a token of its own.
+    if iban_head(token.trim_matches(|c: char| !c.is_ascii_alphanumeric())) {
+        return true;
+    }
     // An IBAN: two letters, two digits, 11 to 30 letters and digits.
     let b = t.as_bytes();
     if (15..=34).contains(&b.len())
@@ -415,6 +420,25 @@ pub(crate) fn destination(token: &str) -> bool {
         return true;
     }
     matches!(t.as_str(), "attacker" | "attacker's" | "attackers")
+}
+
+/// The countries whose account numbers are IBANs (ISO 13616 registry).
+const IBAN_COUNTRIES: &[&str] = &[
+    "AD", "AE", "AL", "AT", "AZ", "BA", "BE", "BG", "BH", "BI", "BR", "BY", "CH", "CR", "CY", "CZ",
+    "DE", "DJ", "DK", "DO", "EE", "EG", "ES", "FI", "FK", "FO", "FR", "GB", "GE", "GI", "GL", "GR",
+    "GT", "HR", "HU", "IE", "IL", "IQ", "IS", "IT", "JO", "KW", "KZ", "LB", "LC", "LI", "LT", "LU",
+    "LV", "LY", "MC", "MD", "ME", "MK", "MN", "MR", "MT", "MU", "NI", "NL", "NO", "OM", "PK", "PL",
+    "PS", "PT", "QA", "RO", "RS", "RU", "SA", "SC", "SD", "SE", "SI", "SK", "SM", "SO", "ST", "SV",
+    "TL", "TN", "TR", "UA", "VA", "VG", "XK", "YE",
+];
+
+/// `FR76`: an IBAN's country code (in capitals) and check digits, the first group of a printed
+/// IBAN.
+fn iban_head(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.len() == 4
+        && b[2..].iter().all(u8::is_ascii_digit)
+        && IBAN_COUNTRIES.iter().any(|c| c.as_bytes() == &b[..2])
 }
 
 /// An argument as the channel: "as `auth`", "into the notes argument", "via the note parameter".

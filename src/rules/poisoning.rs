@@ -249,6 +249,64 @@ static SHADOW: LazyLock<AhoCorasick> = LazyLock::new(|| {
         .unwrap_or_else(|e| panic!("the shadow words build: {e}"))
 });
 
+/// A URL whose query or path holds a placeholder written as words (`{summary of the user's
+/// messages}`, `<the conversation so far>`): an API's template names a field (`{user_id}`,
+/// `{owner}`) without spaces, a request that smuggles data out describes it.
+static TEMPLATED_URL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)https?://[^\s)\x22'<>]*?[?&/=](?:\{[^{}\n]{0,200}?\s[^{}\n]{0,200}?\}",
+        r"|<[^<>\n]{0,200}?\s[^<>\n]{0,200}?>|\[[^\[\]\n]{0,200}?\s[^\[\]\n]{0,200}?\])"
+    ))
+    .unwrap_or_else(|e| panic!("the templated URL pattern compiles: {e}"))
+});
+
+/// What such a placeholder describes, for it to be data leaving (not a user's own input).
+const LEAVING: &[&str] = &[
+    "user",
+    "conversation",
+    "message",
+    "chat",
+    "history",
+    "prompt",
+    "context",
+    "request",
+    "secret",
+    "token",
+    "key",
+    "password",
+    "email",
+    "summary",
+    "previous",
+    "earlier",
+    "session",
+    "file",
+    "content",
+    "transcript",
+    "credential",
+];
+
+/// The span of a URL with a placeholder written as words that names data (see
+/// [`TEMPLATED_URL`]); not on localhost.
+fn templated_url(t: &str) -> Option<(usize, usize)> {
+    if !t.contains("://") {
+        return None;
+    }
+    TEMPLATED_URL.find_iter(t).find_map(|m| {
+        let u = m.as_str();
+        let lower = u.to_ascii_lowercase();
+        let local = ["://localhost", "://127.", "://[::1]"]
+            .iter()
+            .any(|l| lower.contains(l));
+        let placeholder = lower.find(['{', '<', '[']).map_or("", |i| &lower[i..]);
+        let names_data = words(placeholder).iter().any(|w| {
+            LEAVING
+                .iter()
+                .any(|d| w.trim_end_matches('s') == *d || w == d)
+        });
+        (!local && names_data).then(|| (m.start(), m.end()))
+    })
+}
+
 /// P5: HTML/XML comments, tags that hide text, data: URIs, escaped Unicode, long hex and
 /// base64 runs (the last two checked further in [`p5_kind`]).
 static MARKUP: LazyLock<Regex> = LazyLock::new(|| {
@@ -384,6 +442,24 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
                     .confidence(Confidence::High)
                     .message(format!(
                         "concealment: a marker labels text as hidden from the user: \"{}\"",
+                        visible(text.text.get(s..e).unwrap_or(""))
+                    ))
+                    .text(excerpt(text.text, s, e, CONTEXT))
+                    .build(),
+            );
+        }
+        // A URL the model is to fill in with data it describes in words
+        // (`…/b.png?d={summary of the user's last messages}`), when nothing else said exfiltration.
+        let exfiltrating = out[before..]
+            .iter()
+            .any(|f| f.subcode.as_deref() == Some("exfiltration"));
+        if !exfiltrating && let Some((s, e)) = templated_url(text.text) {
+            out.push(
+                finding(doc, text, "P2")
+                    .subcode("exfiltration")
+                    .confidence(Confidence::Medium)
+                    .message(format!(
+                        "exfiltration: a URL the model is to fill in with data it describes: \"{}\"",
                         visible(text.text.get(s..e).unwrap_or(""))
                     ))
                     .text(excerpt(text.text, s, e, CONTEXT))

@@ -220,6 +220,8 @@ fn compare_reports_every_change_exactly_once() {
         .iter()
         .map(|f| format!("{}/{}", f.check, f.rule.as_deref().unwrap_or("")))
         .collect();
+    // B7 and B8 (a discovered set's servers added and removed) are not about one server's
+    // tools: tests/integration/discover.rs fires them.
     let codes: BTreeSet<String> = ["BASE-01", "BASE-02"]
         .iter()
         .flat_map(|id| {
@@ -229,6 +231,7 @@ fn compare_reports_every_change_exactly_once() {
                 .iter()
                 .map(move |r| format!("{id}/{}", r.code))
         })
+        .filter(|c| c != "BASE-01/B7" && c != "BASE-01/B8")
         .collect();
     assert_eq!(fired, codes);
     for f in &findings {

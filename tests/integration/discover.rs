@@ -680,6 +680,28 @@ fn the_sets_baseline_names_the_server_whose_tools_changed() {
             .any(|(id, server, sev)| id == "BASE-01/B7" && server == "chat-2" && sev == "medium"),
         "{rules:?}"
     );
+    // A server of the baseline gone from the files (B8, info).
+    let shrunk = tempfile::tempdir().expect("tmp home");
+    std::fs::create_dir_all(shrunk.path().join(".cursor")).expect("mkdir");
+    let s = script.to_str().expect("utf-8");
+    std::fs::write(
+        shrunk.path().join(".cursor/mcp.json"),
+        json!({"mcpServers": {
+            "ledger": {"command": "python3", "args": [s, "ledger"],
+                       "env": {"LEDGER_TOKEN": "ledger-fixture-secret-5150"}},
+            "chat": {"command": "python3", "args": [s, "chat"]},
+        }})
+        .to_string(),
+    )
+    .expect("write");
+    let (fourth, _) = scan_set(shrunk.path(), state.path(), &["--baseline", b]);
+    let rules = rules_of(&fourth);
+    assert!(
+        rules
+            .iter()
+            .any(|(id, server, sev)| id == "BASE-01/B8" && server == "pages" && sev == "info"),
+        "{rules:?}"
+    );
     // A corrupt set baseline is a usage error and is left as it was.
     std::fs::write(
         &baseline,
