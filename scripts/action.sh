@@ -74,6 +74,9 @@ scan() {
   # A URL by its scheme (in any case); anything else is a stdio command line.
   case ${target,,} in
     http://* | https://*) args+=("$target") ;;
+    # The MCP servers the repository's client files name (.mcp.json, .vscode/mcp.json,
+    # .cursor/mcp.json, …): the workflow's repository is its owner's, so they are trusted.
+    discover) args+=(--discover --trust-project) ;;
     *)
       # A stdio command line, split on whitespace with globbing off (no shell quoting: a
       # program or argument with spaces needs a wrapper script).

@@ -420,3 +420,49 @@ fn the_action_scans_a_stdio_command() {
             .expect("report");
     assert_eq!(report["outcome"], "complete", "{report}");
 }
+
+#[test]
+fn the_action_scans_the_servers_the_repositorys_client_files_name() {
+    // `target: discover`: the repository's .mcp.json names three servers whose exfiltration
+    // path only the set shows; the job fails on it (critical).
+    let state = state_dir();
+    let repo = tempfile::tempdir().expect("a checkout");
+    let script = root().join("tests/support/set_stdio.py");
+    let s = script.to_str().expect("utf-8");
+    std::fs::write(
+        repo.path().join(".mcp.json"),
+        serde_json::json!({"mcpServers": {
+            "pages": {"command": "python3", "args": [s, "pages"]},
+            "ledger": {"command": "python3", "args": [s, "ledger"]},
+            "chat": {"command": "python3", "args": [s, "chat"]},
+        }})
+        .to_string(),
+    )
+    .expect("write");
+    let project = format!("--project {}", repo.path().display());
+    let run = run_action(
+        &[("target", "discover"), ("args", &project)],
+        &[],
+        state.path(),
+    );
+    assert_eq!(run.outputs["exit-code"], "1", "{}", run.stderr);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&run.outputs["json-file"]).expect("json"))
+            .expect("report");
+    assert_eq!(report["outcome"], "complete", "{report}");
+    let servers = report["discovery"]["servers"].as_array().expect("servers");
+    assert!(
+        servers.iter().all(|s| s["status"] == "scanned"),
+        "{servers:?}"
+    );
+    assert!(
+        report["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .any(|f| f["rule"] == "C1" && f["subcode"] == "cross-server"),
+        "{report}"
+    );
+    assert!(run.summary.contains("C1"), "{}", run.summary);
+    assert_eq!(run.failed_at.as_ref().map(|(_, c)| *c), Some(1));
+}
