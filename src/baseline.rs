@@ -135,10 +135,17 @@ impl Baseline {
     /// The pretty, sorted JSON text [`save`] writes (every object's keys sorted, two-space
     /// indent, a trailing newline).
     pub fn to_pretty_json(&self) -> Result<String, serde_json::Error> {
-        let value = sorted(serde_json::to_value(self)?);
-        let mut text = serde_json::to_string_pretty(&value)?;
+        let mut text = serde_json::to_string_pretty(&self.to_sorted_value()?)?;
         text.push('\n');
         Ok(text)
+    }
+}
+
+impl Baseline {
+    /// The baseline as JSON with every object's keys sorted (what [`Baseline::to_pretty_json`]
+    /// prints; a file of several baselines nests these).
+    pub fn to_sorted_value(&self) -> Result<Value, serde_json::Error> {
+        Ok(sorted(serde_json::to_value(self)?))
     }
 }
 
@@ -201,17 +208,22 @@ impl BaselineError {
 /// that is not a baseline at all (a JSON report, say), is [`BaselineError::Foreign`]. Both name
 /// the file, and serde's line and column or key where it gives one.
 pub fn load(path: &Path) -> Result<Option<Baseline>, BaselineError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(BaselineError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    parse(&bytes, path).map(Some)
+    match read_if_present(path)? {
+        Some(bytes) => parse(&bytes, path).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A baseline file's bytes; `Ok(None)` when it does not exist (a first pin).
+pub fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, BaselineError> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(BaselineError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// [`load`] of bytes already read (`path` names them in errors). For fuzzing and hosts that

@@ -1,17 +1,13 @@
 //! `mcpprobe discover` and `mcpprobe scan --discover` as the CLI hosts them: the folders of
 //! this environment ([`Places`]), the listing, and the set's scan with its report.
 
-use tokio_util::sync::CancellationToken;
-
-use crate::cli::scan::{
-    cancel_on_signals, request_for, runtime, show_progress, state_dir_from_env,
-};
+use crate::cli::scan::{request_for, show_progress, with_scanner};
 use crate::cli::{
     DiffFormat, DiscoverArgs, PlacesArgs, ScanArgs, emit, print_out, settings, usage_error,
 };
 use crate::discover::scan::DiscoverOptions;
 use crate::discover::{Discovery, Places, Platform};
-use crate::engine::{BaselineRequest, ScannerConfig, Target};
+use crate::engine::{BaselineRequest, Target};
 use crate::net::redact::Secrets;
 use crate::util::escape::escape;
 
@@ -206,31 +202,23 @@ pub fn scan_discovered(args: &ScanArgs) -> i32 {
     // and what the files write (the placeholder target had none of them).
     let values: Vec<String> = sources.iter().filter_map(secret_value).collect();
     let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+    let secrets = Secrets::from_sources(&sources);
     match args.judge.config(&refs) {
         Ok(judge) => opts.template.judge = judge,
-        Err(e) => return usage_error(Secrets::from_sources(&sources).redact(&e.to_string())),
+        Err(e) => return usage_error(secrets.redact(&e.to_string())),
     }
-    let secrets = Secrets::from_sources(&sources);
     show_progress(secrets.clone());
-    let report = (|| -> Result<_, String> {
-        let mut config = ScannerConfig::new(state_dir_from_env().map_err(|e| e.to_string())?);
-        config.resolver = crate::cli::scan::resolver(args.resolver.as_deref())?;
-        config.host_rate = args
-            .rate
-            .or(loaded.config.rate)
-            .unwrap_or(crate::net::DEFAULT_RATE);
-        let rt = runtime()?;
-        rt.block_on(async {
-            let scanner = crate::engine::Scanner::new(config).map_err(|e| e.to_string())?;
-            let cancel = CancellationToken::new();
-            let signals = cancel_on_signals(&cancel);
-            let r = crate::discover::scan::scan_discovered(&scanner, &found, &opts, cancel)
-                .await
-                .map_err(|e| e.to_string());
-            signals.abort();
-            r
-        })
-    })();
+    let report = with_scanner(
+        args.resolver.as_deref(),
+        crate::cli::scan::rate(args, &loaded),
+        |scanner, cancel| {
+            Box::pin(async move {
+                crate::discover::scan::scan_discovered(&scanner, &found, &opts, cancel)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        },
+    );
     match report {
         Ok(mut report) => {
             // The last net: nothing a file wrote as a secret reaches any output.

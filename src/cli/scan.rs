@@ -217,7 +217,7 @@ pub fn flag_secrets_sources(args: &ScanArgs) -> Vec<SecretSource> {
 }
 
 /// `--rate`, else the configuration's, else the default.
-fn rate(args: &ScanArgs, loaded: &settings::Loaded) -> u32 {
+pub fn rate(args: &ScanArgs, loaded: &settings::Loaded) -> u32 {
     args.rate
         .or(loaded.config.rate)
         .unwrap_or(crate::net::DEFAULT_RATE)
@@ -249,23 +249,38 @@ pub fn resolver(raw: Option<&str>) -> Result<Option<std::net::SocketAddr>, Strin
     .transpose()
 }
 
+/// Runs `work` on a fresh scanner of this environment's state folder, on the CLI's runtime,
+/// Ctrl-C (SIGTERM, SIGHUP) cancelling it. `Err` is a usage error.
+pub fn with_scanner<'w, T: Send>(
+    resolver_addr: Option<&str>,
+    host_rate: u32,
+    work: impl FnOnce(
+        std::sync::Arc<Scanner>,
+        CancellationToken,
+    ) -> crate::util::BoxFuture<'w, Result<T, String>>,
+) -> Result<T, String> {
+    let mut config = ScannerConfig::new(state_dir_from_env().map_err(|e| e.to_string())?);
+    config.resolver = resolver(resolver_addr)?;
+    config.host_rate = host_rate;
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let scanner = std::sync::Arc::new(Scanner::new(config).map_err(|e| e.to_string())?);
+        let cancel = CancellationToken::new();
+        let signals = cancel_on_signals(&cancel);
+        let out = work(scanner, cancel).await;
+        signals.abort();
+        out
+    })
+}
+
 /// Runs one request on a fresh scanner, Ctrl-C cancelling it. `Err` is a usage error.
 pub fn run_scan(
     req: &ScanRequest,
     resolver_addr: Option<&str>,
     host_rate: u32,
 ) -> Result<Report, String> {
-    let mut config = ScannerConfig::new(state_dir_from_env().map_err(|e| e.to_string())?);
-    config.resolver = resolver(resolver_addr)?;
-    config.host_rate = host_rate;
-    let runtime = runtime()?;
-    runtime.block_on(async {
-        let scanner = Scanner::new(config).map_err(|e| e.to_string())?;
-        let cancel = CancellationToken::new();
-        let ctrl_c = cancel_on_signals(&cancel);
-        let report = scanner.scan(req, cancel).await.map_err(|e| e.to_string());
-        ctrl_c.abort();
-        report
+    with_scanner(resolver_addr, host_rate, |scanner, cancel| {
+        Box::pin(async move { scanner.scan(req, cancel).await.map_err(|e| e.to_string()) })
     })
 }
 

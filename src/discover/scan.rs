@@ -125,15 +125,8 @@ const SET_KIND: &str = "discovered";
 /// Reads a set baseline: `Ok(None)` when the file does not exist. A file of another shape (a
 /// single-server baseline, a report) is an error that names it, and is never written over.
 pub fn load_set(path: &Path) -> Result<Option<SetBaseline>, BaselineError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(BaselineError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
+    let Some(bytes) = crate::baseline::read_if_present(path)? else {
+        return Ok(None);
     };
     let corrupt = |detail: String| BaselineError::Corrupt {
         path: path.to_path_buf(),
@@ -185,9 +178,10 @@ pub fn save_set(
     };
     let mut servers = serde_json::Map::new();
     for (name, b) in &set.servers {
-        let text = b.to_pretty_json().map_err(|e| write_err(e.into()))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| write_err(e.into()))?;
-        servers.insert(name.clone(), v);
+        servers.insert(
+            name.clone(),
+            b.to_sorted_value().map_err(|e| write_err(e.into()))?,
+        );
     }
     let doc = serde_json::json!({
         "version": 1,
