@@ -8,6 +8,7 @@
 
 pub mod agent_card;
 pub mod capabilities;
+pub mod classifier;
 pub mod cross;
 pub mod definitions;
 pub mod document;

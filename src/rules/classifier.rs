@@ -1,0 +1,448 @@
+//! The text classifier of META-02: a linear model over the words and word pairs of every key and
+//! string value of a tool, trained by `scripts/train-classifier.py` on labelled tools (the
+//! project's corpus of published attacks and real servers, and the development halves of our
+//! own red-team sets) and compiled in from `classifier.tsv`.
+//!
+//! The phrase rules know what they were written for; the model knows how attacks on the model
+//! read as a whole, so it lands texts nobody here has seen (measured on held-out sets: README,
+//! "Detection"). It is used two ways by [`super::poisoning::run`]:
+//! - a tool the phrase rules did not flag whose score is above `add` gets a P2 finding
+//!   (sub-code `classifier`) quoting the words that weighed most;
+//! - a tool whose score is below `settle` has its P2–P4 phrase findings settled into a P6 note
+//!   (sub-code `ordinary`): the phrase matched, the text as a whole reads as documentation.
+//!
+//! Hidden characters (P1) and encodings (P5) are never settled: the model reads words only.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+use super::document::Document;
+use super::json::Json;
+use super::text::{excerpt, visible};
+use crate::finding::{Confidence, Finding, Severity};
+
+const CHECK: &str = "META-02";
+
+/// How deep into a tool's JSON the words are read (the trainer's `MAX_DEPTH`).
+const MAX_DEPTH: usize = 12;
+/// Words read per tool at most (the trainer's `MAX_TOKENS`): the score is bounded in time.
+const MAX_TOKENS: usize = 20_000;
+/// Words quoted as evidence.
+const EVIDENCE: usize = 6;
+
+/// The compiled-in model.
+pub struct Model {
+    bias: f64,
+    /// Score above which a tool the phrase rules left alone is flagged.
+    pub add: f64,
+    /// Score below which a tool's P2–P4 phrase findings are settled into a note.
+    pub settle: f64,
+    /// Every word that is a feature or part of one, by id.
+    ids: HashMap<Box<str>, u32>,
+    /// Words by id (for evidence).
+    words: Vec<Box<str>>,
+    /// Weight of each word alone, by id (0 when only pairs hold it).
+    single: Vec<f64>,
+    pairs: HashMap<(u32, u32), f64>,
+}
+
+/// Why `classifier.tsv` could not be read (a build defect; the tests read it).
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("classifier.tsv line {line}: {what}")]
+    Line { line: usize, what: &'static str },
+}
+
+impl Model {
+    /// Reads the trainer's output: `bias`, `add`, `settle` and `w FEATURE WEIGHT` lines.
+    pub fn parse(src: &str) -> Result<Model, ModelError> {
+        let mut m = Model {
+            bias: 0.0,
+            add: f64::INFINITY,
+            settle: f64::NEG_INFINITY,
+            ids: HashMap::new(),
+            words: Vec::new(),
+            single: Vec::new(),
+            pairs: HashMap::new(),
+        };
+        let mut seen = [false; 3];
+        for (n, line) in src.lines().enumerate() {
+            let line_no = n + 1;
+            let bad = |what| ModelError::Line {
+                line: line_no,
+                what,
+            };
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut parts = line.split('\t');
+            let kind = parts.next().unwrap_or("");
+            let number = |p: Option<&str>| -> Result<f64, ModelError> {
+                p.and_then(|v| v.parse::<f64>().ok())
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| bad("not a finite number"))
+            };
+            match kind {
+                "bias" | "add" | "settle" => {
+                    let v = number(parts.next())?;
+                    let slot = match kind {
+                        "bias" => 0,
+                        "add" => 1,
+                        _ => 2,
+                    };
+                    seen[slot] = true;
+                    match slot {
+                        0 => m.bias = v,
+                        1 => m.add = v,
+                        _ => m.settle = v,
+                    }
+                }
+                "w" => {
+                    let feature = parts
+                        .next()
+                        .ok_or_else(|| bad("a weight without a feature"))?;
+                    let v = number(parts.next())?;
+                    let mut words = feature.split(' ');
+                    let (a, b) = (words.next().unwrap_or(""), words.next());
+                    if a.is_empty() || words.next().is_some() || b == Some("") {
+                        return Err(bad("a feature is one word or two"));
+                    }
+                    let ia = m.id(a);
+                    match b {
+                        None => m.single[ia as usize] = v,
+                        Some(b) => {
+                            let ib = m.id(b);
+                            m.pairs.insert((ia, ib), v);
+                        }
+                    }
+                }
+                _ => return Err(bad("unknown line kind")),
+            }
+        }
+        if let Some(i) = seen.iter().position(|s| !s) {
+            return Err(ModelError::Line {
+                line: 0,
+                what: ["no bias line", "no add line", "no settle line"][i],
+            });
+        }
+        Ok(m)
+    }
+
+    fn id(&mut self, w: &str) -> u32 {
+        if let Some(&i) = self.ids.get(w) {
+            return i;
+        }
+        let i = self.words.len() as u32;
+        self.ids.insert(w.into(), i);
+        self.words.push(w.into());
+        self.single.push(0.0);
+        i
+    }
+
+    /// The tool's score and the features that raised it most.
+    pub fn score(&self, tool: &Json<'_>) -> Score {
+        let mut reader = Reader {
+            model: self,
+            singles: HashSet::new(),
+            pairs: HashSet::new(),
+            tokens: 0,
+            lower: String::new(),
+        };
+        reader.walk(tool, 0);
+        let mut value = self.bias;
+        let mut parts: Vec<(f64, String)> = Vec::new();
+        for &i in &reader.singles {
+            let w = self.single[i as usize];
+            value += w;
+            if w > 0.0 {
+                parts.push((w, self.words[i as usize].to_string()));
+            }
+        }
+        for &(a, b) in &reader.pairs {
+            if let Some(&w) = self.pairs.get(&(a, b)) {
+                value += w;
+                if w > 0.0 {
+                    parts.push((
+                        w,
+                        format!("{} {}", self.words[a as usize], self.words[b as usize]),
+                    ));
+                }
+            }
+        }
+        parts.sort_by(|x, y| y.0.total_cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
+        parts.truncate(EVIDENCE);
+        Score {
+            value,
+            strongest: parts,
+        }
+    }
+}
+
+/// A tool's score: above [`Model::add`] it reads as an attack, below [`Model::settle`] as
+/// ordinary documentation.
+#[derive(Debug, Clone)]
+pub struct Score {
+    pub value: f64,
+    /// The features present with the largest positive weights, largest first.
+    pub strongest: Vec<(f64, String)>,
+}
+
+struct Reader<'m> {
+    model: &'m Model,
+    singles: HashSet<u32>,
+    pairs: HashSet<(u32, u32)>,
+    tokens: usize,
+    lower: String,
+}
+
+impl Reader<'_> {
+    fn walk(&mut self, v: &Json<'_>, depth: usize) {
+        if depth > MAX_DEPTH || self.tokens >= MAX_TOKENS {
+            return;
+        }
+        match v {
+            Json::String(s) => self.text(s),
+            Json::Object(o) => {
+                for (k, x) in o.iter() {
+                    self.text(k);
+                    self.walk(x, depth + 1);
+                }
+            }
+            Json::Array(a) => {
+                for x in a {
+                    self.walk(x, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The words of one string (runs of letters and digits, lower case) and its word pairs.
+    fn text(&mut self, s: &str) {
+        // The previous word's id: None after a word the model does not know.
+        let mut prev: Option<u32> = None;
+        let mut start = None;
+        for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ' '))) {
+            if c.is_alphanumeric() && i < s.len() {
+                start.get_or_insert(i);
+                continue;
+            }
+            let Some(from) = start.take() else { continue };
+            if self.tokens >= MAX_TOKENS {
+                return;
+            }
+            self.tokens += 1;
+            let word = s.get(from..i).unwrap_or("");
+            self.lower.clear();
+            if word.is_ascii() {
+                self.lower.push_str(word);
+                self.lower.make_ascii_lowercase();
+            } else {
+                self.lower.push_str(&word.to_lowercase());
+            }
+            let id = self.model.ids.get(self.lower.as_str()).copied();
+            if let Some(id) = id {
+                self.singles.insert(id);
+                if let Some(p) = prev {
+                    self.pairs.insert((p, id));
+                }
+            }
+            prev = id;
+        }
+    }
+}
+
+/// The model's two uses over a document's tools, after the phrase rules (`out`: META-02's
+/// findings so far): settles the phrase findings of tools that read as documentation, and
+/// flags tools that read as an attack which the phrase rules left alone.
+pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
+    let Some(m) = model() else { return };
+    let is_tool_finding =
+        |f: &Finding, label: &str| f.check == CHECK && f.location.tool.as_deref() == Some(label);
+    for tool in &doc.tools {
+        if doc.stopped() {
+            break;
+        }
+        let score = m.score(tool.value);
+        let label = tool.label();
+        let flagged = out.iter().any(|f| {
+            is_tool_finding(f, &label)
+                && matches!(f.rule.as_deref(), Some("P1" | "P2" | "P3" | "P4" | "P5"))
+        });
+        if score.value < m.settle && flagged {
+            settle(out, &label, &score, m);
+        } else if score.value > m.add && !flagged {
+            out.push(flag(tool, &label, &score, m));
+        }
+    }
+}
+
+/// The P2–P4 findings of one tool made P6 notes (one per pointer), each keeping what it said.
+fn settle(out: &mut Vec<Finding>, label: &str, score: &Score, m: &Model) {
+    let mut notes: Vec<(String, Vec<String>, Option<String>)> = Vec::new();
+    out.retain(|f| {
+        let settles = f.check == CHECK
+            && f.location.tool.as_deref() == Some(label)
+            && matches!(f.rule.as_deref(), Some("P2" | "P3" | "P4"));
+        if settles {
+            let pointer = f.location.pointer.clone().unwrap_or_default();
+            let said = format!(
+                "{}/{}: {}",
+                f.rule.as_deref().unwrap_or(""),
+                f.subcode.as_deref().unwrap_or("phrase"),
+                f.message.as_deref().unwrap_or("")
+            );
+            match notes.iter_mut().find(|n| n.0 == pointer) {
+                Some(n) => n.1.push(said),
+                None => notes.push((pointer, vec![said], f.evidence.text.clone())),
+            }
+        }
+        !settles
+    });
+    for (pointer, said, text) in notes {
+        let mut b = super::finding(CHECK, "P6")
+            .subcode("ordinary")
+            .pointer(pointer)
+            .tool(label)
+            .message(format!(
+                "a phrase rule matched, but the tool's text as a whole reads as ordinary \
+                 documentation (classifier score {:.2}, below {:.2}; a note to read): {}",
+                score.value,
+                m.settle,
+                said.join("; ")
+            ));
+        if let Some(t) = text {
+            b = b.text(t);
+        }
+        out.push(b.build());
+    }
+}
+
+/// The P2 finding of a tool the model reads as an attack.
+fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model) -> Finding {
+    let (pointer, text) = match tool.description() {
+        Some((d, _)) => (
+            format!("{}/description", tool.pointer),
+            excerpt(d, 0, 0, 240),
+        ),
+        None => (tool.pointer.clone(), String::new()),
+    };
+    let words: Vec<String> = score
+        .strongest
+        .iter()
+        .map(|(w, f)| format!("\"{}\" (+{w:.2})", visible(f)))
+        .collect();
+    // Far above the line, the model is rarely wrong on the sets it was measured on.
+    let confidence = if score.value > m.add + 2.0 {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    };
+    super::finding(CHECK, "P2")
+        .subcode("classifier")
+        .severity(Severity::Medium)
+        .confidence(confidence)
+        .pointer(pointer)
+        .tool(label)
+        .message(format!(
+            "the tool's texts read as an instruction to the model, though no phrase rule matched \
+             (classifier score {:.2}, above {:.2}); the words that weighed most: {}",
+            score.value,
+            m.add,
+            words.join(", ")
+        ))
+        .text(text)
+        .build()
+}
+
+static MODEL: LazyLock<Option<Model>> =
+    LazyLock::new(|| Model::parse(include_str!("classifier.tsv")).ok());
+
+/// The compiled-in model (None only if `classifier.tsv` is malformed, which a test rules out).
+pub fn model() -> Option<&'static Model> {
+    MODEL.as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compiled_in_model_reads() {
+        let m = Model::parse(include_str!("classifier.tsv"));
+        assert!(m.is_ok(), "{:?}", m.err());
+        let m = m.unwrap_or_else(|_| unreachable!());
+        assert!(m.words.len() > 1000 && m.settle < m.add);
+    }
+
+    /// The Rust scorer gives the trainer's scores (fixtures/classifier/parity.json, written by
+    /// scripts/train-classifier.py with the same rounded weights).
+    #[test]
+    fn scores_match_the_trainer() {
+        let Some(m) = model() else {
+            panic!("classifier.tsv does not parse")
+        };
+        let src = include_str!("../../fixtures/classifier/parity.json");
+        let cases: serde_json::Value = serde_json::from_str(src).unwrap_or_default();
+        let cases = cases.as_array().cloned().unwrap_or_default();
+        assert!(cases.len() >= 10, "parity.json holds {} cases", cases.len());
+        for case in cases {
+            let tool = serde_json::to_string(&case["tool"]).unwrap_or_default();
+            let want = case["score"].as_f64().unwrap_or(f64::NAN);
+            let parsed = Json::parse(tool.as_bytes());
+            let Ok(json) = parsed else {
+                panic!("parity tool does not parse: {tool}")
+            };
+            let got = m.score(&json).value;
+            assert!(
+                (got - want).abs() < 1e-3,
+                "score {got} != trainer's {want} for {tool}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_lines_are_named() {
+        for (src, line) in [
+            ("bias\t0\nadd\t1\nsettle\t-1\nw\tone two three\t0.5\n", 4),
+            ("bias\tx\n", 1),
+            ("bias\t0\nadd\t1\nsettle\t-1\nzzz\n", 4),
+        ] {
+            match Model::parse(src) {
+                Err(ModelError::Line { line: l, .. }) => assert_eq!(l, line, "{src}"),
+                Ok(_) => panic!("accepted: {src}"),
+            }
+        }
+        assert!(matches!(
+            Model::parse("bias\t0\nadd\t1\n"),
+            Err(ModelError::Line {
+                what: "no settle line",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn words_pairs_and_evidence() {
+        let m = Model::parse(
+            "bias\t-1\nadd\t1\nsettle\t-1\nw\tsecret\t0.5\nw\tdo not\t0.25\nw\tthe\t-0.125\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let tool = Json::parse(
+            br#"{"name":"x","description":"Do NOT tell; the SECRET, the secret","inputSchema":{"do":"not"}}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let s = m.score(&tool);
+        // bias + secret (once) + "do not" (once, in the description; not across strings) + the.
+        assert!(
+            (s.value - (-1.0 + 0.5 + 0.25 - 0.125)).abs() < 1e-9,
+            "{}",
+            s.value
+        );
+        let names: Vec<&str> = s.strongest.iter().map(|(_, w)| w.as_str()).collect();
+        assert_eq!(names, ["secret", "do not"]);
+        // A key and its value are two strings: no pair across them.
+        let kv = Json::parse(br#"{"do":"not"}"#).unwrap_or_else(|e| panic!("{e:?}"));
+        assert!((m.score(&kv).value - -1.0).abs() < 1e-9);
+    }
+}
