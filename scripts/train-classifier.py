@@ -12,7 +12,7 @@ AdaGrad on labelled tools:
   - fixtures/redteam/set{1,2}-dev.json (the development halves of our own red-team sets; their
     held-out halves are kept outside the repository and never trained on).
 Thresholds come from five-fold cross-validation grouped by source file: `add` is the score that
-0.1 % of benign tools exceed, `settle` the score below which 3 % of poisoned tools fall.
+0.1 % of benign tools exceed, `settle` the score below which 2 % of poisoned tools fall.
 Pure Python, no dependencies, deterministic (fixed seeds, sorted features).
 """
 import json, math, os, random, re, sys, unicodedata
@@ -22,8 +22,8 @@ OUT = os.path.join(ROOT, "src", "rules", "classifier.tsv")
 PARITY = os.path.join(ROOT, "fixtures", "classifier", "parity.json")
 MAX_DEPTH = 12
 MAX_TOKENS = 20000
-EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-4, 0.3, 5.0, 2, 0.01
-ADD_FPR, SETTLE_Q = 0.001, 0.03
+EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-3, 0.3, 5.0, 2, 0.01
+ADD_FPR, SETTLE_Q = 0.001, 0.02
 
 
 def is_word_char(c):
@@ -34,6 +34,28 @@ def is_word_char(c):
     return cat[0] == "L" or cat in ("Nd", "Nl", "No") or c.isalpha()
 
 
+# Keys of the MCP tool shape and of JSON Schema: structure, not text (a tool list that carries
+# schemas would otherwise read unlike one that does not, whatever its words).
+STRUCTURAL = {
+    "name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta",
+    "type", "properties", "required", "items", "enum", "const", "default", "examples", "format",
+    "pattern", "additionalProperties", "patternProperties", "$schema", "$id", "$ref", "$defs",
+    "definitions", "anyOf", "oneOf", "allOf", "not", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems",
+    "uniqueItems", "minProperties", "maxProperties", "nullable", "readOnly", "writeOnly",
+    "deprecated", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint", "icons",
+}
+# The JSON Schema type names, as the value of `type`.
+TYPES = {"object", "string", "integer", "number", "boolean", "array", "null"}
+
+
+def is_type_name(v):
+    """A `type` value that only names JSON Schema types."""
+    if isinstance(v, list):
+        return all(isinstance(t, str) and t in TYPES for t in v)
+    return isinstance(v, str) and v in TYPES
+
+
 def strings(v, out, depth=0):
     if depth > MAX_DEPTH:
         return
@@ -41,7 +63,10 @@ def strings(v, out, depth=0):
         out.append(v)
     elif isinstance(v, dict):
         for k, x in v.items():
-            out.append(str(k))
+            if k not in STRUCTURAL:
+                out.append(str(k))
+            if k == "type" and is_type_name(x):
+                continue
             strings(x, out, depth + 1)
     elif isinstance(v, list):
         for x in v:
@@ -95,6 +120,44 @@ def corpus(root):
     return out
 
 
+def fixtures(root):
+    """Our own rule fixtures (fixtures/rules/P1-P6): a tool a fixture expects a P1-P5 finding on
+    is poisoned; every tool of a fixture that expects none is benign."""
+    out = []
+    for d in sorted(os.listdir(root)):
+        if not re.fullmatch(r"P[1-6]", d):
+            continue
+        for f in sorted(os.listdir(os.path.join(root, d))):
+            path = os.path.join(root, d, f)
+            fx = json.load(open(path))
+            if fx.get("kind", "tools") != "tools":
+                continue
+            doc = fx.get("document")
+            tools = doc if isinstance(doc, list) else (doc or {}).get("tools")
+            if tools is None and isinstance(doc, dict):
+                tools = (doc.get("result") or {}).get("tools")
+            if not isinstance(tools, list):
+                continue
+            hit, unplaced = set(), False
+            for e in fx.get("expect", []):
+                rule = e if isinstance(e, str) else e.get("rule", "")
+                if not re.fullmatch(r"META-02/P[1-5]", rule):
+                    continue
+                m = re.match(r"/tools/(\d+)", "" if isinstance(e, str) else e.get("pointer") or "")
+                if m:
+                    hit.add(int(m.group(1)))
+                elif len(tools) == 1:
+                    hit.add(0)
+                else:
+                    unplaced = True
+            if unplaced:
+                continue
+            for i, t in enumerate(tools):
+                if isinstance(t, dict) and (not hit or i in hit):
+                    out.append((path, int(bool(hit)), t))
+    return out
+
+
 def redteam(path):
     return [(f"{path}#{x['id']}", int(x["label"] == "poisoned"), x["tool"]) for x in json.load(open(path))]
 
@@ -135,6 +198,7 @@ def main():
     data += corpus(os.path.normpath(os.path.join(ROOT, "..", "shared", "corpus", "wild-dev")))
     data += redteam(os.path.join(ROOT, "fixtures", "redteam", "set1-dev.json"))
     data += redteam(os.path.join(ROOT, "fixtures", "redteam", "set2-dev.json"))
+    data += fixtures(os.path.join(ROOT, "fixtures", "rules"))
     X = [features(t) for _, _, t in data]
     y = [l for _, l, _ in data]
     # Folds by source file (a red-team tool is its own source): a server's tools stay together.

@@ -27,6 +27,75 @@ const CHECK: &str = "META-02";
 const MAX_DEPTH: usize = 12;
 /// Words read per tool at most (the trainer's `MAX_TOKENS`): the score is bounded in time.
 const MAX_TOKENS: usize = 20_000;
+/// Keys of the MCP tool shape and of JSON Schema: structure, not text (the trainer's
+/// `STRUCTURAL`; a tool list that carries schemas must not read unlike one that does not).
+const STRUCTURAL: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "_meta",
+    "type",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "const",
+    "default",
+    "examples",
+    "format",
+    "pattern",
+    "additionalProperties",
+    "patternProperties",
+    "$schema",
+    "$id",
+    "$ref",
+    "$defs",
+    "definitions",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "not",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "nullable",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+    "icons",
+];
+/// The JSON Schema type names, as the value of `type` (the trainer's `TYPES`).
+const TYPES: &[&str] = &[
+    "object", "string", "integer", "number", "boolean", "array", "null",
+];
+
+/// A `type` value that only names JSON Schema types.
+fn is_type_name(v: &Json<'_>) -> bool {
+    match v {
+        Json::String(s) => TYPES.contains(&s.as_ref()),
+        Json::Array(a) => a
+            .iter()
+            .all(|t| matches!(t, Json::String(s) if TYPES.contains(&s.as_ref()))),
+        _ => false,
+    }
+}
+
 /// Words quoted as evidence.
 const EVIDENCE: usize = 6;
 
@@ -204,7 +273,12 @@ impl Reader<'_> {
             Json::String(s) => self.text(s),
             Json::Object(o) => {
                 for (k, x) in o.iter() {
-                    self.text(k);
+                    if !STRUCTURAL.contains(&k) {
+                        self.text(k);
+                    }
+                    if k == "type" && is_type_name(x) {
+                        continue;
+                    }
                     self.walk(x, depth + 1);
                 }
             }
