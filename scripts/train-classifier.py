@@ -19,6 +19,7 @@ import json, math, os, random, re, sys, unicodedata
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 OUT = os.path.join(ROOT, "src", "rules", "classifier.tsv")
+CLASSES = os.path.join(ROOT, "src", "rules", "classifier-classes.txt")
 PARITY = os.path.join(ROOT, "fixtures", "classifier", "parity.json")
 MAX_DEPTH = 12
 MAX_TOKENS = 20000
@@ -73,6 +74,23 @@ def strings(v, out, depth=0):
             strings(x, out, depth + 1)
 
 
+def load_classes():
+    """Word -> its classes (src/rules/classifier-classes.txt), in file order."""
+    out = {}
+    for line in open(CLASSES, encoding="utf-8"):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        for w in parts[1:]:
+            cs = out.setdefault(w, [])
+            if parts[0] not in cs:
+                cs.append(parts[0])
+    return out
+
+
+WORD_CLASSES = load_classes()
+
+
 def features(tool):
     """The set of words and in-string word pairs of a tool, as the Rust scorer reads them."""
     out, seen = [], 0
@@ -92,6 +110,12 @@ def features(tool):
         seen += len(words)
         f.update(words)
         f.update(a + " " + b for a, b in zip(words, words[1:]))
+        prev = []
+        for w in words:
+            cs = WORD_CLASSES.get(w, [])
+            f.update("@" + c for c in cs)
+            f.update(f"@{p} @{c}" for p in prev for c in cs)
+            prev = cs
         if seen >= MAX_TOKENS:
             break
     return sorted(f)

@@ -113,6 +113,8 @@ pub struct Model {
     /// Weight of each word alone, by id (0 when only pairs hold it).
     single: Vec<f64>,
     pairs: HashMap<(u32, u32), f64>,
+    /// Word -> the ids of its classes (`@secret`), from classifier-classes.txt.
+    classes: HashMap<Box<str>, Vec<u32>>,
 }
 
 /// Why `classifier.tsv` could not be read (a build defect; the tests read it).
@@ -124,7 +126,7 @@ pub enum ModelError {
 
 impl Model {
     /// Reads the trainer's output: `bias`, `add`, `settle` and `w FEATURE WEIGHT` lines.
-    pub fn parse(src: &str) -> Result<Model, ModelError> {
+    pub fn parse(src: &str, classes: &str) -> Result<Model, ModelError> {
         let mut m = Model {
             bias: 0.0,
             add: f64::INFINITY,
@@ -133,7 +135,21 @@ impl Model {
             words: Vec::new(),
             single: Vec::new(),
             pairs: HashMap::new(),
+            classes: HashMap::new(),
         };
+        for line in classes.lines() {
+            let mut parts = line.split_whitespace();
+            let Some(class) = parts.next().filter(|c| !c.starts_with('#')) else {
+                continue;
+            };
+            let id = m.id(&format!("@{class}"));
+            for w in parts {
+                let ids = m.classes.entry(w.into()).or_default();
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
         let mut seen = [false; 3];
         for (n, line) in src.lines().enumerate() {
             let line_no = n + 1;
@@ -295,6 +311,7 @@ impl Reader<'_> {
     fn text(&mut self, s: &str) {
         // The previous word's id: None after a word the model does not know.
         let mut prev: Option<u32> = None;
+        let mut prev_classes: &[u32] = &[];
         let mut start = None;
         for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ' '))) {
             if c.is_alphanumeric() && i < s.len() {
@@ -322,6 +339,19 @@ impl Reader<'_> {
                 }
             }
             prev = id;
+            let classes = self
+                .model
+                .classes
+                .get(self.lower.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            for &c in classes {
+                self.singles.insert(c);
+                for &p in prev_classes {
+                    self.pairs.insert((p, c));
+                }
+            }
+            prev_classes = classes;
         }
     }
 }
@@ -429,8 +459,13 @@ fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model)
         .build()
 }
 
-static MODEL: LazyLock<Option<Model>> =
-    LazyLock::new(|| Model::parse(include_str!("classifier.tsv")).ok());
+static MODEL: LazyLock<Option<Model>> = LazyLock::new(|| {
+    Model::parse(
+        include_str!("classifier.tsv"),
+        include_str!("classifier-classes.txt"),
+    )
+    .ok()
+});
 
 /// The compiled-in model (None only if `classifier.tsv` is malformed, which a test rules out).
 pub fn model() -> Option<&'static Model> {
@@ -443,7 +478,10 @@ mod tests {
 
     #[test]
     fn the_compiled_in_model_reads() {
-        let m = Model::parse(include_str!("classifier.tsv"));
+        let m = Model::parse(
+            include_str!("classifier.tsv"),
+            include_str!("classifier-classes.txt"),
+        );
         assert!(m.is_ok(), "{:?}", m.err());
         let m = m.unwrap_or_else(|_| unreachable!());
         assert!(m.words.len() > 1000 && m.settle < m.add);
@@ -482,13 +520,13 @@ mod tests {
             ("bias\tx\n", 1),
             ("bias\t0\nadd\t1\nsettle\t-1\nzzz\n", 4),
         ] {
-            match Model::parse(src) {
+            match Model::parse(src, "") {
                 Err(ModelError::Line { line: l, .. }) => assert_eq!(l, line, "{src}"),
                 Ok(_) => panic!("accepted: {src}"),
             }
         }
         assert!(matches!(
-            Model::parse("bias\t0\nadd\t1\n"),
+            Model::parse("bias\t0\nadd\t1\n", ""),
             Err(ModelError::Line {
                 what: "no settle line",
                 ..
@@ -499,7 +537,9 @@ mod tests {
     #[test]
     fn words_pairs_and_evidence() {
         let m = Model::parse(
-            "bias\t-1\nadd\t1\nsettle\t-1\nw\tsecret\t0.5\nw\tdo not\t0.25\nw\tthe\t-0.125\n",
+            "bias\t-1\nadd\t1\nsettle\t-1\nw\tsecret\t0.5\nw\tdo not\t0.25\nw\tthe\t-0.125\n\
+             w\t@send\t2\nw\t@send @send\t4\n",
+            "# a comment\nsend mail post\n",
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let tool = Json::parse(
@@ -518,5 +558,18 @@ mod tests {
         // A key and its value are two strings: no pair across them.
         let kv = Json::parse(br#"{"do":"not"}"#).unwrap_or_else(|e| panic!("{e:?}"));
         assert!((m.score(&kv).value - -1.0).abs() < 1e-9);
+        // Words of a class count as the class (once), and two in a row as the class pair:
+        // "mail" and "post" are both `send`, whatever the model knows of the words themselves.
+        let class =
+            Json::parse(br#"{"description":"Mail, post"}"#).unwrap_or_else(|e| panic!("{e:?}"));
+        let s = m.score(&class);
+        assert!((s.value - (-1.0 + 2.0 + 4.0)).abs() < 1e-9, "{}", s.value);
+        assert_eq!(
+            s.strongest.first().map(|(_, w)| w.as_str()),
+            Some("@send @send")
+        );
+        let apart =
+            Json::parse(br#"{"description":"Mail it"}"#).unwrap_or_else(|e| panic!("{e:?}"));
+        assert!((m.score(&apart).value - 1.0).abs() < 1e-9);
     }
 }
