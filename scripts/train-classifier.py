@@ -8,11 +8,16 @@ The model: logistic regression over the words and word pairs of every key and st
 a tool (lower-cased runs of letters and digits; pairs only inside one string), trained with
 AdaGrad on labelled tools:
   - fixtures/corpus/ (published poisoned and real benign tools, with their origins);
-  - ../shared/corpus/wild-dev/ when it is beside the repository;
+  - ../shared/corpus/wild-dev/ when it is beside the repository (the committed weights were
+    trained with it; a clone without it trains a slightly different model);
+  - fixtures/rules/P1-P6 (our own fixtures: a fire's flagged tools poisoned, the tools of a
+    fixture that expects no P1-P5 benign);
   - fixtures/redteam/set{1,2}-dev.json (the development halves of our own red-team sets; their
     held-out halves are kept outside the repository and never trained on).
 Thresholds come from five-fold cross-validation grouped by source file: `add` is the score that
-0.1 % of benign tools exceed, `settle` the score below which 2 % of poisoned tools fall.
+0.1 % of benign tools exceed, `settle` the score below which 2 % of poisoned tools fall, `weak`
+the score below which 15 % do (under it, a tool whose only findings are the weakest phrase kinds,
+src/rules/classifier.rs WEAK, is settled too).
 Pure Python, no dependencies, deterministic (fixed seeds, sorted features).
 """
 import json, math, os, random, re, sys, unicodedata
@@ -24,7 +29,7 @@ PARITY = os.path.join(ROOT, "fixtures", "classifier", "parity.json")
 MAX_DEPTH = 12
 MAX_TOKENS = 20000
 EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-3, 0.3, 5.0, 2, 0.01
-ADD_FPR, SETTLE_Q = 0.001, 0.02
+ADD_FPR, SETTLE_Q, WEAK_Q = 0.001, 0.02, 0.15
 
 
 def is_word_char(c):
@@ -240,6 +245,7 @@ def main():
     ben = sorted((cv[i] for i in range(len(data)) if not y[i]), reverse=True)
     pos = sorted(cv[i] for i in range(len(data)) if y[i])
     add, settle = ben[int(len(ben) * ADD_FPR)], pos[int(len(pos) * SETTLE_Q)]
+    weak = pos[int(len(pos) * WEAK_Q)]
     w, b = train(X, y)
     kept = sorted((f, round(v, 4)) for f, v in w.items() if abs(v) >= MIN_WEIGHT)
     lines = [
@@ -250,6 +256,7 @@ def main():
         f"bias\t{round(b, 4)}",
         f"add\t{round(add, 4)}",
         f"settle\t{round(settle, 4)}",
+        f"weak\t{round(weak, 4)}",
     ] + [f"w\t{f}\t{v}" for f, v in kept]
     text = "\n".join(lines) + "\n"
     # Scores the Rust scorer must reproduce: our own red-team tools, with the rounded weights.
@@ -265,7 +272,7 @@ def main():
     open(OUT, "w").write(text)
     open(PARITY, "w").write(ptext)
     print(lines[1][2:])
-    print(f"{len(kept)} weights; add {add:.3f}, settle {settle:.3f}")
+    print(f"{len(kept)} weights; add {add:.3f}, settle {settle:.3f}, weak {weak:.3f}")
 
 
 if __name__ == "__main__":

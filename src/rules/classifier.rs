@@ -27,6 +27,13 @@ const CHECK: &str = "META-02";
 const MAX_DEPTH: usize = 12;
 /// Words read per tool at most (the trainer's `MAX_TOKENS`): the score is bounded in time.
 const MAX_TOKENS: usize = 20_000;
+/// The phrase findings that alone are the weakest evidence (measured by cross-validation: as a
+/// tool's only finding, each was wrong about as often as right on hard benign tools): the SPEC's
+/// plain P2 phrases, call-order directives, a sensitive-file word. (P4 naming a sibling tool
+/// beside "never" is left out: it names another tool of the server, which is the attack.)
+/// A tool whose only findings are of these kinds is settled under [`Model::weak`].
+const WEAK: &[(&str, Option<&str>)] = &[("P2", None), ("P2", Some("order")), ("P3", None)];
+
 /// Keys of the MCP tool shape and of JSON Schema: structure, not text (the trainer's
 /// `STRUCTURAL`; a tool list that carries schemas must not read unlike one that does not).
 const STRUCTURAL: &[&str] = &[
@@ -106,6 +113,8 @@ pub struct Model {
     pub add: f64,
     /// Score below which a tool's P2–P4 phrase findings are settled into a note.
     pub settle: f64,
+    /// Score below which a tool whose only findings are of the [`WEAK`] kinds is settled.
+    pub weak: f64,
     /// Every word that is a feature or part of one, by id.
     ids: HashMap<Box<str>, u32>,
     /// Words by id (for evidence).
@@ -131,6 +140,7 @@ impl Model {
             bias: 0.0,
             add: f64::INFINITY,
             settle: f64::NEG_INFINITY,
+            weak: f64::NEG_INFINITY,
             ids: HashMap::new(),
             words: Vec::new(),
             single: Vec::new(),
@@ -150,7 +160,7 @@ impl Model {
                 }
             }
         }
-        let mut seen = [false; 3];
+        let mut seen = [false; 4];
         for (n, line) in src.lines().enumerate() {
             let line_no = n + 1;
             let bad = |what| ModelError::Line {
@@ -168,19 +178,16 @@ impl Model {
                     .ok_or_else(|| bad("not a finite number"))
             };
             match kind {
-                "bias" | "add" | "settle" => {
+                "bias" | "add" | "settle" | "weak" => {
                     let v = number(parts.next())?;
-                    let slot = match kind {
-                        "bias" => 0,
-                        "add" => 1,
-                        _ => 2,
+                    let (slot, field) = match kind {
+                        "bias" => (0, &mut m.bias),
+                        "add" => (1, &mut m.add),
+                        "settle" => (2, &mut m.settle),
+                        _ => (3, &mut m.weak),
                     };
                     seen[slot] = true;
-                    match slot {
-                        0 => m.bias = v,
-                        1 => m.add = v,
-                        _ => m.settle = v,
-                    }
+                    *field = v;
                 }
                 "w" => {
                     let feature = parts
@@ -207,7 +214,12 @@ impl Model {
         if let Some(i) = seen.iter().position(|s| !s) {
             return Err(ModelError::Line {
                 line: 0,
-                what: ["no bias line", "no add line", "no settle line"][i],
+                what: [
+                    "no bias line",
+                    "no add line",
+                    "no settle line",
+                    "no weak line",
+                ][i],
             });
         }
         Ok(m)
@@ -369,12 +381,20 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
         }
         let score = m.score(tool.value);
         let label = tool.label();
-        let flagged = out.iter().any(|f| {
-            is_tool_finding(f, &label)
-                && matches!(f.rule.as_deref(), Some("P1" | "P2" | "P3" | "P4" | "P5"))
-        });
-        if score.value < m.settle && flagged {
-            settle(out, &label, &score, m);
+        let kinds: Vec<(&str, Option<&str>)> = out
+            .iter()
+            .filter(|f| {
+                is_tool_finding(f, &label)
+                    && matches!(f.rule.as_deref(), Some("P1" | "P2" | "P3" | "P4" | "P5"))
+            })
+            .map(|f| (f.rule.as_deref().unwrap_or(""), f.subcode.as_deref()))
+            .collect();
+        let flagged = !kinds.is_empty();
+        let only_weak = kinds.iter().all(|k| WEAK.contains(k));
+        if flagged && score.value < m.settle {
+            settle(out, &label, &score, m.settle);
+        } else if flagged && only_weak && score.value < m.weak {
+            settle(out, &label, &score, m.weak);
         } else if score.value > m.add && !flagged {
             out.push(flag(tool, &label, &score, m));
         }
@@ -382,7 +402,7 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
 }
 
 /// The P2–P4 findings of one tool made P6 notes (one per pointer), each keeping what it said.
-fn settle(out: &mut Vec<Finding>, label: &str, score: &Score, m: &Model) {
+fn settle(out: &mut Vec<Finding>, label: &str, score: &Score, line: f64) {
     let mut notes: Vec<(String, Vec<String>, Option<String>)> = Vec::new();
     out.retain(|f| {
         let settles = f.check == CHECK
@@ -412,7 +432,7 @@ fn settle(out: &mut Vec<Finding>, label: &str, score: &Score, m: &Model) {
                 "a phrase rule matched, but the tool's text as a whole reads as ordinary \
                  documentation (classifier score {:.2}, below {:.2}; a note to read): {}",
                 score.value,
-                m.settle,
+                line,
                 said.join("; ")
             ));
         if let Some(t) = text {
@@ -516,9 +536,12 @@ mod tests {
     #[test]
     fn malformed_lines_are_named() {
         for (src, line) in [
-            ("bias\t0\nadd\t1\nsettle\t-1\nw\tone two three\t0.5\n", 4),
+            (
+                "bias\t0\nadd\t1\nsettle\t-1\nweak\t0\nw\tone two three\t0.5\n",
+                5,
+            ),
             ("bias\tx\n", 1),
-            ("bias\t0\nadd\t1\nsettle\t-1\nzzz\n", 4),
+            ("bias\t0\nadd\t1\nsettle\t-1\nweak\t0\nzzz\n", 5),
         ] {
             match Model::parse(src, "") {
                 Err(ModelError::Line { line: l, .. }) => assert_eq!(l, line, "{src}"),
@@ -526,7 +549,7 @@ mod tests {
             }
         }
         assert!(matches!(
-            Model::parse("bias\t0\nadd\t1\n", ""),
+            Model::parse("bias\t0\nadd\t1\nweak\t0\n", ""),
             Err(ModelError::Line {
                 what: "no settle line",
                 ..
@@ -537,7 +560,7 @@ mod tests {
     #[test]
     fn words_pairs_and_evidence() {
         let m = Model::parse(
-            "bias\t-1\nadd\t1\nsettle\t-1\nw\tsecret\t0.5\nw\tdo not\t0.25\nw\tthe\t-0.125\n\
+            "bias\t-1\nadd\t1\nsettle\t-1\nweak\t0\nw\tsecret\t0.5\nw\tdo not\t0.25\nw\tthe\t-0.125\n\
              w\t@send\t2\nw\t@send @send\t4\n",
             "# a comment\nsend mail post\n",
         )
