@@ -151,12 +151,16 @@ def corpus(root):
 
 def fixtures(root):
     """Our own rule fixtures (fixtures/rules/P1-P6): a tool a fixture expects a P1-P5 finding on
-    is poisoned; every tool of a fixture that expects none is benign."""
+    is poisoned; every tool of a fixture that expects none is benign. The classifier's own
+    fixtures (`fire-classifier-*`, `fire-ordinary-*` and their near misses) are left out."""
     out = []
     for d in sorted(os.listdir(root)):
         if not re.fullmatch(r"P[1-6]", d):
             continue
         for f in sorted(os.listdir(os.path.join(root, d))):
+            # The classifier's own fixtures test it on texts it never saw.
+            if f.startswith(("fire-classifier", "quiet-classifier", "fire-ordinary", "quiet-ordinary")):
+                continue
             path = os.path.join(root, d, f)
             fx = json.load(open(path))
             if fx.get("kind", "tools") != "tools":

@@ -13,7 +13,7 @@
 //!
 //! Hidden characters (P1) and encodings (P5) are never settled: the model reads words only.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::LazyLock;
 
 use super::document::Document;
@@ -373,41 +373,59 @@ impl Reader<'_> {
 /// flags tools that read as an attack which the phrase rules left alone.
 pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
     let Some(m) = model() else { return };
-    let is_tool_finding =
-        |f: &Finding, label: &str| f.check == CHECK && f.location.tool.as_deref() == Some(label);
-    for tool in &doc.tools {
-        if doc.stopped() {
-            break;
+    // Tool label -> (score, the line it fell under), for the tools whose phrase findings settle.
+    let mut settles: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let mut added = Vec::new();
+    {
+        // Each tool's P1–P5 findings, found in one pass over the findings (not one per tool).
+        let mut by_tool: HashMap<&str, Vec<&Finding>> = HashMap::new();
+        for f in out.iter() {
+            if f.check == CHECK
+                && matches!(f.rule.as_deref(), Some("P1" | "P2" | "P3" | "P4" | "P5"))
+                && let Some(t) = f.location.tool.as_deref()
+            {
+                by_tool.entry(t).or_default().push(f);
+            }
         }
-        let score = m.score(tool.value);
-        let label = tool.label();
-        let kinds: Vec<(&str, Option<&str>)> = out
-            .iter()
-            .filter(|f| {
-                is_tool_finding(f, &label)
-                    && matches!(f.rule.as_deref(), Some("P1" | "P2" | "P3" | "P4" | "P5"))
-            })
-            .map(|f| (f.rule.as_deref().unwrap_or(""), f.subcode.as_deref()))
-            .collect();
-        let flagged = !kinds.is_empty();
-        let only_weak = kinds.iter().all(|k| WEAK.contains(k));
-        if flagged && score.value < m.settle {
-            settle(out, &label, &score, m.settle);
-        } else if flagged && only_weak && score.value < m.weak {
-            settle(out, &label, &score, m.weak);
-        } else if score.value > m.add && !flagged {
-            out.push(flag(tool, &label, &score, m));
+        for tool in &doc.tools {
+            if doc.stopped() {
+                break;
+            }
+            let score = m.score(tool.value);
+            let label = tool.label();
+            let found = by_tool
+                .get(label.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let flagged = !found.is_empty();
+            let only_weak = found
+                .iter()
+                .all(|f| WEAK.contains(&(f.rule.as_deref().unwrap_or(""), f.subcode.as_deref())));
+            if flagged && score.value < m.settle {
+                settles.insert(label, (score.value, m.settle));
+            } else if flagged && only_weak && score.value < m.weak {
+                settles.insert(label, (score.value, m.weak));
+            } else if !flagged && score.value > m.add {
+                added.push(flag(tool, &label, &score, m));
+            }
         }
     }
+    if !settles.is_empty() {
+        settle(out, &settles);
+    }
+    out.extend(added);
 }
 
-/// The P2–P4 findings of one tool made P6 notes (one per pointer), each keeping what it said.
-fn settle(out: &mut Vec<Finding>, label: &str, score: &Score, line: f64) {
-    let mut notes: Vec<(String, Vec<String>, Option<String>)> = Vec::new();
+/// The P2–P4 findings of the tools in `settles` made P6 notes (one per tool and pointer), each
+/// keeping what it said: one pass over the findings.
+fn settle(out: &mut Vec<Finding>, settles: &BTreeMap<String, (f64, f64)>) {
+    // (tool, pointer) -> what was said, and the first finding's evidence.
+    let mut notes: BTreeMap<(String, String), (Vec<String>, Option<String>)> = BTreeMap::new();
     out.retain(|f| {
+        let tool = f.location.tool.as_deref().unwrap_or("");
         let settles = f.check == CHECK
-            && f.location.tool.as_deref() == Some(label)
-            && matches!(f.rule.as_deref(), Some("P2" | "P3" | "P4"));
+            && matches!(f.rule.as_deref(), Some("P2" | "P3" | "P4"))
+            && settles.contains_key(tool);
         if settles {
             let pointer = f.location.pointer.clone().unwrap_or_default();
             let said = format!(
@@ -416,25 +434,26 @@ fn settle(out: &mut Vec<Finding>, label: &str, score: &Score, line: f64) {
                 f.subcode.as_deref().unwrap_or("phrase"),
                 f.message.as_deref().unwrap_or("")
             );
-            match notes.iter_mut().find(|n| n.0 == pointer) {
-                Some(n) => n.1.push(said),
-                None => notes.push((pointer, vec![said], f.evidence.text.clone())),
-            }
+            let note = notes
+                .entry((tool.to_string(), pointer))
+                .or_insert_with(|| (Vec::new(), f.evidence.text.clone()));
+            note.0.push(said);
         }
         !settles
     });
-    for (pointer, said, text) in notes {
+    for ((tool, pointer), (said, text)) in notes {
+        let Some(&(score, line)) = settles.get(&tool) else {
+            continue;
+        };
         let mut b = super::finding(CHECK, "P6")
             .subcode("ordinary")
             .pointer(pointer)
-            .tool(label)
             .message(format!(
                 "a phrase rule matched, but the tool's text as a whole reads as ordinary \
-                 documentation (classifier score {:.2}, below {:.2}; a note to read): {}",
-                score.value,
-                line,
+                 documentation (classifier score {score:.2}, below {line:.2}; a note to read): {}",
                 said.join("; ")
-            ));
+            ))
+            .tool(tool);
         if let Some(t) = text {
             b = b.text(t);
         }
