@@ -13,7 +13,9 @@
 //!
 //! Hidden characters (P1) and encodings (P5) are never settled: the model reads words only.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+
+use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
 
 use super::document::Document;
@@ -115,15 +117,19 @@ pub struct Model {
     pub settle: f64,
     /// Score below which a tool whose only findings are of the [`WEAK`] kinds is settled.
     pub weak: f64,
-    /// Every word that is a feature or part of one, by id.
-    ids: HashMap<Box<str>, u32>,
+    /// Every word that is a feature, part of one, or a word of a class, by id. (Looked up,
+    /// never filled from a server's text: a fast hash cannot be flooded through it.)
+    ids: FxHashMap<Box<str>, u32>,
     /// Words by id (for evidence).
     words: Vec<Box<str>>,
     /// Weight of each word alone, by id (0 when only pairs hold it).
     single: Vec<f64>,
-    pairs: HashMap<(u32, u32), f64>,
-    /// Word -> the ids of its classes (`@secret`), from classifier-classes.txt.
-    classes: HashMap<Box<str>, Vec<u32>>,
+    /// Word pair -> index into `pair_weights`.
+    pairs: FxHashMap<(u32, u32), u32>,
+    pair_weights: Vec<f64>,
+    pair_words: Vec<(u32, u32)>,
+    /// The ids of each word's classes (`@secret`, from classifier-classes.txt), by word id.
+    classes: Vec<Vec<u32>>,
 }
 
 /// Why `classifier.tsv` could not be read (a build defect; the tests read it).
@@ -141,11 +147,13 @@ impl Model {
             add: f64::INFINITY,
             settle: f64::NEG_INFINITY,
             weak: f64::NEG_INFINITY,
-            ids: HashMap::new(),
+            ids: FxHashMap::default(),
             words: Vec::new(),
             single: Vec::new(),
-            pairs: HashMap::new(),
-            classes: HashMap::new(),
+            pairs: FxHashMap::default(),
+            pair_weights: Vec::new(),
+            pair_words: Vec::new(),
+            classes: Vec::new(),
         };
         for line in classes.lines() {
             let mut parts = line.split_whitespace();
@@ -154,8 +162,10 @@ impl Model {
             };
             let id = m.id(&format!("@{class}"));
             for w in parts {
-                let ids = m.classes.entry(w.into()).or_default();
-                if !ids.contains(&id) {
+                let word = m.id(w) as usize;
+                if let Some(ids) = m.classes.get_mut(word)
+                    && !ids.contains(&id)
+                {
                     ids.push(id);
                 }
             }
@@ -204,7 +214,14 @@ impl Model {
                         None => m.single[ia as usize] = v,
                         Some(b) => {
                             let ib = m.id(b);
-                            m.pairs.insert((ia, ib), v);
+                            match m.pairs.get(&(ia, ib)) {
+                                Some(&k) => m.pair_weights[k as usize] = v,
+                                None => {
+                                    m.pairs.insert((ia, ib), m.pair_weights.len() as u32);
+                                    m.pair_weights.push(v);
+                                    m.pair_words.push((ia, ib));
+                                }
+                            }
                         }
                     }
                 }
@@ -233,6 +250,7 @@ impl Model {
         self.ids.insert(w.into(), i);
         self.words.push(w.into());
         self.single.push(0.0);
+        self.classes.push(Vec::new());
         i
     }
 
@@ -240,38 +258,56 @@ impl Model {
     pub fn score(&self, tool: &Json<'_>) -> Score {
         let mut reader = Reader {
             model: self,
-            singles: HashSet::new(),
-            pairs: HashSet::new(),
+            singles: Vec::new(),
+            pairs: Vec::new(),
             tokens: 0,
             lower: String::new(),
         };
         reader.walk(tool, 0);
-        let mut value = self.bias;
+        let (mut singles, mut pairs) = (reader.singles, reader.pairs);
+        // Each feature counts once, however often the tool repeats it.
+        singles.sort_unstable();
+        singles.dedup();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let value = self.bias
+            + singles
+                .iter()
+                .map(|&i| self.single[i as usize])
+                .sum::<f64>()
+            + pairs
+                .iter()
+                .map(|&k| self.pair_weights[k as usize])
+                .sum::<f64>();
+        Score {
+            value,
+            singles,
+            pairs,
+        }
+    }
+
+    /// The features of a score with the largest positive weights, largest first.
+    pub fn strongest(&self, score: &Score) -> Vec<(f64, String)> {
         let mut parts: Vec<(f64, String)> = Vec::new();
-        for &i in &reader.singles {
+        for &i in &score.singles {
             let w = self.single[i as usize];
-            value += w;
             if w > 0.0 {
                 parts.push((w, self.words[i as usize].to_string()));
             }
         }
-        for &(a, b) in &reader.pairs {
-            if let Some(&w) = self.pairs.get(&(a, b)) {
-                value += w;
-                if w > 0.0 {
-                    parts.push((
-                        w,
-                        format!("{} {}", self.words[a as usize], self.words[b as usize]),
-                    ));
-                }
+        for &k in &score.pairs {
+            let w = self.pair_weights[k as usize];
+            let (a, b) = self.pair_words[k as usize];
+            if w > 0.0 {
+                parts.push((
+                    w,
+                    format!("{} {}", self.words[a as usize], self.words[b as usize]),
+                ));
             }
         }
         parts.sort_by(|x, y| y.0.total_cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
         parts.truncate(EVIDENCE);
-        Score {
-            value,
-            strongest: parts,
-        }
+        parts
     }
 }
 
@@ -280,14 +316,17 @@ impl Model {
 #[derive(Debug, Clone)]
 pub struct Score {
     pub value: f64,
-    /// The features present with the largest positive weights, largest first.
-    pub strongest: Vec<(f64, String)>,
+    /// The word ids and pair indices present (sorted, once each).
+    singles: Vec<u32>,
+    pairs: Vec<u32>,
 }
 
 struct Reader<'m> {
     model: &'m Model,
-    singles: HashSet<u32>,
-    pairs: HashSet<(u32, u32)>,
+    /// Word ids seen (repeats kept until the end: a sort is cheaper than a set per word).
+    singles: Vec<u32>,
+    /// Indices of the model's word pairs seen.
+    pairs: Vec<u32>,
     tokens: usize,
     lower: String,
 }
@@ -325,9 +364,22 @@ impl Reader<'_> {
         let mut prev: Option<u32> = None;
         let mut prev_classes: &[u32] = &[];
         let mut start = None;
-        for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ' '))) {
-            if c.is_alphanumeric() && i < s.len() {
-                start.get_or_insert(i);
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i <= bytes.len() {
+            // ASCII byte by byte; a character is decoded only where a byte is not ASCII.
+            let (word_char, len) = match bytes.get(i) {
+                None => (false, 1),
+                Some(&b) if b < 0x80 => (b.is_ascii_alphanumeric(), 1),
+                Some(_) => match s.get(i..).and_then(|r| r.chars().next()) {
+                    Some(c) => (c.is_alphanumeric(), c.len_utf8()),
+                    None => (false, 1),
+                },
+            };
+            let at = i;
+            i += len;
+            if word_char {
+                start.get_or_insert(at);
                 continue;
             }
             let Some(from) = start.take() else { continue };
@@ -335,7 +387,7 @@ impl Reader<'_> {
                 return;
             }
             self.tokens += 1;
-            let word = s.get(from..i).unwrap_or("");
+            let word = s.get(from..at).unwrap_or("");
             self.lower.clear();
             if word.is_ascii() {
                 self.lower.push_str(word);
@@ -344,23 +396,24 @@ impl Reader<'_> {
                 self.lower.push_str(&word.to_lowercase());
             }
             let id = self.model.ids.get(self.lower.as_str()).copied();
+            let m = self.model;
             if let Some(id) = id {
-                self.singles.insert(id);
-                if let Some(p) = prev {
-                    self.pairs.insert((p, id));
+                self.singles.push(id);
+                if let Some(k) = prev.and_then(|p| m.pairs.get(&(p, id))) {
+                    self.pairs.push(*k);
                 }
             }
             prev = id;
-            let classes = self
-                .model
-                .classes
-                .get(self.lower.as_str())
+            let classes = id
+                .and_then(|i| m.classes.get(i as usize))
                 .map(Vec::as_slice)
                 .unwrap_or_default();
             for &c in classes {
-                self.singles.insert(c);
+                self.singles.push(c);
                 for &p in prev_classes {
-                    self.pairs.insert((p, c));
+                    if let Some(&k) = m.pairs.get(&(p, c)) {
+                        self.pairs.push(k);
+                    }
                 }
             }
             prev_classes = classes;
@@ -470,8 +523,8 @@ fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model)
         ),
         None => (tool.pointer.clone(), String::new()),
     };
-    let words: Vec<String> = score
-        .strongest
+    let words: Vec<String> = m
+        .strongest(score)
         .iter()
         .map(|(w, f)| format!("\"{}\" (+{w:.2})", visible(f)))
         .collect();
@@ -595,7 +648,8 @@ mod tests {
             "{}",
             s.value
         );
-        let names: Vec<&str> = s.strongest.iter().map(|(_, w)| w.as_str()).collect();
+        let strongest = m.strongest(&s);
+        let names: Vec<&str> = strongest.iter().map(|(_, w)| w.as_str()).collect();
         assert_eq!(names, ["secret", "do not"]);
         // A key and its value are two strings: no pair across them.
         let kv = Json::parse(br#"{"do":"not"}"#).unwrap_or_else(|e| panic!("{e:?}"));
@@ -607,7 +661,7 @@ mod tests {
         let s = m.score(&class);
         assert!((s.value - (-1.0 + 2.0 + 4.0)).abs() < 1e-9, "{}", s.value);
         assert_eq!(
-            s.strongest.first().map(|(_, w)| w.as_str()),
+            m.strongest(&s).first().map(|(_, w)| w.as_str()),
             Some("@send @send")
         );
         let apart =
