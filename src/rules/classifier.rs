@@ -119,9 +119,9 @@ pub struct Model {
     pub weak: f64,
     /// Every word that is a feature, part of one, or a word of a class, by id. (Looked up,
     /// never filled from a server's text: a fast hash cannot be flooded through it.)
-    ids: FxHashMap<Box<str>, u32>,
+    ids: FxHashMap<&'static str, u32>,
     /// Words by id (for evidence).
-    words: Vec<Box<str>>,
+    words: Vec<&'static str>,
     /// Weight of each word alone, by id (0 when only pairs hold it).
     single: Vec<f64>,
     /// Word pair -> index into `pair_weights`.
@@ -140,36 +140,23 @@ pub enum ModelError {
 }
 
 impl Model {
-    /// Reads the trainer's output: `bias`, `add`, `settle` and `w FEATURE WEIGHT` lines.
-    pub fn parse(src: &str, classes: &str) -> Result<Model, ModelError> {
+    /// Reads the trainer's output (`bias`, `add`, `settle`, `weak` and `w FEATURE WEIGHT`
+    /// lines), then the word classes. Words borrow from the compiled-in text: nothing is copied.
+    pub fn parse(src: &'static str, classes: &'static str) -> Result<Model, ModelError> {
+        let lines = src.lines().count();
         let mut m = Model {
             bias: 0.0,
             add: f64::INFINITY,
             settle: f64::NEG_INFINITY,
             weak: f64::NEG_INFINITY,
-            ids: FxHashMap::default(),
-            words: Vec::new(),
-            single: Vec::new(),
-            pairs: FxHashMap::default(),
+            ids: FxHashMap::with_capacity_and_hasher(lines, Default::default()),
+            words: Vec::with_capacity(lines),
+            single: Vec::with_capacity(lines),
+            pairs: FxHashMap::with_capacity_and_hasher(lines, Default::default()),
             pair_weights: Vec::new(),
             pair_words: Vec::new(),
             classes: Vec::new(),
         };
-        for line in classes.lines() {
-            let mut parts = line.split_whitespace();
-            let Some(class) = parts.next().filter(|c| !c.starts_with('#')) else {
-                continue;
-            };
-            let id = m.id(&format!("@{class}"));
-            for w in parts {
-                let word = m.id(w) as usize;
-                if let Some(ids) = m.classes.get_mut(word)
-                    && !ids.contains(&id)
-                {
-                    ids.push(id);
-                }
-            }
-        }
         let mut seen = [false; 4];
         for (n, line) in src.lines().enumerate() {
             let line_no = n + 1;
@@ -228,6 +215,24 @@ impl Model {
                 _ => return Err(bad("unknown line kind")),
             }
         }
+        for line in classes.lines() {
+            let mut parts = line.split_whitespace();
+            let Some(class) = parts.next().filter(|c| !c.starts_with('#')) else {
+                continue;
+            };
+            // A class the model gave no weight, alone or in a pair, changes no score.
+            let Some(&id) = m.ids.get(format!("@{class}").as_str()) else {
+                continue;
+            };
+            for w in parts {
+                let word = m.id(w) as usize;
+                if let Some(ids) = m.classes.get_mut(word)
+                    && !ids.contains(&id)
+                {
+                    ids.push(id);
+                }
+            }
+        }
         if let Some(i) = seen.iter().position(|s| !s) {
             return Err(ModelError::Line {
                 line: 0,
@@ -242,13 +247,13 @@ impl Model {
         Ok(m)
     }
 
-    fn id(&mut self, w: &str) -> u32 {
+    fn id(&mut self, w: &'static str) -> u32 {
         if let Some(&i) = self.ids.get(w) {
             return i;
         }
         let i = self.words.len() as u32;
-        self.ids.insert(w.into(), i);
-        self.words.push(w.into());
+        self.ids.insert(w, i);
+        self.words.push(w);
         self.single.push(0.0);
         self.classes.push(Vec::new());
         i
