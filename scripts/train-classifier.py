@@ -26,14 +26,16 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 OUT = os.path.join(ROOT, "src", "rules", "classifier.tsv")
 CLASSES = os.path.join(ROOT, "src", "rules", "classifier-classes.txt")
 PARITY = os.path.join(ROOT, "fixtures", "classifier", "parity.json")
-MAX_DEPTH = 12
+MAX_DEPTH = 32
 MAX_TOKENS = 20000
 EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-3, 0.3, 5.0, 2, 0.01
 ADD_FPR, SETTLE_Q, WEAK_Q = 0.001, 0.02, 0.15
 
 
 def is_word_char(c):
-    # Rust's char::is_alphanumeric: Alphabetic or Numeric (Nd, Nl, No).
+    # Close to Rust's char::is_alphanumeric (Alphabetic or Numeric), not equal: Rust's Alphabetic
+    # also holds Other_Alphabetic marks (Indic and Thai vowel signs, Arabic harakat, circled
+    # letters), where this splits a word. The model has no words in those scripts.
     if c.isascii():
         return c.isalnum()
     cat = unicodedata.category(c)
@@ -68,7 +70,9 @@ def strings(v, out, depth=0):
     if isinstance(v, str):
         out.append(v)
     elif isinstance(v, dict):
-        for k, x in v.items():
+        # Keys in byte order, as the scanner's JSON tree holds them (it matters only past
+        # MAX_TOKENS words).
+        for k, x in sorted(v.items()):
             if k not in STRUCTURAL:
                 out.append(str(k))
             if k == "type" and is_type_name(x):

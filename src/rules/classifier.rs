@@ -13,7 +13,7 @@
 //!
 //! Hidden characters (P1) and encodings (P5) are never settled: the model reads words only.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
@@ -25,8 +25,9 @@ use crate::finding::{Confidence, Finding, Severity};
 
 const CHECK: &str = "META-02";
 
-/// How deep into a tool's JSON the words are read (the trainer's `MAX_DEPTH`).
-const MAX_DEPTH: usize = 12;
+/// How deep into a tool's JSON the words are read (the trainer's `MAX_DEPTH`; the document
+/// walk's depth, so every text a phrase rule read is scored).
+const MAX_DEPTH: usize = super::document::MAX_DEPTH;
 /// Words read per tool at most (the trainer's `MAX_TOKENS`): the score is bounded in time.
 const MAX_TOKENS: usize = 20_000;
 /// The phrase findings that alone are the weakest evidence (measured by cross-validation: as a
@@ -35,6 +36,11 @@ const MAX_TOKENS: usize = 20_000;
 /// beside "never" is left out: it names another tool of the server, which is the attack.)
 /// A tool whose only findings are of these kinds is settled under [`Model::weak`].
 const WEAK: &[(&str, Option<&str>)] = &[("P2", None), ("P2", Some("order")), ("P3", None)];
+
+/// Findings that never settle at high confidence, however ordinary the rest of the tool reads:
+/// the kinds that are the attack itself (hidden from the user, data sent away, a role claimed).
+/// Ordinary words added to such a text cannot turn it into a note.
+const FIRM: &[Option<&str>] = &[Some("concealment"), Some("exfiltration"), Some("role")];
 
 /// Keys of the MCP tool shape and of JSON Schema: structure, not text (the trainer's
 /// `STRUCTURAL`; a tool list that carries schemas must not read unlike one that does not).
@@ -177,12 +183,18 @@ impl Model {
             match kind {
                 "bias" | "add" | "settle" | "weak" => {
                     let v = number(parts.next())?;
+                    if parts.next().is_some() {
+                        return Err(bad("more than a value"));
+                    }
                     let (slot, field) = match kind {
                         "bias" => (0, &mut m.bias),
                         "add" => (1, &mut m.add),
                         "settle" => (2, &mut m.settle),
                         _ => (3, &mut m.weak),
                     };
+                    if seen[slot] {
+                        return Err(bad("a line given twice"));
+                    }
                     seen[slot] = true;
                     *field = v;
                 }
@@ -191,6 +203,9 @@ impl Model {
                         .next()
                         .ok_or_else(|| bad("a weight without a feature"))?;
                     let v = number(parts.next())?;
+                    if parts.next().is_some() {
+                        return Err(bad("more than a feature and its weight"));
+                    }
                     let mut words = feature.split(' ');
                     let (a, b) = (words.next().unwrap_or(""), words.next());
                     if a.is_empty() || words.next().is_some() || b == Some("") {
@@ -198,11 +213,14 @@ impl Model {
                     }
                     let ia = m.id(a);
                     match b {
+                        None if m.single[ia as usize] != 0.0 => {
+                            return Err(bad("a feature given twice"));
+                        }
                         None => m.single[ia as usize] = v,
                         Some(b) => {
                             let ib = m.id(b);
                             match m.pairs.get(&(ia, ib)) {
-                                Some(&k) => m.pair_weights[k as usize] = v,
+                                Some(_) => return Err(bad("a feature given twice")),
                                 None => {
                                     m.pairs.insert((ia, ib), m.pair_weights.len() as u32);
                                     m.pair_weights.push(v);
@@ -244,6 +262,12 @@ impl Model {
                 ][i],
             });
         }
+        if !(m.settle <= m.weak && m.weak < m.add) {
+            return Err(ModelError::Line {
+                line: 0,
+                what: "the lines are out of order (settle <= weak < add)",
+            });
+        }
         Ok(m)
     }
 
@@ -267,8 +291,10 @@ impl Model {
             pairs: Vec::new(),
             tokens: 0,
             lower: String::new(),
+            cut: false,
         };
         reader.walk(tool, 0);
+        let complete = !reader.cut;
         let (mut singles, mut pairs) = (reader.singles, reader.pairs);
         // Each feature counts once, however often the tool repeats it.
         singles.sort_unstable();
@@ -286,6 +312,7 @@ impl Model {
                 .sum::<f64>();
         Score {
             value,
+            complete,
             singles,
             pairs,
         }
@@ -321,6 +348,9 @@ impl Model {
 #[derive(Debug, Clone)]
 pub struct Score {
     pub value: f64,
+    /// Whether every word of the tool was read (not cut at [`MAX_TOKENS`] words or
+    /// [`MAX_DEPTH`] levels): only a complete score settles phrase findings.
+    pub complete: bool,
     /// The word ids and pair indices present (sorted, once each).
     singles: Vec<u32>,
     pairs: Vec<u32>,
@@ -334,11 +364,14 @@ struct Reader<'m> {
     pairs: Vec<u32>,
     tokens: usize,
     lower: String,
+    /// Set when words were left unread.
+    cut: bool,
 }
 
 impl Reader<'_> {
     fn walk(&mut self, v: &Json<'_>, depth: usize) {
         if depth > MAX_DEPTH || self.tokens >= MAX_TOKENS {
+            self.cut = true;
             return;
         }
         match v {
@@ -389,6 +422,7 @@ impl Reader<'_> {
             }
             let Some(from) = start.take() else { continue };
             if self.tokens >= MAX_TOKENS {
+                self.cut = true;
                 return;
             }
             self.tokens += 1;
@@ -431,76 +465,104 @@ impl Reader<'_> {
 /// flags tools that read as an attack which the phrase rules left alone.
 pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
     let Some(m) = model() else { return };
-    // Tool label -> (score, the line it fell under), for the tools whose phrase findings settle.
-    let mut settles: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    // Tools by pointer: a finding belongs to the tool whose pointer prefixes its own (never by
+    // name: two tools may share one, and a tool may be named like a pointer).
+    let tools: HashMap<&str, usize> = doc
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.pointer.as_str(), i))
+        .collect();
+    // Tool index -> (score, the line it fell under), for the tools whose phrase findings settle.
+    let mut settles: BTreeMap<usize, (f64, f64)> = BTreeMap::new();
     let mut added = Vec::new();
     {
         // Each tool's P1–P5 findings, found in one pass over the findings (not one per tool).
-        let mut by_tool: HashMap<&str, Vec<&Finding>> = HashMap::new();
+        let mut by_tool: HashMap<usize, Vec<&Finding>> = HashMap::new();
+        // Tools with a finding that never settles.
+        let mut firm: HashSet<usize> = HashSet::new();
         for f in out.iter() {
             if f.check == CHECK
                 && matches!(f.rule.as_deref(), Some("P1" | "P2" | "P3" | "P4" | "P5"))
-                && let Some(t) = f.location.tool.as_deref()
+                && let Some(i) = owner(&tools, f)
             {
-                by_tool.entry(t).or_default().push(f);
+                by_tool.entry(i).or_default().push(f);
+                if FIRM.contains(&f.subcode.as_deref()) && f.confidence == Confidence::High {
+                    firm.insert(i);
+                }
             }
         }
-        for tool in &doc.tools {
+        for (i, tool) in doc.tools.iter().enumerate() {
             if doc.stopped() {
                 break;
             }
             let score = m.score(tool.value);
-            let label = tool.label();
-            let found = by_tool
-                .get(label.as_str())
-                .map(Vec::as_slice)
-                .unwrap_or_default();
+            let found = by_tool.get(&i).map(Vec::as_slice).unwrap_or_default();
             let flagged = !found.is_empty();
             let only_weak = found
                 .iter()
                 .all(|f| WEAK.contains(&(f.rule.as_deref().unwrap_or(""), f.subcode.as_deref())));
-            if flagged && score.value < m.settle {
-                settles.insert(label, (score.value, m.settle));
-            } else if flagged && only_weak && score.value < m.weak {
-                settles.insert(label, (score.value, m.weak));
+            // Settling needs every word of the tool read: a tool cut short may hide its attack
+            // past the cut.
+            let settles_at_all = flagged && score.complete && !firm.contains(&i);
+            if settles_at_all && score.value < m.settle {
+                settles.insert(i, (score.value, m.settle));
+            } else if settles_at_all && only_weak && score.value < m.weak {
+                settles.insert(i, (score.value, m.weak));
             } else if !flagged && score.value > m.add {
-                added.push(flag(tool, &label, &score, m));
+                added.push(flag(tool, &tool.label(), &score, m));
             }
         }
     }
     if !settles.is_empty() {
-        settle(out, &settles);
+        settle(out, &tools, &settles);
     }
     out.extend(added);
 }
 
+/// The tool a finding's pointer lies in (its pointer, or a prefix of it ending at a `/`).
+fn owner(tools: &HashMap<&str, usize>, f: &Finding) -> Option<usize> {
+    let mut p = f.location.pointer.as_deref()?;
+    loop {
+        if let Some(&i) = tools.get(p) {
+            return Some(i);
+        }
+        p = &p[..p.rfind('/')?];
+    }
+}
+
 /// The P2–P4 findings of the tools in `settles` made P6 notes (one per tool and pointer), each
 /// keeping what it said: one pass over the findings.
-fn settle(out: &mut Vec<Finding>, settles: &BTreeMap<String, (f64, f64)>) {
-    // (tool, pointer) -> what was said, and the first finding's evidence.
-    let mut notes: BTreeMap<(String, String), (Vec<String>, Option<String>)> = BTreeMap::new();
+fn settle(
+    out: &mut Vec<Finding>,
+    tools: &HashMap<&str, usize>,
+    settles: &BTreeMap<usize, (f64, f64)>,
+) {
+    // (tool, pointer) -> the tool's label, what was said, and the first finding's evidence.
+    type Note = (Option<String>, Vec<String>, Option<String>);
+    let mut notes: BTreeMap<(usize, String), Note> = BTreeMap::new();
     out.retain(|f| {
-        let tool = f.location.tool.as_deref().unwrap_or("");
-        let settles = f.check == CHECK
-            && matches!(f.rule.as_deref(), Some("P2" | "P3" | "P4"))
-            && settles.contains_key(tool);
-        if settles {
-            let pointer = f.location.pointer.clone().unwrap_or_default();
-            let said = format!(
-                "{}/{}: {}",
-                f.rule.as_deref().unwrap_or(""),
-                f.subcode.as_deref().unwrap_or("phrase"),
-                f.message.as_deref().unwrap_or("")
-            );
-            let note = notes
-                .entry((tool.to_string(), pointer))
-                .or_insert_with(|| (Vec::new(), f.evidence.text.clone()));
-            note.0.push(said);
+        let Some(i) = owner(tools, f).filter(|i| settles.contains_key(i)) else {
+            return true;
+        };
+        if f.check != CHECK || !matches!(f.rule.as_deref(), Some("P2" | "P3" | "P4")) {
+            return true;
         }
-        !settles
+        let said = format!(
+            "{}/{}: {}",
+            f.rule.as_deref().unwrap_or(""),
+            f.subcode.as_deref().unwrap_or("phrase"),
+            f.message.as_deref().unwrap_or("")
+        );
+        let pointer = f.location.pointer.clone().unwrap_or_default();
+        let note = notes
+            .entry((i, pointer))
+            .or_insert_with(|| (f.location.tool.clone(), Vec::new(), f.evidence.text.clone()));
+        note.1.push(said);
+        false
     });
-    for ((tool, pointer), (said, text)) in notes {
-        let Some(&(score, line)) = settles.get(&tool) else {
+    for ((i, pointer), (tool, said, text)) in notes {
+        let Some(&(score, line)) = settles.get(&i) else {
             continue;
         };
         let mut b = super::finding(CHECK, "P6")
@@ -510,8 +572,10 @@ fn settle(out: &mut Vec<Finding>, settles: &BTreeMap<String, (f64, f64)>) {
                 "a phrase rule matched, but the tool's text as a whole reads as ordinary \
                  documentation (classifier score {score:.2}, below {line:.2}; a note to read): {}",
                 said.join("; ")
-            ))
-            .tool(tool);
+            ));
+        if let Some(t) = tool {
+            b = b.tool(t);
+        }
         if let Some(t) = text {
             b = b.text(t);
         }
@@ -521,12 +585,12 @@ fn settle(out: &mut Vec<Finding>, settles: &BTreeMap<String, (f64, f64)>) {
 
 /// The P2 finding of a tool the model reads as an attack.
 fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model) -> Finding {
-    let (pointer, text) = match tool.description() {
+    let (pointer, text) = match tool.description().filter(|(d, _)| !d.trim().is_empty()) {
         Some((d, _)) => (
             format!("{}/description", tool.pointer),
-            excerpt(d, 0, 0, 240),
+            Some(excerpt(d, 0, 0, 240)),
         ),
-        None => (tool.pointer.clone(), String::new()),
+        None => (tool.pointer.clone(), None),
     };
     let words: Vec<String> = m
         .strongest(score)
@@ -539,7 +603,7 @@ fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model)
     } else {
         Confidence::Low
     };
-    super::finding(CHECK, "P2")
+    let b = super::finding(CHECK, "P2")
         .subcode("classifier")
         .severity(Severity::Medium)
         .confidence(confidence)
@@ -551,9 +615,11 @@ fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model)
             score.value,
             m.add,
             words.join(", ")
-        ))
-        .text(text)
-        .build()
+        ));
+    match text {
+        Some(t) => b.text(t).build(),
+        None => b.build(),
+    }
 }
 
 static MODEL: LazyLock<Option<Model>> = LazyLock::new(|| {
@@ -619,6 +685,14 @@ mod tests {
             ),
             ("bias\tx\n", 1),
             ("bias\t0\nadd\t1\nsettle\t-1\nweak\t0\nzzz\n", 5),
+            // A line or a feature given twice, and a field too many.
+            ("bias\t0\nbias\t1\n", 2),
+            (
+                "bias\t0\nadd\t1\nsettle\t-1\nweak\t0\nw\tx\t1\nw\tx\t2\n",
+                6,
+            ),
+            ("bias\t0\tjunk\n", 1),
+            ("bias\t0\nadd\t1\nsettle\t-1\nweak\t0\nw\tx\t1\tjunk\n", 5),
         ] {
             match Model::parse(src, "") {
                 Err(ModelError::Line { line: l, .. }) => assert_eq!(l, line, "{src}"),
@@ -631,6 +705,11 @@ mod tests {
                 what: "no settle line",
                 ..
             })
+        ));
+        // Lines out of order would settle nearly everything: refused.
+        assert!(matches!(
+            Model::parse("bias\t0\nadd\t1\nsettle\t2\nweak\t0\n", ""),
+            Err(ModelError::Line { line: 0, .. })
         ));
     }
 
