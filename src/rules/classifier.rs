@@ -8,10 +8,13 @@
 //! "Detection"). It is used two ways by [`super::poisoning::run`]:
 //! - a tool the phrase rules did not flag whose score is above `add` gets a P2 finding
 //!   (sub-code `classifier`) quoting the words that weighed most;
-//! - a tool whose score is below `settle` has its P2–P4 phrase findings settled into a P6 note
-//!   (sub-code `ordinary`): the phrase matched, the text as a whole reads as documentation.
+//! - a tool whose score is below `settle` (or, when its only findings are the [`WEAK`] kinds,
+//!   below `weak`) has its P2–P4 phrase findings settled into a P6 note (sub-code `ordinary`):
+//!   the phrase matched, the text as a whole reads as documentation.
 //!
-//! Hidden characters (P1) and encodings (P5) are never settled: the model reads words only.
+//! Never settled: hidden characters (P1) and encodings (P5), which the model cannot read; the
+//! [`FIRM`] kinds at high confidence, since the weights are public and ordinary words padded into
+//! an attack would carry it under the line; and a tool whose words were not all read.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
