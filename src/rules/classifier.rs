@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
 
-use super::document::Document;
+use super::document::{Document, JSON_TYPES};
 use super::json::Json;
 use super::text::{excerpt, visible};
 use crate::finding::{Confidence, Finding, Severity};
@@ -45,8 +45,10 @@ const WEAK: &[(&str, Option<&str>)] = &[("P2", None), ("P2", Some("order")), ("P
 /// Ordinary words added to such a text cannot turn it into a note.
 const FIRM: &[Option<&str>] = &[Some("concealment"), Some("exfiltration"), Some("role")];
 
-/// Keys of the MCP tool shape and of JSON Schema: structure, not text (the trainer's
-/// `STRUCTURAL`; a tool list that carries schemas must not read unlike one that does not).
+/// Keys of the MCP tool shape and of JSON Schema: structure, not text (a tool list that carries
+/// schemas must not read unlike one that does not). Not the walk's `TOOL_KEYS` and
+/// `SCHEMA_KEYWORDS` (src/rules/document.rs): this list is the trainer's `STRUCTURAL`, the one
+/// the weights were learned with, and a test holds the two equal.
 const STRUCTURAL: &[&str] = &[
     "name",
     "title",
@@ -98,18 +100,13 @@ const STRUCTURAL: &[&str] = &[
     "openWorldHint",
     "icons",
 ];
-/// The JSON Schema type names, as the value of `type` (the trainer's `TYPES`).
-const TYPES: &[&str] = &[
-    "object", "string", "integer", "number", "boolean", "array", "null",
-];
-
 /// A `type` value that only names JSON Schema types.
 fn is_type_name(v: &Json<'_>) -> bool {
     match v {
-        Json::String(s) => TYPES.contains(&s.as_ref()),
+        Json::String(s) => JSON_TYPES.contains(&s.as_ref()),
         Json::Array(a) => a
             .iter()
-            .all(|t| matches!(t, Json::String(s) if TYPES.contains(&s.as_ref()))),
+            .all(|t| matches!(t, Json::String(s) if JSON_TYPES.contains(&s.as_ref()))),
         _ => false,
     }
 }
@@ -677,6 +674,35 @@ mod tests {
                 "score {got} != trainer's {want} for {tool}"
             );
         }
+    }
+
+    /// The scorer leaves out the keys and type names the trainer left out: the same sets in
+    /// scripts/train-classifier.py (`STRUCTURAL`, `TYPES`), or the weights mean something else.
+    #[test]
+    fn structure_is_what_the_trainer_left_out() {
+        let script = include_str!("../../scripts/train-classifier.py");
+        let set = |name: &str| -> Vec<String> {
+            let from = script
+                .find(&format!("\n{name} = {{"))
+                .map(|i| i + name.len() + 5);
+            let body = from
+                .and_then(|i| Some(&script[i..i + script[i..].find('}')?]))
+                .unwrap_or_else(|| panic!("no {name} set in the trainer"));
+            let mut v: Vec<String> = body
+                .split(',')
+                .map(|k| k.trim().trim_matches('"').to_string())
+                .filter(|k| !k.is_empty())
+                .collect();
+            v.sort();
+            v
+        };
+        let sorted = |l: &[&str]| {
+            let mut v: Vec<String> = l.iter().map(|k| k.to_string()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(set("STRUCTURAL"), sorted(STRUCTURAL));
+        assert_eq!(set("TYPES"), sorted(JSON_TYPES));
     }
 
     #[test]

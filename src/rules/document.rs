@@ -9,7 +9,7 @@ pub const MAX_DEPTH: usize = 32;
 pub const MAX_TEXTS: usize = 2_000_000;
 
 /// The JSON Schema type names; any other `type` string is text.
-const JSON_TYPES: &[&str] = &[
+pub(super) const JSON_TYPES: &[&str] = &[
     "object", "array", "string", "number", "integer", "boolean", "null",
 ];
 

@@ -430,41 +430,40 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         if phrases(doc, text, &scan, &names, &mut out) {
             p4_names(doc, text, &names, &mut out);
         }
-        // A label that marks text as hidden from the user (signals.toml [markers]), when the
-        // phrase rules found no concealment in this text.
-        let concealed = out[before..]
-            .iter()
-            .any(|f| f.subcode.as_deref() == Some("concealment"));
-        if !concealed && let Some((s, e)) = super::signals::concealment_marker(text.text) {
-            out.push(
-                finding(doc, text, "P2")
-                    .subcode("concealment")
-                    .confidence(Confidence::High)
-                    .message(format!(
-                        "concealment: a marker labels text as hidden from the user: \"{}\"",
-                        visible(text.text.get(s..e).unwrap_or(""))
-                    ))
-                    .text(excerpt(text.text, s, e, CONTEXT))
-                    .build(),
-            );
-        }
-        // A URL the model is to fill in with data it describes in words
-        // (`…/b.png?d={summary of the user's last messages}`), when nothing else said exfiltration.
-        let exfiltrating = out[before..]
-            .iter()
-            .any(|f| f.subcode.as_deref() == Some("exfiltration"));
-        if !exfiltrating && let Some((s, e)) = templated_url(text.text) {
-            out.push(
-                finding(doc, text, "P2")
-                    .subcode("exfiltration")
-                    .confidence(Confidence::Medium)
-                    .message(format!(
-                        "exfiltration: a URL the model is to fill in with data it describes: \"{}\"",
-                        visible(text.text.get(s..e).unwrap_or(""))
-                    ))
-                    .text(excerpt(text.text, s, e, CONTEXT))
-                    .build(),
-            );
+        // A label that marks text as hidden from the user (signals.toml [markers]), and a URL the
+        // model is to fill in with data it describes in words (`…/b.png?d={summary of the
+        // user's last messages}`), each when the phrase rules said nothing of its kind here.
+        let markers = [
+            (
+                "concealment",
+                Confidence::High,
+                "concealment: a marker labels text as hidden from the user",
+                super::signals::concealment_marker(text.text),
+            ),
+            (
+                "exfiltration",
+                Confidence::Medium,
+                "exfiltration: a URL the model is to fill in with data it describes",
+                templated_url(text.text),
+            ),
+        ];
+        for (sub, confidence, what, span) in markers {
+            let said = out[before..]
+                .iter()
+                .any(|f| f.subcode.as_deref() == Some(sub));
+            if let Some((s, e)) = span.filter(|_| !said) {
+                out.push(
+                    finding(doc, text, "P2")
+                        .subcode(sub)
+                        .confidence(confidence)
+                        .message(format!(
+                            "{what}: \"{}\"",
+                            visible(text.text.get(s..e).unwrap_or(""))
+                        ))
+                        .text(excerpt(text.text, s, e, CONTEXT))
+                        .build(),
+                );
+            }
         }
         if scan.p5_candidate || super::encodings::separated_candidate(text.text.as_bytes()) {
             p5(doc, text, &names, &mut out);
