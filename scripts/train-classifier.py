@@ -12,11 +12,11 @@ AdaGrad on labelled tools:
     trained with it; a clone without it trains a slightly different model);
   - fixtures/rules/P1-P6 (our own fixtures: a fire's flagged tools poisoned, the tools of a
     fixture that expects no P1-P5 benign);
-  - fixtures/redteam/set{1,2}-dev.json (the development halves of our own red-team sets; their
+  - fixtures/redteam/set*-dev.json (the development halves of our own red-team sets; their
     held-out halves are kept outside the repository and never trained on).
 Thresholds come from five-fold cross-validation grouped by source file: `add` is the score that
-0.1 % of benign tools exceed, `settle` the score below which 2 % of poisoned tools fall, `weak`
-the score below which 15 % do (under it, a tool whose only findings are the weakest phrase kinds,
+0.1 % of benign tools exceed, `settle` the score below which 5 % of poisoned tools fall, `weak`
+the score below which 20 % do (under it, a tool whose only findings are the weakest phrase kinds,
 src/rules/classifier.rs WEAK, is settled too).
 Pure Python, no dependencies, deterministic (fixed seeds, sorted features).
 """
@@ -29,7 +29,7 @@ PARITY = os.path.join(ROOT, "fixtures", "classifier", "parity.json")
 MAX_DEPTH = 32
 MAX_TOKENS = 20000
 EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-3, 0.3, 5.0, 2, 0.01
-ADD_FPR, SETTLE_Q, WEAK_Q = 0.001, 0.02, 0.15
+ADD_FPR, SETTLE_Q, WEAK_Q = 0.001, 0.05, 0.2
 
 
 def is_word_char(c):
@@ -233,8 +233,10 @@ def score(model, x):
 def main():
     data = corpus(os.path.join(ROOT, "fixtures", "corpus"))
     data += corpus(os.path.normpath(os.path.join(ROOT, "..", "shared", "corpus", "wild-dev")))
-    data += redteam(os.path.join(ROOT, "fixtures", "redteam", "set1-dev.json"))
-    data += redteam(os.path.join(ROOT, "fixtures", "redteam", "set2-dev.json"))
+    rt = os.path.join(ROOT, "fixtures", "redteam")
+    for f in sorted(os.listdir(rt)):
+        if re.fullmatch(r"set\d+-dev\.json", f):
+            data += redteam(os.path.join(rt, f))
     data += fixtures(os.path.join(ROOT, "fixtures", "rules"))
     X = [features(t) for _, _, t in data]
     y = [l for _, l, _ in data]

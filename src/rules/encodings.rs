@@ -307,39 +307,38 @@ pub fn find(t: &str) -> Vec<Decoded> {
 
 /// Whether a text may hold separated hex or binary that the byte scan's P5 flag does not see
 /// (no markup byte, no 32-character base64 run): eight two-digit hex groups or four 8-bit
-/// groups, each followed by one separator. One pass over the bytes.
+/// groups in a row, each followed by one separator (the last may end the text). One pass, at
+/// the separators: a group is the digits just before one, and groups are in a row when their
+/// separators are a group's width apart.
 pub fn separated_candidate(b: &[u8]) -> bool {
-    let (mut hex_groups, mut bin_groups) = (0usize, 0usize);
-    let mut i = 0;
-    while i < b.len() {
-        let hex2 = b
-            .get(i..i + 2)
-            .is_some_and(|p| p.iter().all(u8::is_ascii_hexdigit))
-            && b.get(i + 2)
-                .is_none_or(|c| matches!(c, b' ' | b':' | b',' | b'-'));
-        let bin8 = b
-            .get(i..i + 8)
-            .is_some_and(|p| p.iter().all(|c| matches!(c, b'0' | b'1')))
-            && b.get(i + 8).is_none_or(|c| matches!(c, b' ' | b','));
-        if bin8 {
-            bin_groups += 1;
-            if bin_groups >= 4 {
-                return true;
-            }
-            i += 9;
+    // The last group's separator, and the groups of each kind in a row up to it.
+    let (mut last, mut hex, mut bin) = (usize::MAX, 0usize, 0usize);
+    for j in 2..=b.len() {
+        let sep = b.get(j).copied();
+        if sep.is_some_and(|c| !matches!(c, b' ' | b':' | b',' | b'-')) {
             continue;
         }
-        if hex2 {
-            hex_groups += 1;
-            if hex_groups >= 8 {
-                return true;
-            }
-            i += 3;
+        // A binary group is read first (its last two digits are hex digits too).
+        let binary = j >= 8
+            && sep.is_none_or(|c| matches!(c, b' ' | b','))
+            && b[j - 8..j].iter().all(|c| matches!(c, b'0' | b'1'));
+        let (width, own, other) = if binary {
+            (9, &mut bin, &mut hex)
+        } else if b[j - 2].is_ascii_hexdigit() && b[j - 1].is_ascii_hexdigit() {
+            (3, &mut hex, &mut bin)
+        } else {
             continue;
+        };
+        if last.wrapping_add(width) == j {
+            *own += 1;
+        } else {
+            *own = 1;
+            *other = 0;
         }
-        hex_groups = 0;
-        bin_groups = 0;
-        i += 1;
+        last = j;
+        if hex >= 8 || bin >= 4 {
+            return true;
+        }
     }
     false
 }
