@@ -5,7 +5,9 @@
     python3 scripts/train-classifier.py --check    # exits 1 when the committed file differs
 
 The model: logistic regression over the words and word pairs of every key and string value of
-a tool (lower-cased runs of letters and digits; pairs only inside one string), trained with
+a tool (lower-cased runs of letters and digits; pairs only inside one string), their word classes
+(src/rules/classifier-classes.txt; a class met inside the tool's schema parts also as its `s@`
+twin), trained with
 AdaGrad on labelled tools:
   - fixtures/corpus/ (published poisoned and real benign tools, with their origins);
   - ../shared/corpus/wild-dev/ when it is beside the repository (the committed weights were
@@ -64,23 +66,31 @@ def is_type_name(v):
     return isinstance(v, str) and v in TYPES
 
 
-def strings(v, out, depth=0):
+# The tool's keys whose values are schema and annotations: a word class read there also counts
+# as its schema twin (`s@secret`), since an instruction in a parameter's text is full-schema
+# poisoning, rarer in benign tools than the same words in a description.
+SCHEMA_PARTS = {"inputSchema", "outputSchema", "_meta", "annotations"}
+
+
+def strings(v, out, depth=0, schema=False):
+    """(text, whether it is inside the tool's schema parts) for every key and string value."""
     if depth > MAX_DEPTH:
         return
     if isinstance(v, str):
-        out.append(v)
+        out.append((v, schema))
     elif isinstance(v, dict):
         # Keys in byte order, as the scanner's JSON tree holds them (it matters only past
         # MAX_TOKENS words).
         for k, x in sorted(v.items()):
+            inner = schema or (depth == 0 and k in SCHEMA_PARTS)
             if k not in STRUCTURAL:
-                out.append(str(k))
+                out.append((str(k), inner))
             if k == "type" and is_type_name(x):
                 continue
-            strings(x, out, depth + 1)
+            strings(x, out, depth + 1, inner)
     elif isinstance(v, list):
         for x in v:
-            strings(x, out, depth + 1)
+            strings(x, out, depth + 1, schema)
 
 
 def load_classes():
@@ -106,7 +116,7 @@ def features(tool):
     texts = []
     strings(tool, texts)
     f = set()
-    for t in texts:
+    for t, schema in texts:
         words, cur = [], []
         for c in t:
             if is_word_char(c):
@@ -123,6 +133,8 @@ def features(tool):
         for w in words:
             cs = WORD_CLASSES.get(w, [])
             f.update("@" + c for c in cs)
+            if schema:
+                f.update("s@" + c for c in cs)
             f.update(f"@{p} @{c}" for p in prev for c in cs)
             prev = cs
         if seen >= MAX_TOKENS:

@@ -1,5 +1,6 @@
 //! The text classifier of META-02: a linear model over the words and word pairs of every key and
-//! string value of a tool, trained by `scripts/train-classifier.py` on labelled tools (the
+//! string value of a tool, and their word classes (a class met inside the tool's schema parts also
+//! as its schema twin, [`SCHEMA_PARTS`]), trained by `scripts/train-classifier.py` on labelled tools (the
 //! project's corpus of published attacks and real servers, and the development halves of our
 //! own red-team sets) and compiled in from `classifier.tsv`.
 //!
@@ -134,9 +135,23 @@ pub struct Model {
     pairs: FxHashMap<(u32, u32), u32>,
     pair_weights: Vec<f64>,
     pair_words: Vec<(u32, u32)>,
-    /// The ids of each word's classes (`@secret`, from classifier-classes.txt), by word id.
-    classes: Vec<Vec<u32>>,
+    /// Each word's classes (`@secret`, from classifier-classes.txt), by word id.
+    classes: Vec<Vec<Class>>,
 }
+
+/// A word class as the model knows it: the id of its feature (`@secret`) and of its schema twin
+/// (`s@secret`, counted when the word is inside the tool's [`SCHEMA_PARTS`]), each when the model
+/// gave it a weight, alone or in a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Class {
+    id: Option<u32>,
+    twin: Option<u32>,
+}
+
+/// The tool's keys whose values are schema and annotations (the trainer's `SCHEMA_PARTS`): an
+/// instruction in a parameter's text is full-schema poisoning, and the model weighs a class
+/// met there apart from the same class in a description.
+const SCHEMA_PARTS: &[&str] = &["inputSchema", "outputSchema", "_meta", "annotations"];
 
 /// Why `classifier.tsv` could not be read (a build defect; the tests read it).
 #[derive(Debug, thiserror::Error)]
@@ -238,16 +253,20 @@ impl Model {
             let Some(class) = parts.next().filter(|c| !c.starts_with('#')) else {
                 continue;
             };
-            // A class the model gave no weight, alone or in a pair, changes no score.
-            let Some(&id) = m.ids.get(format!("@{class}").as_str()) else {
-                continue;
+            // A class the model gave no weight, alone, in a pair or as a twin, changes no score.
+            let c = Class {
+                id: m.ids.get(format!("@{class}").as_str()).copied(),
+                twin: m.ids.get(format!("s@{class}").as_str()).copied(),
             };
+            if c.id.is_none() && c.twin.is_none() {
+                continue;
+            }
             for w in parts {
                 let word = m.id(w) as usize;
-                if let Some(ids) = m.classes.get_mut(word)
-                    && !ids.contains(&id)
+                if let Some(cs) = m.classes.get_mut(word)
+                    && !cs.contains(&c)
                 {
-                    ids.push(id);
+                    cs.push(c);
                 }
             }
         }
@@ -292,6 +311,7 @@ impl Model {
             tokens: 0,
             lower: String::new(),
             cut: false,
+            schema: false,
         };
         reader.walk(tool, 0);
         let complete = !reader.cut;
@@ -366,6 +386,8 @@ struct Reader<'m> {
     lower: String,
     /// Set when words were left unread.
     cut: bool,
+    /// Whether the walk is inside one of the tool's [`SCHEMA_PARTS`].
+    schema: bool,
 }
 
 impl Reader<'_> {
@@ -377,7 +399,9 @@ impl Reader<'_> {
         match v {
             Json::String(s) => self.text(s),
             Json::Object(o) => {
+                let outer = self.schema;
                 for (k, x) in o.iter() {
+                    self.schema = outer || (depth == 0 && SCHEMA_PARTS.contains(&k));
                     if !STRUCTURAL.contains(&k) {
                         self.text(k);
                     }
@@ -386,6 +410,7 @@ impl Reader<'_> {
                     }
                     self.walk(x, depth + 1);
                 }
+                self.schema = outer;
             }
             Json::Array(a) => {
                 for x in a {
@@ -400,7 +425,7 @@ impl Reader<'_> {
     fn text(&mut self, s: &str) {
         // The previous word's id: None after a word the model does not know.
         let mut prev: Option<u32> = None;
-        let mut prev_classes: &[u32] = &[];
+        let mut prev_classes: &[Class] = &[];
         let mut start = None;
         let bytes = s.as_bytes();
         let mut i = 0;
@@ -447,12 +472,17 @@ impl Reader<'_> {
                 .and_then(|i| m.classes.get(i as usize))
                 .map(Vec::as_slice)
                 .unwrap_or_default();
-            for &c in classes {
-                self.singles.push(c);
-                for &p in prev_classes {
-                    if let Some(&k) = m.pairs.get(&(p, c)) {
-                        self.pairs.push(k);
+            for c in classes {
+                if let Some(id) = c.id {
+                    self.singles.push(id);
+                    for p in prev_classes.iter().filter_map(|p| p.id) {
+                        if let Some(&k) = m.pairs.get(&(p, id)) {
+                            self.pairs.push(k);
+                        }
                     }
+                }
+                if let Some(twin) = c.twin.filter(|_| self.schema) {
+                    self.singles.push(twin);
                 }
             }
             prev_classes = classes;
@@ -703,6 +733,7 @@ mod tests {
         };
         assert_eq!(set("STRUCTURAL"), sorted(STRUCTURAL));
         assert_eq!(set("TYPES"), sorted(JSON_TYPES));
+        assert_eq!(set("SCHEMA_PARTS"), sorted(SCHEMA_PARTS));
     }
 
     #[test]
