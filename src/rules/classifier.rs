@@ -1,8 +1,8 @@
 //! The text classifier of META-02: a linear model over the words and word pairs of every key and
-//! string value of a tool, and their word classes (a class met inside the tool's schema parts also
-//! as its schema twin, [`SCHEMA_PARTS`]), trained by `scripts/train-classifier.py` on labelled tools (the
-//! project's corpus of published attacks and real servers, and the development halves of our
-//! own red-team sets) and compiled in from `classifier.tsv`.
+//! string value of a tool, and their word classes (a class met inside the tool's schema parts
+//! also as its schema twin, [`SCHEMA_PARTS`]), trained by `scripts/train-classifier.py` on
+//! labelled tools (the project's corpus of published attacks and real servers, and the
+//! development halves of our own red-team sets) and compiled in from `classifier.tsv`.
 //!
 //! The phrase rules know what they were written for; the model knows how attacks on the model
 //! read as a whole, so it lands texts nobody here has seen (measured on held-out sets: README,
