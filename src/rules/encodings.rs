@@ -414,6 +414,15 @@ mod tests {
         assert!(separated_candidate(b"01101001 01100111 01101110 01101111"));
         assert!(!separated_candidate(b"at 10 20 30 and 40"));
         assert!(!separated_candidate(b"plain words only"));
+        // The last group may end the text; groups must be in a row; seven hex groups or three
+        // binary groups are not enough; a byte inside a run breaks it.
+        assert!(separated_candidate(b"69:67:6e:6f:72:65:20:61"));
+        assert!(!separated_candidate(b"69 67 6e 6f 72 65 20"));
+        assert!(!separated_candidate(b"01101001 01100111 01101110"));
+        assert!(!separated_candidate(b"69 67 6e 6f x 72 65 20 61"));
+        assert!(separated_candidate(b"x:69-67,6e 6f 72 65 20 61 y"));
+        assert!(!separated_candidate(b""));
+        assert!(!separated_candidate(b"6"));
     }
 
     #[test]
