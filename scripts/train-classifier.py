@@ -5,10 +5,9 @@
     python3 scripts/train-classifier.py --check    # exits 1 when the committed file differs
 
 The model: logistic regression over the words and word pairs of every key and string value of
-a tool (lower-cased runs of letters and digits; pairs only inside one string), their word classes
-(src/rules/classifier-classes.txt; a class met inside the tool's schema parts also as its `s@`
-twin), trained with
-AdaGrad on labelled tools:
+a tool (lower-cased runs of letters and digits; pairs only inside one string) and their word
+classes (src/rules/classifier-classes.txt; a class met inside the tool's schema parts also as
+its `s@` twin), trained with AdaGrad on labelled tools:
   - fixtures/corpus/ (published poisoned and real benign tools, with their origins);
   - ../shared/corpus/wild-dev/ when it is beside the repository (the committed weights were
     trained with it; a clone without it trains a slightly different model);

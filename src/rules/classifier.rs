@@ -526,6 +526,10 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
             if doc.stopped() {
                 break;
             }
+            // A tool with a firm finding neither settles nor is added: it is not scored.
+            if firm.contains(&i) {
+                continue;
+            }
             let score = m.score(tool.value);
             let found = by_tool.get(&i).map(Vec::as_slice).unwrap_or_default();
             let flagged = !found.is_empty();
@@ -534,7 +538,7 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
                 .all(|f| WEAK.contains(&(f.rule.as_deref().unwrap_or(""), f.subcode.as_deref())));
             // Settling needs every word of the tool read: a tool cut short may hide its attack
             // past the cut.
-            let settles_at_all = flagged && score.complete && !firm.contains(&i);
+            let settles_at_all = flagged && score.complete;
             if settles_at_all && score.value < m.settle {
                 settles.insert(i, (score.value, m.settle));
             } else if settles_at_all && only_weak && score.value < m.weak {

@@ -433,25 +433,27 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         // A label that marks text as hidden from the user (signals.toml [markers]), and a URL the
         // model is to fill in with data it describes in words (`…/b.png?d={summary of the
         // user's last messages}`), each when the phrase rules said nothing of its kind here.
-        let markers = [
+        // Each reader runs only when the phrase rules said nothing of its kind.
+        type Reader = fn(&str) -> Option<(usize, usize)>;
+        let markers: [(&str, Confidence, &str, Reader); 2] = [
             (
                 "concealment",
                 Confidence::High,
                 "concealment: a marker labels text as hidden from the user",
-                super::signals::concealment_marker(text.text),
+                super::signals::concealment_marker,
             ),
             (
                 "exfiltration",
                 Confidence::Medium,
                 "exfiltration: a URL the model is to fill in with data it describes",
-                templated_url(text.text),
+                templated_url,
             ),
         ];
-        for (sub, confidence, what, span) in markers {
+        for (sub, confidence, what, read) in markers {
             let said = out[before..]
                 .iter()
                 .any(|f| f.subcode.as_deref() == Some(sub));
-            if let Some((s, e)) = span.filter(|_| !said) {
+            if let Some((s, e)) = (!said).then(|| read(text.text)).flatten() {
                 out.push(
                     finding(doc, text, "P2")
                         .subcode(sub)
