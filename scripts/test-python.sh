@@ -2,7 +2,7 @@
 # The Python package's tests (SPEC §12): a venv in .peers/pyapi with maturin, pytest and mypy
 # from PyPI, the package built into it from python/ (`maturin develop`, the dev profile, so it
 # reuses what `cargo test` compiled), then pytest over python/tests against the CLI binary that
-# `cargo test` built. pytest's exit 5 (no tests collected) is a failure like any other.
+# `cargo build` brings up to date. pytest's exit 5 (no tests collected) is a failure like any other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=$(pwd)/.peers/pyapi
@@ -14,7 +14,9 @@ if [ ! -f "$marker" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check "${reqs[@]}"
   touch "$marker"
 fi
-[ -x target/debug/mcpprobe ] || cargo build --locked
+# Always build: a binary left from an older checkout would answer with old rules (cargo makes
+# this a no-op when the binary is current).
+cargo build --locked
 VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop --quiet --locked
 status=0
 MCPPROBE_BIN=$(pwd)/target/debug/mcpprobe "$venv/bin/python" -m pytest -q python/tests || status=$?
