@@ -80,6 +80,9 @@ fn confidence(entry: &str, v: &str) -> &'static str {
     }
 }
 
+/// The side (`"after"` or `"before"`) a case's anchor is found on; `None`: the case has none.
+type Anchored = Option<&'static str>;
+
 /// A position in a window: fixed (1 = the nearest token) or relative to the anchor.
 #[derive(Clone, Copy)]
 enum Pos {
@@ -334,7 +337,15 @@ impl<'a> Gen<'a> {
                     None => "None".to_string(),
                     Some(a) => format!("Some({})", self.anchor(&centry, a, &mut st)),
                 };
-                let cond = self.cond(&centry, ct, ct.contains_key("anchor"), &mut st, 0);
+                // The side the anchor is found on: positions relative to it are on that side.
+                let anchored = ct.get("anchor").map(|a| {
+                    if a.as_table().is_some_and(|t| t.contains_key("before")) {
+                        "before"
+                    } else {
+                        "after"
+                    }
+                });
+                let cond = self.cond(&centry, ct, anchored, &mut st, 0);
                 let stop = ct.get("stop").map(|v| {
                     v.as_bool()
                         .filter(|b| *b)
@@ -409,10 +420,10 @@ impl<'a> Gen<'a> {
         }
     }
 
-    fn pos(entry: &str, s: &str, anchored: bool) -> Pos {
+    fn pos(entry: &str, s: &str, anchored: Anchored) -> Pos {
         let s = s.trim();
         if let Some(rest) = s.strip_prefix('@') {
-            if !anchored {
+            if anchored.is_none() {
                 fail(
                     entry,
                     format!("position {s:?} names the anchor, and the case has none"),
@@ -443,7 +454,7 @@ impl<'a> Gen<'a> {
         entry: &str,
         side: &str,
         v: &Value,
-        anchored: bool,
+        anchored: Anchored,
         st: &mut GroupState,
     ) -> String {
         let (from, to) = match v {
@@ -460,10 +471,15 @@ impl<'a> Gen<'a> {
                 format!("`{side}` is a count (1 or more) or a range such as \"2..20\""),
             ),
         };
-        if side == "before" && matches!(from, Pos::Anchor(_)) | matches!(to, Pos::Anchor(_)) {
+        if (matches!(from, Pos::Anchor(_)) || matches!(to, Pos::Anchor(_)))
+            && anchored.is_none_or(|a| a != side)
+        {
             fail(
                 entry,
-                "anchors are in the tokens after; `before` positions are fixed",
+                format!(
+                    "a position relative to the anchor is on the anchor's side (`{}`), not `{side}`",
+                    anchored.unwrap_or("")
+                ),
             );
         }
         for p in [from, to] {
@@ -501,11 +517,12 @@ impl<'a> Gen<'a> {
         let t = v
             .as_table()
             .unwrap_or_else(|| fail(entry, "`anchor` is a table"));
-        let span = match t.get("after") {
-            Some(a) => self.span(entry, "after", a, false, st),
-            None => fail(
+        let span = match (t.get("after"), t.get("before")) {
+            (Some(a), None) => self.span(entry, "after", a, None, st),
+            (None, Some(b)) => self.span(entry, "before", b, None, st),
+            _ => fail(
                 entry,
-                "an anchor is found in the tokens after (`after = \"1..N\"`)",
+                "an anchor is found in the tokens after or before (`after = \"1..N\"` or `before = \"1..N\"`, one of them)",
             ),
         };
         let test = match (t.get("has"), t.get("identifier")) {
@@ -514,7 +531,7 @@ impl<'a> Gen<'a> {
             _ => fail(entry, "an anchor has `has = SET` or `identifier = true`"),
         };
         for k in t.keys() {
-            if !matches!(k.as_str(), "after" | "has" | "identifier") {
+            if !matches!(k.as_str(), "after" | "before" | "has" | "identifier") {
                 fail(entry, format!("unknown anchor key `{k}`"));
             }
         }
@@ -526,7 +543,7 @@ impl<'a> Gen<'a> {
         &self,
         entry: &str,
         t: &Table,
-        anchored: bool,
+        anchored: Anchored,
         st: &mut GroupState,
         depth: usize,
     ) -> String {
@@ -558,7 +575,7 @@ impl<'a> Gen<'a> {
         &self,
         entry: &str,
         p: &Value,
-        anchored: bool,
+        anchored: Anchored,
         st: &mut GroupState,
         depth: usize,
     ) -> String {
@@ -663,7 +680,7 @@ impl<'a> Gen<'a> {
                 }
             }
             "tool" => {
-                if !anchored {
+                if anchored.is_none() {
                     fail(
                         entry,
                         "`tool` tests the anchored identifier, and the case has no anchor",

@@ -45,7 +45,8 @@ pub enum Outcome {
     Stop,
 }
 
-/// The first token of `span` (in the tokens after) that passes `test`; its position is `@`.
+/// The first token of `span` that passes `test` (after the phrase: the first in reading order;
+/// before it: the nearest); its position is `@`.
 #[derive(Debug)]
 pub struct Anchor {
     pub span: Span,
@@ -245,16 +246,22 @@ impl<'t> Match<'t, '_> {
         tokens.get(range).unwrap_or_default()
     }
 
-    /// The anchor's position (1 = the first token after), if a token passes its test.
+    /// The anchor's position (1 = the first token after, or the nearest before), if a token
+    /// passes its test.
     fn find(&mut self, anchor: &Anchor) -> Option<usize> {
         let (first, tokens) = match anchor.span.from {
             Pos::At(n) => (usize::from(n), self.span(anchor.span, None)),
             Pos::Anchor(_) => return None,
         };
-        let k = tokens.iter().position(|w| match anchor.test {
+        let passes = |w: &&str| match anchor.test {
             AnchorTest::Has(set) => is_in(w, set),
             AnchorTest::Identifier => identifier(w).is_some(),
-        })?;
+        };
+        // A span's tokens are in reading order; before the phrase, position 1 is the last.
+        let k = match anchor.span.side {
+            Side::After => tokens.iter().position(passes)?,
+            Side::Before => tokens.iter().rev().position(passes)?,
+        };
         Some(first.max(1) + k)
     }
 

@@ -371,9 +371,13 @@ fn p5_kind(caps: &regex::Captures<'_>) -> Option<(&'static str, String)> {
             Some(hex) => u32::from_str_radix(hex, 16).ok(),
             None => body.parse().ok(),
         };
-        // `&#39;` is an apostrophe; only entities that hide non-ASCII text count.
-        return match code {
-            Some(c) if c >= 0x80 => Some(("an escaped Unicode character entity", String::new())),
+        // One entity is one character: `&#39;` (an apostrophe) or `&#233;` (é) in an escaping
+        // tool's example says nothing. It counts when the character is one a reader cannot
+        // see (zero-width, bidi, tag or control characters: P1's, spelled out).
+        return match code.and_then(char::from_u32) {
+            Some(c) if is_p1(c) || c.is_control() => {
+                Some(("an escaped invisible or control character", String::new()))
+            }
             _ => None,
         };
     }
@@ -922,7 +926,22 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
     let t = text.text;
     // Encoded runs that decode to readable text (src/rules/encodings.rs): one P5 finding that
     // quotes the first, and the phrase rules over each (what the model can decode, it reads).
-    let decoded = super::encodings::find(t);
+    // A run whose plain form the text shows as well (an encoder's example: `a%20b` is `a b`)
+    // hides nothing from the model, which reads the plain form with the other rules; it is
+    // left out unless what it decodes to is itself a finding or holds invisible characters.
+    let mut decoded = super::encodings::find(t);
+    let mut looked = 0;
+    let mut shown = Vec::new();
+    decoded.retain(|d| {
+        looked += 1;
+        let keep = looked > SHOWN_LOOKS
+            || !shown_in_clear(t, d)
+            || !rescan(doc, text, d, names).is_empty();
+        if !keep {
+            shown.push(d.start..d.end);
+        }
+        keep
+    });
     if let Some(first) = decoded.first() {
         let said = first
             .text
@@ -939,21 +958,7 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
                 .build(),
         );
         for d in decoded.iter().take(4) {
-            let inner_text = Text {
-                text: d.text.as_str(),
-                ..text.clone()
-            };
-            let mut inner = Vec::new();
-            let _ = phrases(doc, &inner_text, &Scan::of(&d.text), names, &mut inner);
-            for mut f in inner {
-                f.message = Some(format!(
-                    "{} (in text encoded as {})",
-                    f.message.unwrap_or_default(),
-                    d.layers.join(" inside ")
-                ));
-                f.fingerprint = f.compute_fingerprint();
-                out.push(f);
-            }
+            out.extend(rescan(doc, text, d, names));
         }
         return; // one P5 finding per text
     }
@@ -961,6 +966,16 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
         let Some(caps) = MARKUP.captures_at(&t[..whole.end()], whole.start()) else {
             continue;
         };
+        if caps.name("ansi").is_some() && written_colours(t, whole.start(), whole.end()) {
+            continue;
+        }
+        // Inside a run left out above (its plain form is shown).
+        if shown
+            .iter()
+            .any(|r| r.start < whole.end() && whole.start() < r.end)
+        {
+            continue;
+        }
         if let Some((what, extra)) = p5_kind(&caps) {
             out.push(
                 finding(doc, text, "P5")
@@ -971,6 +986,83 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
             return; // one P5 finding per text
         }
     }
+}
+
+/// Decoded runs of one text checked for their plain form (each a search of the text): past
+/// these, a run counts as it always did.
+const SHOWN_LOOKS: usize = 16;
+
+/// The phrase rules over what an encoded run decodes to (what the model can decode, it reads),
+/// each finding saying which encodings it was inside.
+fn rescan(
+    doc: &Document<'_>,
+    text: &Text<'_>,
+    d: &super::encodings::Decoded,
+    names: &ToolNames,
+) -> Vec<Finding> {
+    let inner_text = Text {
+        text: d.text.as_str(),
+        ..text.clone()
+    };
+    let mut inner = Vec::new();
+    let _ = phrases(doc, &inner_text, &Scan::of(&d.text), names, &mut inner);
+    for f in &mut inner {
+        f.message = Some(format!(
+            "{} (in text encoded as {})",
+            f.message.take().unwrap_or_default(),
+            d.layers.join(" inside ")
+        ));
+        f.fingerprint = f.compute_fingerprint();
+    }
+    inner
+}
+
+/// Whether the text also shows, outside the run, what the run decodes to (three visible
+/// characters or more, none invisible or a control character).
+fn shown_in_clear(t: &str, d: &super::encodings::Decoded) -> bool {
+    let plain = d.text.trim();
+    let visible = plain.chars().filter(|c| !c.is_whitespace()).count() >= 3
+        && !plain.chars().any(|c| is_p1(c) || c.is_control());
+    visible
+        && (t.get(..d.start).is_some_and(|b| b.contains(plain))
+            || t.get(d.end..).is_some_and(|a| a.contains(plain)))
+}
+
+/// Whether an ANSI escape at `start..end` is written out (`\x1b[`, `\033[`, `\e[`,
+/// `\u001b[`: characters a terminal prints, not an escape byte it obeys) and sets only colours
+/// and styles (SGR, `…m`) without the one that hides text (8, conceal): a colour tool's example.
+/// An escape byte, a cursor move, an erase or a conceal still counts.
+fn written_colours(t: &str, start: usize, end: usize) -> bool {
+    if !t.get(start..end).is_some_and(|m| m.starts_with('\\')) {
+        return false;
+    }
+    let rest = t.get(end..).unwrap_or("");
+    let Some(m) = rest.get(..rest.len().min(40)).and_then(|r| r.find('m')) else {
+        return false;
+    };
+    let params = &rest[..m];
+    if !params.bytes().all(|b| b.is_ascii_digit() || b == b';') {
+        return false;
+    }
+    let mut codes = params.split(';');
+    while let Some(code) = codes.next() {
+        match code {
+            // Extended colours: 5;n (256 colours) or 2;r;g;b (truecolor) follow.
+            "38" | "48" | "58" => {
+                let skip = match codes.next() {
+                    Some("5") => 1,
+                    Some("2") => 3,
+                    _ => 0,
+                };
+                for _ in 0..skip {
+                    codes.next();
+                }
+            }
+            "8" | "08" => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Other tools' names, for the name part of P4.

@@ -348,15 +348,24 @@ pub fn concealment_marker(t: &str) -> Option<(usize, usize)> {
         if !whole_word(t, s, e) {
             continue;
         }
-        let before: Vec<char> = t[..s].chars().rev().take(3).collect();
-        let opened = before
-            .iter()
-            .find(|c| **c != ' ')
-            .is_some_and(|c| is(*c, &m.openers));
+        // A hyphen, underscore or slash joined to a word on its far side makes the label part
+        // of a compound (`X-Api-Secret-Token`, `show_hidden_files`, `/secret/path`), not a
+        // marker (`--secret--`, `_hidden_`).
+        let joiner = |c: char| matches!(c, '-' | '_' | '/');
+        let before: Vec<char> = t[..s].chars().rev().take(4).collect();
+        let opener = before.iter().position(|c| *c != ' ').filter(|&i| i < 3);
+        let opened = opener.is_some_and(|i| {
+            let c = before[i];
+            is(c, &m.openers)
+                && !(joiner(c) && before.get(i + 1).is_some_and(|p| p.is_alphanumeric()))
+        });
         let after = t[e..].trim_start_matches([' ', '\'']);
-        let first = after.chars().next();
+        let mut next = after.chars();
+        let first = next.next();
         let colon = first == Some(':');
-        let closed = first.is_some_and(|c| is(c, &m.closers));
+        let closed = first.is_some_and(|c| {
+            is(c, &m.closers) && !(joiner(c) && next.next().is_some_and(char::is_alphanumeric))
+        });
         let head = t[..s].trim_end_matches(' ');
         let leads = head.is_empty() || head.ends_with(['\n', '.', '!', '?', ';']);
         if (opened && closed) || (leads && colon) {
