@@ -15,32 +15,48 @@ its `s@` twin), trained with AdaGrad on labelled tools:
     fixture that expects no P1-P5 benign);
   - fixtures/redteam/set*-dev.json (the development halves of our own red-team sets; their
     held-out halves are kept outside the repository and never trained on).
-Thresholds come from five-fold cross-validation grouped by source file: `add` is the score that
+Thresholds come from five-fold cross-validation grouped by source file (each tool's held-out score
+averaged over three draws of the folds): `add` is the score that
 0.1 % of benign tools exceed, `settle` the score below which 5 % of poisoned tools fall, `weak`
 the score below which 20 % do (under it, a tool whose only findings are the weakest phrase kinds,
 src/rules/classifier.rs WEAK, is settled too).
 Pure Python, no dependencies, deterministic (fixed seeds, sorted features).
 """
-import json, math, os, random, re, sys, unicodedata
+import bisect, json, math, os, random, re, sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 OUT = os.path.join(ROOT, "src", "rules", "classifier.tsv")
 CLASSES = os.path.join(ROOT, "src", "rules", "classifier-classes.txt")
+WORDCHARS = os.path.join(ROOT, "src", "rules", "classifier-wordchars.txt")
 PARITY = os.path.join(ROOT, "fixtures", "classifier", "parity.json")
 MAX_DEPTH = 32
 MAX_TOKENS = 20000
 EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-3, 0.3, 5.0, 2, 0.01
 ADD_FPR, SETTLE_Q, WEAK_Q = 0.001, 0.05, 0.2
+CV_REPEATS = 3
+
+
+def _word_ranges():
+    """Rust's char::is_alphanumeric beyond ASCII, as src/rules/classifier.rs tests write it."""
+    starts, ends = [], []
+    with open(WORDCHARS, encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                a, b = line.split()
+                starts.append(int(a, 16)); ends.append(int(b, 16))
+    return starts, ends
+
+
+_WORD_STARTS, _WORD_ENDS = _word_ranges()
 
 
 def is_word_char(c):
-    # Close to Rust's char::is_alphanumeric (Alphabetic or Numeric), not equal: Rust's Alphabetic
-    # also holds Other_Alphabetic marks (Indic and Thai vowel signs, Arabic harakat, circled
-    # letters), where this splits a word. The model has no words in those scripts.
+    # Exactly the scorer's char::is_alphanumeric (Python has no Other_Alphabetic: Devanagari
+    # vowel signs and Arabic harakat would split words here and not there).
     if c.isascii():
         return c.isalnum()
-    cat = unicodedata.category(c)
-    return cat[0] == "L" or cat in ("Nd", "Nl", "No") or c.isalpha()
+    i = bisect.bisect_right(_WORD_STARTS, ord(c)) - 1
+    return i >= 0 and ord(c) <= _WORD_ENDS[i]
 
 
 # Keys of the MCP tool shape and of JSON Schema: structure, not text (a tool list that carries
@@ -166,7 +182,7 @@ def corpus(root):
 
 def fixtures(root):
     """Our own rule fixtures (fixtures/rules/P1-P6): a tool a fixture expects a P1-P5 finding on
-    is poisoned; every tool of a fixture that expects none is benign. The classifier's own
+    (by pointer, or by name when one tool has it) is poisoned; every tool of a fixture that expects none is benign. The classifier's own
     fixtures (`fire-classifier-*`, `fire-ordinary-*` and their near misses) are left out."""
     out = []
     for d in sorted(os.listdir(root)):
@@ -192,8 +208,14 @@ def fixtures(root):
                 if not re.fullmatch(r"META-02/P[1-5]", rule):
                     continue
                 m = re.match(r"/tools/(\d+)", "" if isinstance(e, str) else e.get("pointer") or "")
+                named = [] if isinstance(e, str) else [
+                    i for i, t in enumerate(tools)
+                    if isinstance(t, dict) and e.get("tool") is not None and t.get("name") == e.get("tool")
+                ]
                 if m:
                     hit.add(int(m.group(1)))
+                elif len(named) == 1:
+                    hit.add(named[0])
                 elif len(tools) == 1:
                     hit.add(0)
                 else:
@@ -253,16 +275,20 @@ def main():
     y = [l for _, l, _ in data]
     # Folds by source file (a red-team tool is its own source): a server's tools stay together.
     group = lambda i: data[i][0]
-    groups = sorted({group(i) for i in range(len(data))})
-    random.Random(7).shuffle(groups)
-    fold = {g: k % 5 for k, g in enumerate(groups)}
+    # Each tool's held-out score is the mean over CV_REPEATS different fold draws: the lines are
+    # far quantiles (the 9th highest of 9,000 benign scores for `add`), and one draw of folds
+    # moved them by a whole point between two trainings that differed by a dozen tools.
     cv = [0.0] * len(data)
-    for k in range(5):
-        tr = [i for i in range(len(data)) if fold[group(i)] != k]
-        m = train([X[i] for i in tr], [y[i] for i in tr])
-        for i in range(len(data)):
-            if fold[group(i)] == k:
-                cv[i] = score(m, X[i])
+    for r in range(CV_REPEATS):
+        groups = sorted({group(i) for i in range(len(data))})
+        random.Random(7 + r).shuffle(groups)
+        fold = {g: k % 5 for k, g in enumerate(groups)}
+        for k in range(5):
+            tr = [i for i in range(len(data)) if fold[group(i)] != k]
+            m = train([X[i] for i in tr], [y[i] for i in tr])
+            for i in range(len(data)):
+                if fold[group(i)] == k:
+                    cv[i] += score(m, X[i]) / CV_REPEATS
     ben = sorted((cv[i] for i in range(len(data)) if not y[i]), reverse=True)
     pos = sorted(cv[i] for i in range(len(data)) if y[i])
     add, settle = ben[int(len(ben) * ADD_FPR)], pos[int(len(pos) * SETTLE_Q)]

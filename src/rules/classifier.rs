@@ -46,6 +46,20 @@ const WEAK: &[(&str, Option<&str>)] = &[("P2", None), ("P2", Some("order")), ("P
 /// Ordinary words added to such a text cannot turn it into a note.
 const FIRM: &[Option<&str>] = &[Some("concealment"), Some("exfiltration"), Some("role")];
 
+/// Whether a finding keeps its tool as it is: a [`FIRM`] kind at high confidence, or a sentence
+/// read as an instruction to the model that keeps the user unaware (src/rules/intent.rs, at any
+/// confidence: an instruction to hide something from the user is the attack itself, and long
+/// ordinary documentation around it settled it on red-team sets the model had not seen).
+fn is_firm(f: &Finding) -> bool {
+    let conceal = super::intent::KINDS
+        .iter()
+        .find(|(id, _)| *id == "conceal")
+        .map(|(_, words)| *words);
+    (FIRM.contains(&f.subcode.as_deref()) && f.confidence == Confidence::High)
+        || (f.subcode.as_deref() == Some("directive")
+            && conceal.is_some_and(|w| f.message.as_deref().is_some_and(|m| m.contains(w))))
+}
+
 /// Keys of the MCP tool shape and of JSON Schema: structure, not text (a tool list that carries
 /// schemas must not read unlike one that does not). Not the walk's `TOOL_KEYS` and
 /// `SCHEMA_KEYWORDS` (src/rules/document.rs): this list is the trainer's `STRUCTURAL`, the one
@@ -517,7 +531,7 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
                 && let Some(i) = owner(&tools, f)
             {
                 by_tool.entry(i).or_default().push(f);
-                if FIRM.contains(&f.subcode.as_deref()) && f.confidence == Confidence::High {
+                if is_firm(f) {
                     firm.insert(i);
                 }
             }
@@ -682,6 +696,55 @@ mod tests {
         assert!(m.is_ok(), "{:?}", m.err());
         let m = m.unwrap_or_else(|_| unreachable!());
         assert!(m.words.len() > 1000 && m.settle < m.add);
+    }
+
+    /// The word characters of the trainer (`classifier-wordchars.txt`, read by
+    /// scripts/train-classifier.py) are `char::is_alphanumeric`'s, which the scorer uses: a
+    /// word splits in the same places on both sides, in every script. Python has no
+    /// `Other_Alphabetic` (Devanagari vowel signs, Arabic harakat), so the table is Rust's.
+    #[test]
+    fn the_trainer_splits_words_where_the_scorer_does() {
+        let want = word_char_ranges();
+        let have = include_str!("classifier-wordchars.txt");
+        assert!(
+            have == want,
+            "src/rules/classifier-wordchars.txt is not char::is_alphanumeric's table (a new Unicode \
+             version?): write it with `cargo test --lib -- --ignored write_word_chars`, then \
+             retrain (python3 scripts/train-classifier.py)"
+        );
+    }
+
+    /// Writes src/rules/classifier-wordchars.txt (see above).
+    #[test]
+    #[ignore = "writes a source file; run by hand after a Unicode update"]
+    fn write_word_chars() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/rules/classifier-wordchars.txt"
+        );
+        assert!(std::fs::write(path, word_char_ranges()).is_ok());
+    }
+
+    /// Inclusive ranges of non-ASCII word characters, one `FIRST LAST` (hex) a line.
+    fn word_char_ranges() -> String {
+        let mut out = String::from(
+            "# The non-ASCII characters Rust's char::is_alphanumeric holds (inclusive ranges, hex),\n\
+             # written by `cargo test --lib -- --ignored write_word_chars`; the classifier's\n\
+             # trainer splits words with it, as the scorer does (src/rules/classifier.rs tests).\n",
+        );
+        let mut start: Option<u32> = None;
+        for cp in 0x80..=0x11_0000u32 {
+            let word = char::from_u32(cp).is_some_and(char::is_alphanumeric);
+            match (word, start) {
+                (true, None) => start = Some(cp),
+                (false, Some(s)) => {
+                    out.push_str(&format!("{s:X} {:X}\n", cp - 1));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        out
     }
 
     /// The Rust scorer gives the trainer's scores (fixtures/classifier/parity.json, written by
