@@ -297,6 +297,17 @@ pub fn scan(args: &ScanArgs) -> i32 {
     if args.discover {
         return super::discover::scan_discovered(args);
     }
+    // Where discovery looks means nothing to a scan of one server: say so rather than ignore it.
+    let places = &args.places;
+    if !places.client_config.is_empty()
+        || places.project.is_some()
+        || places.no_project
+        || places.test_platform.is_some()
+    {
+        return usage_error(
+            "--client-config, --project and --no-project are read only with --discover (a scan of one server names it)",
+        );
+    }
     if !args.env.is_empty() && !args.stdio {
         return usage_error(
             "--env passes variables to a --stdio server or, with --discover, to discovered servers",

@@ -231,6 +231,33 @@ fn a_given_file_is_read_and_a_missing_one_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/mcp.json"));
 }
 
+/// `--client-config`, `--project` and `--no-project` say where discovery looks: on a scan of one
+/// named server they are a usage error that names `--discover`, not silently ignored (and the
+/// server, on a port where nothing listens, is never asked).
+#[test]
+fn discovery_places_without_discover_are_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("mcp.json");
+    std::fs::write(&file, "{}").expect("write");
+    let project = dir.path().to_str().expect("utf-8");
+    let given = file.to_str().expect("utf-8");
+    for extra in [
+        vec!["--project", project],
+        vec!["--client-config", given],
+        vec!["--no-project"],
+    ] {
+        let out = mcpprobe()
+            .env("MCPPROBE_STATE_DIR", dir.path().join("state"))
+            .args(["scan", "http://127.0.0.1:1/mcp"])
+            .args(&extra)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(64), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("only with --discover"), "{extra:?}: {err}");
+    }
+}
+
 /// A home whose Cursor file runs the three servers of `tests/support/set_stdio.py` (with
 /// `ledger_role` as the ledger's role), plus `extra` entries.
 fn set_home(ledger_role: &str, extra: Value) -> tempfile::TempDir {
