@@ -680,10 +680,11 @@ impl<'a> Gen<'a> {
                 }
             }
             "tool" => {
-                if anchored.is_none() {
+                // The engine reads the anchored identifier in the tokens after the phrase.
+                if anchored != Some("after") {
                     fail(
                         entry,
-                        "`tool` tests the anchored identifier, and the case has no anchor",
+                        "`tool` tests the identifier anchored after the phrase (`anchor = { after = … }`), and the case has none",
                     );
                 }
                 match t["tool"].as_str() {

@@ -15,8 +15,8 @@ its `s@` twin), trained with AdaGrad on labelled tools:
     fixture that expects no P1-P5 benign);
   - fixtures/redteam/set*-dev.json (the development halves of our own red-team sets; their
     held-out halves are kept outside the repository and never trained on).
-Thresholds come from five-fold cross-validation grouped by source file (each tool's held-out score
-averaged over three draws of the folds): `add` is the score that
+Thresholds come from five-fold cross-validation grouped by source file (the held-out scores of
+three draws of the folds, pooled): `add` is the score that
 0.1 % of benign tools exceed, `settle` the score below which 5 % of poisoned tools fall, `weak`
 the score below which 20 % do (under it, a tool whose only findings are the weakest phrase kinds,
 src/rules/classifier.rs WEAK, is settled too).
@@ -275,31 +275,37 @@ def main():
     y = [l for _, l, _ in data]
     # Folds by source file (a red-team tool is its own source): a server's tools stay together.
     group = lambda i: data[i][0]
-    # Each tool's held-out score is the mean over CV_REPEATS different fold draws: the lines are
-    # far quantiles (the 9th highest of 9,000 benign scores for `add`), and one draw of folds
-    # moved them by a whole point between two trainings that differed by a dozen tools.
-    cv = [0.0] * len(data)
+    # The held-out scores of CV_REPEATS different fold draws, pooled: the lines are far quantiles
+    # (the 9th highest of 9,000 benign scores for `add`), and one draw of folds moved them by a
+    # whole point between two trainings that differed by a dozen tools. Pooled, not averaged per
+    # tool: an average narrows both tails, and the shipped model scores like one draw.
+    draws = []
     for r in range(CV_REPEATS):
         groups = sorted({group(i) for i in range(len(data))})
         random.Random(7 + r).shuffle(groups)
         fold = {g: k % 5 for k, g in enumerate(groups)}
+        cv = [0.0] * len(data)
         for k in range(5):
             tr = [i for i in range(len(data)) if fold[group(i)] != k]
             m = train([X[i] for i in tr], [y[i] for i in tr])
             for i in range(len(data)):
                 if fold[group(i)] == k:
-                    cv[i] += score(m, X[i]) / CV_REPEATS
-    ben = sorted((cv[i] for i in range(len(data)) if not y[i]), reverse=True)
-    pos = sorted(cv[i] for i in range(len(data)) if y[i])
+                    cv[i] = score(m, X[i])
+        draws.append(cv)
+    ben = sorted((cv[i] for cv in draws for i in range(len(data)) if not y[i]), reverse=True)
+    pos = sorted(cv[i] for cv in draws for i in range(len(data)) if y[i])
     add, settle = ben[int(len(ben) * ADD_FPR)], pos[int(len(pos) * SETTLE_Q)]
     weak = pos[int(len(pos) * WEAK_Q)]
+    def above(label):
+        return sum(cv[i] > add for cv in draws for i in range(len(data)) if bool(y[i]) == label)
+
     w, b = train(X, y)
     kept = sorted((f, round(v, 4)) for f, v in w.items() if abs(v) >= MIN_WEIGHT)
     lines = [
         "# The META-02 text classifier's weights, written by scripts/train-classifier.py; do not edit.",
         f"# Trained on {sum(y)} poisoned and {len(y) - sum(y)} benign tools; cross-validated: "
-        f"{sum(cv[i] > add for i in range(len(data)) if y[i])} poisoned above `add`, "
-        f"{sum(cv[i] > add for i in range(len(data)) if not y[i])} benign above it.",
+        f"{above(True) / CV_REPEATS:.1f} poisoned above `add`, "
+        f"{above(False) / CV_REPEATS:.1f} benign above it (means over {CV_REPEATS} draws of the folds).",
         f"bias\t{round(b, 4)}",
         f"add\t{round(add, 4)}",
         f"settle\t{round(settle, 4)}",

@@ -969,10 +969,15 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
         if caps.name("ansi").is_some() && written_colours(t, whole.start(), whole.end()) {
             continue;
         }
-        // Inside a run left out above (its plain form is shown).
-        if shown
+        // An encoding wholly inside a run left out above (its plain form is shown); markup,
+        // escape bytes, control characters and comments count wherever they are.
+        let encoding = ["pct", "ents", "uescape", "entity"]
             .iter()
-            .any(|r| r.start < whole.end() && whole.start() < r.end)
+            .any(|k| caps.name(k).is_some());
+        if encoding
+            && shown
+                .iter()
+                .any(|r| r.start <= whole.start() && whole.end() <= r.end)
         {
             continue;
         }
@@ -1037,29 +1042,41 @@ fn written_colours(t: &str, start: usize, end: usize) -> bool {
         return false;
     }
     let rest = t.get(end..).unwrap_or("");
-    let Some(m) = rest.get(..rest.len().min(40)).and_then(|r| r.find('m')) else {
+    let Some(m) = rest
+        .get(..rest.floor_char_boundary(40))
+        .and_then(|r| r.find('m'))
+    else {
         return false;
     };
     let params = &rest[..m];
     if !params.bytes().all(|b| b.is_ascii_digit() || b == b';') {
         return false;
     }
-    let mut codes = params.split(';');
+    // Each code as a number (`008` is 8); an empty one is 0, one too long for a number is not
+    // a colour.
+    let mut codes = params.split(';').map(|c| {
+        let digits = c.trim_start_matches('0');
+        if digits.len() > 5 {
+            None
+        } else {
+            Some(digits.parse::<u32>().unwrap_or(0))
+        }
+    });
     while let Some(code) = codes.next() {
         match code {
+            None | Some(8) => return false,
             // Extended colours: 5;n (256 colours) or 2;r;g;b (truecolor) follow.
-            "38" | "48" | "58" => {
+            Some(38 | 48 | 58) => {
                 let skip = match codes.next() {
-                    Some("5") => 1,
-                    Some("2") => 3,
+                    Some(Some(5)) => 1,
+                    Some(Some(2)) => 3,
                     _ => 0,
                 };
                 for _ in 0..skip {
                     codes.next();
                 }
             }
-            "8" | "08" => return false,
-            _ => {}
+            Some(_) => {}
         }
     }
     true

@@ -348,25 +348,26 @@ pub fn concealment_marker(t: &str) -> Option<(usize, usize)> {
         if !whole_word(t, s, e) {
             continue;
         }
-        // A hyphen, underscore or slash joined to a word on its far side makes the label part
-        // of a compound (`X-Api-Secret-Token`, `show_hidden_files`, `/secret/path`), not a
-        // marker (`--secret--`, `_hidden_`).
-        let joiner = |c: char| matches!(c, '-' | '_' | '/');
-        let before: Vec<char> = t[..s].chars().rev().take(4).collect();
-        let opener = before.iter().position(|c| *c != ' ').filter(|&i| i < 3);
-        let opened = opener.is_some_and(|i| {
-            let c = before[i];
-            is(c, &m.openers)
-                && !(joiner(c) && before.get(i + 1).is_some_and(|p| p.is_alphanumeric()))
-        });
-        let after = t[e..].trim_start_matches([' ', '\'']);
-        let mut next = after.chars();
-        let first = next.next();
-        let colon = first == Some(':');
-        let closed = first.is_some_and(|c| {
-            is(c, &m.closers) && !(joiner(c) && next.next().is_some_and(char::is_alphanumeric))
-        });
-        let head = t[..s].trim_end_matches(' ');
+        // A label joined into a compound by hyphens, underscores or slashes (`X-Api-Secret-Token`,
+        // `show_hidden_files`) is read with the whole compound: the opener and closer are the
+        // characters around the compound (`{{hidden_prompt}}` is a marker, a header name is not).
+        let (left, right) = compound(t, s, e);
+        let alone = (left, right) == (s, e);
+        // Around a compound only brackets and the like mark it: a joiner there continues a path
+        // or a name (`/srv/hidden-share/`).
+        let marks =
+            |c: char, set: &[String]| is(c, set) && (alone || !matches!(c, '-' | '_' | '/'));
+        let before: Vec<char> = t[..left].chars().rev().take(3).collect();
+        let opened = before
+            .iter()
+            .find(|c| **c != ' ')
+            .is_some_and(|c| marks(*c, &m.openers));
+        let after = t[right..].trim_start_matches([' ', '\'']);
+        let first = after.chars().next();
+        // "Label:" leading its clause, for a label standing alone (not `X-Api-Secret:`).
+        let colon = first == Some(':') && alone;
+        let closed = first.is_some_and(|c| marks(c, &m.closers));
+        let head = t[..left].trim_end_matches(' ');
         let leads = head.is_empty() || head.ends_with(['\n', '.', '!', '?', ';']);
         if (opened && closed) || (leads && colon) {
             return Some((s, e));
@@ -374,6 +375,49 @@ pub fn concealment_marker(t: &str) -> Option<(usize, usize)> {
     }
     None
 }
+
+/// The compound around `s..e`: extended over `-`, `_` or `/` joined to word characters on both
+/// sides (`X-Api-Secret-Token`), at most [`COMPOUND`] bytes each way (bounded work on a hostile
+/// text; a longer compound ends there).
+fn compound(t: &str, s: usize, e: usize) -> (usize, usize) {
+    let joiner = |c: char| matches!(c, '-' | '_' | '/');
+    let mut left = s;
+    let floor = t.floor_char_boundary(s.saturating_sub(COMPOUND));
+    loop {
+        let mut back = t[floor..left].char_indices().rev();
+        match (back.next(), back.next()) {
+            (Some((j, jc)), Some((_, wc))) if joiner(jc) && wc.is_alphanumeric() => {
+                let word_start = t[floor..floor + j]
+                    .char_indices()
+                    .rev()
+                    .take_while(|(_, c)| c.is_alphanumeric())
+                    .last()
+                    .map_or(floor + j, |(i, _)| floor + i);
+                left = word_start;
+            }
+            _ => break,
+        }
+    }
+    let mut right = e;
+    let ceil = t.floor_char_boundary(e.saturating_add(COMPOUND).min(t.len()));
+    loop {
+        let mut ahead = t[right..ceil].char_indices();
+        match (ahead.next(), ahead.next()) {
+            (Some((_, jc)), Some((w, wc))) if joiner(jc) && wc.is_alphanumeric() => {
+                let word_end = t[right + w..ceil]
+                    .char_indices()
+                    .find(|(_, c)| !c.is_alphanumeric())
+                    .map_or(ceil, |(i, _)| right + w + i);
+                right = word_end;
+            }
+            _ => break,
+        }
+    }
+    (left, right)
+}
+
+/// How far [`compound`] extends a label each way.
+const COMPOUND: usize = 128;
 
 /// The quoted phrases of a phrase-rule finding's message (`…: "a", "b"`, written by
 /// poisoning.rs from its own lists).
