@@ -182,8 +182,8 @@ def corpus(root):
 
 def fixtures(root):
     """Our own rule fixtures (fixtures/rules/P1-P6): a tool a fixture expects a P1-P5 finding on
-    (by pointer, or by name when one tool has it) is poisoned; every tool of a fixture that expects none is benign. The classifier's own
-    fixtures (`fire-classifier-*`, `fire-ordinary-*` and their near misses) are left out."""
+    (by pointer, or by name when one tool has it) is poisoned; every tool of a fixture that
+    expects none is benign. The classifier's own fixtures (`fire-classifier-*`, `fire-ordinary-*` and their near misses) are left out."""
     out = []
     for d in sorted(os.listdir(root)):
         if not re.fullmatch(r"P[1-6]", d):
@@ -296,6 +296,7 @@ def main():
     pos = sorted(cv[i] for cv in draws for i in range(len(data)) if y[i])
     add, settle = ben[int(len(ben) * ADD_FPR)], pos[int(len(pos) * SETTLE_Q)]
     weak = pos[int(len(pos) * WEAK_Q)]
+
     def above(label):
         return sum(cv[i] > add for cv in draws for i in range(len(data)) if bool(y[i]) == label)
 

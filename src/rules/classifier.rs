@@ -51,13 +51,8 @@ const FIRM: &[Option<&str>] = &[Some("concealment"), Some("exfiltration"), Some(
 /// confidence: an instruction to hide something from the user is the attack itself, and long
 /// ordinary documentation around it settled it on red-team sets the model had not seen).
 fn is_firm(f: &Finding) -> bool {
-    let conceal = super::intent::KINDS
-        .iter()
-        .find(|(id, _)| *id == "conceal")
-        .map(|(_, words)| *words);
     (FIRM.contains(&f.subcode.as_deref()) && f.confidence == Confidence::High)
-        || (f.subcode.as_deref() == Some("directive")
-            && conceal.is_some_and(|w| f.message.as_deref().is_some_and(|m| m.contains(w))))
+        || super::intent::keeps_user_unaware(f)
 }
 
 /// Keys of the MCP tool shape and of JSON Schema: structure, not text (a tool list that carries

@@ -658,6 +658,17 @@ pub const KINDS: &[(&str, &str)] = &[
     ("rot13", "text written in ROT13"),
 ];
 
+/// Whether a finding is a sentence read as an instruction that keeps the user unaware (its
+/// message names the [`KINDS`] words of `conceal`).
+pub fn keeps_user_unaware(f: &crate::finding::Finding) -> bool {
+    let words = KINDS
+        .iter()
+        .find(|(id, _)| *id == "conceal")
+        .map(|(_, words)| *words);
+    f.subcode.as_deref() == Some("directive")
+        && words.is_some_and(|w| f.message.as_deref().is_some_and(|m| m.contains(w)))
+}
+
 /// The class of a hostile sentence and how it was read.
 struct Verdict {
     rule: &'static str,
@@ -1208,15 +1219,7 @@ mod tests {
             let found = input.offline_findings();
             // The first is still read for what it says: the user kept unaware.
             if i == 0 {
-                assert!(
-                    found
-                        .iter()
-                        .any(|f| f.subcode.as_deref() == Some("directive")
-                            && f.message
-                                .as_deref()
-                                .is_some_and(|m| m.contains("keeps the user unaware"))),
-                    "{found:?}"
-                );
+                assert!(found.iter().any(keeps_user_unaware), "{found:?}");
             }
         }
     }

@@ -929,20 +929,22 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
     // A run whose plain form the text shows as well (an encoder's example: `a%20b` is `a b`)
     // hides nothing from the model, which reads the plain form with the other rules; it is
     // left out unless what it decodes to is itself a finding or holds invisible characters.
-    let mut decoded = super::encodings::find(t);
-    let mut looked = 0;
+    // Each kept run with what the phrase rules found in it, when that was already read.
+    let mut runs: Vec<(super::encodings::Decoded, Option<Vec<Finding>>)> = Vec::new();
     let mut shown = Vec::new();
-    decoded.retain(|d| {
-        looked += 1;
-        let keep = looked > SHOWN_LOOKS
-            || !shown_in_clear(t, d)
-            || !rescan(doc, text, d, names).is_empty();
-        if !keep {
-            shown.push(d.start..d.end);
+    for (i, d) in super::encodings::find(t).into_iter().enumerate() {
+        if i < SHOWN_LOOKS && shown_in_clear(t, &d) {
+            let inner = rescan(doc, text, &d, names);
+            if inner.is_empty() {
+                shown.push(d.start..d.end);
+            } else {
+                runs.push((d, Some(inner)));
+            }
+        } else {
+            runs.push((d, None));
         }
-        keep
-    });
-    if let Some(first) = decoded.first() {
+    }
+    if let Some((first, _)) = runs.first() {
         let said = first
             .text
             .get(..first.text.floor_char_boundary(200))
@@ -957,8 +959,9 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
                 .text(excerpt(t, first.start, first.end, CONTEXT))
                 .build(),
         );
-        for d in decoded.iter().take(4) {
-            out.extend(rescan(doc, text, d, names));
+        for (d, inner) in runs.iter_mut().take(4) {
+            let found = inner.take().unwrap_or_else(|| rescan(doc, text, d, names));
+            out.extend(found);
         }
         return; // one P5 finding per text
     }

@@ -355,8 +355,7 @@ pub fn concealment_marker(t: &str) -> Option<(usize, usize)> {
         let alone = (left, right) == (s, e);
         // Around a compound only brackets and the like mark it: a joiner there continues a path
         // or a name (`/srv/hidden-share/`).
-        let marks =
-            |c: char, set: &[String]| is(c, set) && (alone || !matches!(c, '-' | '_' | '/'));
+        let marks = |c: char, set: &[String]| is(c, set) && (alone || !is_joiner(c));
         let before: Vec<char> = t[..left].chars().rev().take(3).collect();
         let opened = before
             .iter()
@@ -380,13 +379,12 @@ pub fn concealment_marker(t: &str) -> Option<(usize, usize)> {
 /// sides (`X-Api-Secret-Token`), at most [`COMPOUND`] bytes each way (bounded work on a hostile
 /// text; a longer compound ends there).
 fn compound(t: &str, s: usize, e: usize) -> (usize, usize) {
-    let joiner = |c: char| matches!(c, '-' | '_' | '/');
     let mut left = s;
     let floor = t.floor_char_boundary(s.saturating_sub(COMPOUND));
     loop {
         let mut back = t[floor..left].char_indices().rev();
         match (back.next(), back.next()) {
-            (Some((j, jc)), Some((_, wc))) if joiner(jc) && wc.is_alphanumeric() => {
+            (Some((j, jc)), Some((_, wc))) if is_joiner(jc) && wc.is_alphanumeric() => {
                 let word_start = t[floor..floor + j]
                     .char_indices()
                     .rev()
@@ -403,7 +401,7 @@ fn compound(t: &str, s: usize, e: usize) -> (usize, usize) {
     loop {
         let mut ahead = t[right..ceil].char_indices();
         match (ahead.next(), ahead.next()) {
-            (Some((_, jc)), Some((w, wc))) if joiner(jc) && wc.is_alphanumeric() => {
+            (Some((_, jc)), Some((w, wc))) if is_joiner(jc) && wc.is_alphanumeric() => {
                 let word_end = t[right + w..ceil]
                     .char_indices()
                     .find(|(_, c)| !c.is_alphanumeric())
@@ -414,6 +412,11 @@ fn compound(t: &str, s: usize, e: usize) -> (usize, usize) {
         }
     }
     (left, right)
+}
+
+/// The characters that join words into a compound (`X-Api-Secret-Token`, `a_b`, `a/b`).
+fn is_joiner(c: char) -> bool {
+    matches!(c, '-' | '_' | '/')
 }
 
 /// How far [`compound`] extends a label each way.
