@@ -17,7 +17,9 @@ its `s@` twin), trained with AdaGrad on labelled tools:
     held-out halves are kept outside the repository and never trained on).
 Thresholds come from five-fold cross-validation grouped by source file (the held-out scores of
 three draws of the folds, pooled): `add` is the score that
-0.1 % of benign tools exceed, `settle` the score below which 5 % of poisoned tools fall, `weak`
+0.3 % of benign tools exceed (the issue's budget is 1 % of real servers' tools flagged; at 0.1 %
+the line was spent on a tail of nine benign tools, and unseen attacks just under it went
+unflagged), `settle` the score below which 5 % of poisoned tools fall, `weak`
 the score below which 20 % do (under it, a tool whose only findings are the weakest phrase kinds,
 src/rules/classifier.rs WEAK, is settled too).
 Pure Python, no dependencies, deterministic (fixed seeds, sorted features).
@@ -32,7 +34,7 @@ PARITY = os.path.join(ROOT, "fixtures", "classifier", "parity.json")
 MAX_DEPTH = 32
 MAX_TOKENS = 20000
 EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-3, 0.3, 5.0, 2, 0.01
-ADD_FPR, SETTLE_Q, WEAK_Q = 0.001, 0.05, 0.2
+ADD_FPR, SETTLE_Q, WEAK_Q = 0.003, 0.05, 0.2
 CV_REPEATS = 3
 
 
@@ -276,7 +278,7 @@ def main():
     # Folds by source file (a red-team tool is its own source): a server's tools stay together.
     group = lambda i: data[i][0]
     # The held-out scores of CV_REPEATS different fold draws, pooled: the lines are far quantiles
-    # (the 9th highest of 9,000 benign scores for `add`), and one draw of folds moved them by a
+    # (for `add`, the 28th highest of 9,000 benign scores), and one draw of folds moved them by a
     # whole point between two trainings that differed by a dozen tools. Pooled, not averaged per
     # tool: an average narrows both tails, and the shipped model scores like one draw.
     draws = []
