@@ -111,20 +111,36 @@ def strings(v, out, depth=0, schema=False):
 
 
 def load_classes():
-    """Word -> its classes (src/rules/classifier-classes.txt), in file order."""
-    out = {}
+    """Word -> its classes (src/rules/classifier-classes.txt), in file order; and the entries
+    written in part: (core, whether it must begin the word) -> classes."""
+    out, partial = {}, {}
     for line in open(CLASSES, encoding="utf-8"):
         parts = line.split()
         if not parts or parts[0].startswith("#"):
             continue
         for w in parts[1:]:
-            cs = out.setdefault(w, [])
+            if w.endswith("*"):
+                key = (w.strip("*"), not w.startswith("*"))
+                cs = partial.setdefault(key, [])
+            else:
+                cs = out.setdefault(w, [])
             if parts[0] not in cs:
                 cs.append(parts[0])
-    return out
+    return out, sorted(partial.items())
 
 
-WORD_CLASSES = load_classes()
+WORD_CLASSES, PARTIAL_CLASSES = load_classes()
+
+
+def classes_of(w):
+    """A word's classes: its own line's, and on a word with a character outside ASCII those of
+    every entry written in part that it begins with (`word*`) or holds (`*word*`)."""
+    cs = list(WORD_CLASSES.get(w, []))
+    if not w.isascii():
+        for (core, at_start), more in PARTIAL_CLASSES:
+            if (w.startswith(core) if at_start else core in w):
+                cs += [c for c in more if c not in cs]
+    return cs
 
 
 def features(tool):
@@ -148,7 +164,7 @@ def features(tool):
         f.update(a + " " + b for a, b in zip(words, words[1:]))
         prev = []
         for w in words:
-            cs = WORD_CLASSES.get(w, [])
+            cs = classes_of(w)
             f.update("@" + c for c in cs)
             if schema:
                 f.update("s@" + c for c in cs)
