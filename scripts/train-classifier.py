@@ -39,7 +39,8 @@ CV_REPEATS = 3
 
 
 def _word_ranges():
-    """Rust's char::is_alphanumeric beyond ASCII, as src/rules/classifier.rs tests write it."""
+    """The scorer's word characters beyond ASCII (char::is_alphanumeric and the combining marks),
+    as src/rules/classifier.rs tests write them."""
     starts, ends = [], []
     with open(WORDCHARS, encoding="utf-8") as f:
         for line in f:
@@ -53,7 +54,7 @@ _WORD_STARTS, _WORD_ENDS = _word_ranges()
 
 
 def is_word_char(c):
-    # Exactly the scorer's char::is_alphanumeric (Python has no Other_Alphabetic: Devanagari
+    # Exactly the scorer's is_word_char (Python has no Other_Alphabetic: Devanagari
     # vowel signs and Arabic harakat would split words here and not there).
     if c.isascii():
         return c.isalnum()
@@ -74,6 +75,11 @@ STRUCTURAL = {
 }
 # The JSON Schema type names, as the value of `type`.
 TYPES = {"object", "string", "integer", "number", "boolean", "array", "null"}
+
+
+# Keys whose values name a schema document or its dialect (`"$schema": "https://json-schema.org/…"`):
+# boilerplate every SDK writes, not text.
+DIALECT = {"$schema", "$id"}
 
 
 def is_type_name(v):
@@ -102,7 +108,7 @@ def strings(v, out, depth=0, schema=False):
             inner = schema or (depth == 0 and k in SCHEMA_PARTS)
             if k not in STRUCTURAL:
                 out.append((str(k), inner))
-            if k == "type" and is_type_name(x):
+            if k == "type" and is_type_name(x) or k in DIALECT:
                 continue
             strings(x, out, depth + 1, inner)
     elif isinstance(v, list):
@@ -120,7 +126,12 @@ def load_classes():
             continue
         for w in parts[1:]:
             if w.endswith("*"):
-                key = (w.strip("*"), not w.startswith("*"))
+                core = w[1:-1] if w.startswith("*") else w[:-1]
+                if not core or "*" in core or core.isascii():
+                    # The scorer refuses these too (classifier.rs, Model::parse).
+                    sys.exit(f"classifier-classes.txt: {w}: an entry written in part needs a "
+                             "core with no star and a character outside ASCII")
+                key = (core, not w.startswith("*"))
                 cs = partial.setdefault(key, [])
             else:
                 cs = out.setdefault(w, [])
@@ -294,9 +305,10 @@ def main():
     # Folds by source file (a red-team tool is its own source): a server's tools stay together.
     group = lambda i: data[i][0]
     # The held-out scores of CV_REPEATS different fold draws, pooled: the lines are far quantiles
-    # (for `add`, the 28th highest of 9,000 benign scores), and one draw of folds moved them by a
-    # whole point between two trainings that differed by a dozen tools. Pooled, not averaged per
-    # tool: an average narrows both tails, and the shipped model scores like one draw.
+    # (for `add`, the 83rd highest of about 27,600 pooled benign scores), and one draw of folds
+    # moved them by a whole point between two trainings that differed by a dozen tools. Pooled,
+    # not averaged per tool: an average narrows both tails, and the shipped model scores like one
+    # draw.
     draws = []
     for r in range(CV_REPEATS):
         groups = sorted({group(i) for i in range(len(data))})

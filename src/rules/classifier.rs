@@ -32,6 +32,8 @@ const CHECK: &str = "META-02";
 /// How deep into a tool's JSON the words are read (the trainer's `MAX_DEPTH`; the document
 /// walk's depth, so every text a phrase rule read is scored).
 const MAX_DEPTH: usize = super::document::MAX_DEPTH;
+/// Feature ids held before repeats are dropped (the distinct ones are bounded by the model).
+const DEDUP_AT: usize = 1 << 16;
 /// Words read per tool at most (the trainer's `MAX_TOKENS`): the score is bounded in time.
 const MAX_TOKENS: usize = 20_000;
 /// The phrase findings that alone are the weakest evidence (measured by cross-validation: as a
@@ -110,6 +112,10 @@ const STRUCTURAL: &[&str] = &[
     "openWorldHint",
     "icons",
 ];
+/// Keys whose values name a schema document or its dialect (`"$schema":
+/// "https://json-schema.org/…"`): boilerplate every SDK writes, not text (the trainer's `DIALECT`).
+const DIALECT: &[&str] = &["$schema", "$id"];
+
 /// A `type` value that only names JSON Schema types.
 fn is_type_name(v: &Json<'_>) -> bool {
     match v {
@@ -278,9 +284,7 @@ impl Model {
                 id: m.ids.get(format!("@{class}").as_str()).copied(),
                 twin: m.ids.get(format!("s@{class}").as_str()).copied(),
             };
-            if c.id.is_none() && c.twin.is_none() {
-                continue;
-            }
+            let weighted = c.id.is_some() || c.twin.is_some();
             for w in parts {
                 if let Some(stem) = w.strip_suffix('*') {
                     let (core, at_start) = match stem.strip_prefix('*') {
@@ -291,6 +295,15 @@ impl Model {
                         return Err(ModelError::Classes {
                             what: "an entry written in part has no letters between its stars",
                         });
+                    }
+                    if core.is_ascii() {
+                        // Only words with a character outside ASCII are tried in part.
+                        return Err(ModelError::Classes {
+                            what: "an entry written in part is all ASCII (list its words whole)",
+                        });
+                    }
+                    if !weighted {
+                        continue;
                     }
                     let next = partial_index.len();
                     let k = *partial_index.entry((core, at_start)).or_insert(next);
@@ -303,6 +316,9 @@ impl Model {
                     {
                         cs.push(c);
                     }
+                    continue;
+                }
+                if !weighted {
                     continue;
                 }
                 let word = m.id(w) as usize;
@@ -452,6 +468,12 @@ pub struct Score {
     pairs: Vec<u32>,
 }
 
+/// A character of a word: a letter or digit (`char::is_alphanumeric`), or a combining mark, so
+/// that a Devanagari word is not split at its virama nor a decomposed `é` after its `e`.
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || unicode_normalization::char::is_combining_mark(c)
+}
+
 struct Reader<'m> {
     model: &'m Model,
     /// Word ids seen (repeats kept until the end: a sort is cheaper than a set per word).
@@ -484,7 +506,7 @@ impl Reader<'_> {
                     if !STRUCTURAL.contains(&k) {
                         self.text(k);
                     }
-                    if k == "type" && is_type_name(x) {
+                    if k == "type" && is_type_name(x) || DIALECT.contains(&k) {
                         continue;
                     }
                     self.walk(x, depth + 1);
@@ -515,7 +537,7 @@ impl Reader<'_> {
                 None => (false, 1),
                 Some(&b) if b < 0x80 => (b.is_ascii_alphanumeric(), 1),
                 Some(_) => match s.get(i..).and_then(|r| r.chars().next()) {
-                    Some(c) => (c.is_alphanumeric(), c.len_utf8()),
+                    Some(c) => (is_word_char(c), c.len_utf8()),
                     None => (false, 1),
                 },
             };
@@ -567,6 +589,14 @@ impl Reader<'_> {
                 }
             }
             std::mem::swap(&mut self.prev_classes, &mut self.classes);
+            // Repeats are dropped at the end; a long text of words with many classes each is
+            // held to its distinct features on the way.
+            for v in [&mut self.singles, &mut self.pairs] {
+                if v.len() >= DEDUP_AT {
+                    v.sort_unstable();
+                    v.dedup();
+                }
+            }
         }
     }
 }
@@ -766,7 +796,7 @@ mod tests {
     }
 
     /// The word characters of the trainer (`classifier-wordchars.txt`, read by
-    /// scripts/train-classifier.py) are `char::is_alphanumeric`'s, which the scorer uses: a
+    /// scripts/train-classifier.py) are the scorer's (`is_word_char`): a
     /// word splits in the same places on both sides, in every script. Python has no
     /// `Other_Alphabetic` (Devanagari vowel signs, Arabic harakat), so the table is Rust's.
     #[test]
@@ -775,7 +805,7 @@ mod tests {
         let have = include_str!("classifier-wordchars.txt");
         assert!(
             have == want,
-            "src/rules/classifier-wordchars.txt is not char::is_alphanumeric's table (a new Unicode \
+            "src/rules/classifier-wordchars.txt is not is_word_char's table (a new Unicode \
              version?): write it with `cargo test --lib -- --ignored write_word_chars`, then \
              retrain (python3 scripts/train-classifier.py)"
         );
@@ -795,13 +825,14 @@ mod tests {
     /// Inclusive ranges of non-ASCII word characters, one `FIRST LAST` (hex) a line.
     fn word_char_ranges() -> String {
         let mut out = String::from(
-            "# The non-ASCII characters Rust's char::is_alphanumeric holds (inclusive ranges, hex),\n\
+            "# The non-ASCII characters of a word (char::is_alphanumeric, and the combining marks\n\
+             # of unicode-normalization: inclusive ranges, hex),\n\
              # written by `cargo test --lib -- --ignored write_word_chars`; the classifier's\n\
              # trainer splits words with it, as the scorer does (src/rules/classifier.rs tests).\n",
         );
         let mut start: Option<u32> = None;
         for cp in 0x80..=0x11_0000u32 {
-            let word = char::from_u32(cp).is_some_and(char::is_alphanumeric);
+            let word = char::from_u32(cp).is_some_and(is_word_char);
             match (word, start) {
                 (true, None) => start = Some(cp),
                 (false, Some(s)) => {
@@ -876,14 +907,19 @@ mod tests {
         {
             let core = entry.trim_matches('*');
             assert!(
-                !core.is_empty()
-                    && core.chars().all(char::is_alphanumeric)
-                    && core.to_lowercase() == core,
+                !core.is_empty() && core.chars().all(is_word_char) && core.to_lowercase() == core,
                 "classifier-classes.txt: {entry} is not a lower-case run of word characters"
             );
         }
-        let bad = Model::parse(include_str!("classifier.tsv"), "user ** x\n");
-        assert!(matches!(bad, Err(ModelError::Classes { .. })));
+        for classes in [
+            "user ** x\n",
+            "user x** y\n",
+            "user *users*\n",
+            "unweighted *a*b*\n",
+        ] {
+            let bad = Model::parse(include_str!("classifier.tsv"), classes);
+            assert!(matches!(bad, Err(ModelError::Classes { .. })), "{classes}");
+        }
     }
 
     /// The scorer leaves out the keys and type names the trainer left out: the same sets in
@@ -914,6 +950,7 @@ mod tests {
         assert_eq!(set("STRUCTURAL"), sorted(STRUCTURAL));
         assert_eq!(set("TYPES"), sorted(JSON_TYPES));
         assert_eq!(set("SCHEMA_PARTS"), sorted(SCHEMA_PARTS));
+        assert_eq!(set("DIALECT"), sorted(DIALECT));
     }
 
     #[test]
