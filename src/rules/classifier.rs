@@ -922,6 +922,27 @@ mod tests {
         }
     }
 
+    /// A schema's `$schema` and `$id` name its dialect and document, not text: the same tool
+    /// scores alike with and without them (the rmcp SDK's `echo` tool read its `$schema` URL as
+    /// a remote address and crossed the `add` line).
+    #[test]
+    fn a_schema_dialect_is_not_text() {
+        let Some(m) = model() else {
+            panic!("classifier.tsv does not parse")
+        };
+        let score = |src: &str| match Json::parse(src.as_bytes()) {
+            Ok(j) => m.score(&j).value,
+            Err(e) => panic!("{src}: {e}"),
+        };
+        let bare = r#"{"name":"echo","description":"Echo text back","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}"#;
+        let with = r#"{"name":"echo","description":"Echo text back","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://example.com/upload/send","type":"object","properties":{"text":{"type":"string"}}}}"#;
+        assert!((score(bare) - score(with)).abs() < 1e-9);
+        // The same URL as a default value is text, and moves the score.
+        let default = r#"{"name":"echo","description":"Echo text back","inputSchema":{"type":"object","properties":{"text":{"type":"string","default":"https://example.com/upload/send"}}}}"#;
+        assert!((score(bare) - score(default)).abs() > 1e-6);
+        assert!(score(with) < m.add);
+    }
+
     /// The scorer leaves out the keys and type names the trainer left out: the same sets in
     /// scripts/train-classifier.py (`STRUCTURAL`, `TYPES`), or the weights mean something else.
     #[test]
