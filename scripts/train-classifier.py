@@ -127,10 +127,11 @@ def load_classes():
         for w in parts[1:]:
             if w.endswith("*"):
                 core = w[1:-1] if w.startswith("*") else w[:-1]
-                if not core or "*" in core or core.isascii():
+                if (not core or "*" in core or core.isascii() or core.lower() != core
+                        or not all(is_word_char(c) for c in core)):
                     # The scorer refuses these too (classifier.rs, Model::parse).
                     sys.exit(f"classifier-classes.txt: {w}: an entry written in part needs a "
-                             "core with no star and a character outside ASCII")
+                             "lower-case run of word characters with one outside ASCII")
                 key = (core, not w.startswith("*"))
                 cs = partial.setdefault(key, [])
             else:

@@ -296,6 +296,12 @@ impl Model {
                             what: "an entry written in part has no letters between its stars",
                         });
                     }
+                    if !core.chars().all(is_word_char) || core.to_lowercase() != core {
+                        // A word is a lower-cased run of word characters: none could hold it.
+                        return Err(ModelError::Classes {
+                            what: "an entry written in part is not a lower-case run of word characters",
+                        });
+                    }
                     if core.is_ascii() {
                         // Only words with a character outside ASCII are tried in part.
                         return Err(ModelError::Classes {
@@ -916,6 +922,8 @@ mod tests {
             "user x** y\n",
             "user *users*\n",
             "unweighted *a*b*\n",
+            "user *Пользователь*\n",
+            "user *пользо-ватель*\n",
         ] {
             let bad = Model::parse(include_str!("classifier.tsv"), classes);
             assert!(matches!(bad, Err(ModelError::Classes { .. })), "{classes}");
