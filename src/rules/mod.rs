@@ -7,6 +7,7 @@
 //! - [`server_card`]: CARD-01's static rules; [`agent_card`]: CARD-02, A1–A10.
 
 pub mod agent_card;
+pub mod automaton;
 pub mod capabilities;
 pub mod classifier;
 pub mod cross;

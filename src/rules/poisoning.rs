@@ -3,9 +3,10 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
 
+use super::automaton::Automaton;
 use super::document::{Document, Field, Text};
 use super::families::{self, Family, Hit, TRIGGERS};
 use super::text::{MatchView, Scan, excerpt, is_p1, is_tag, visible, whole_word, words};
@@ -188,7 +189,7 @@ enum Role {
 }
 
 struct Lists {
-    ac: AhoCorasick,
+    ac: Automaton,
     /// For each pattern, what it stands for.
     roles: Vec<Vec<Role>>,
     patterns: Vec<&'static str>,
@@ -223,16 +224,17 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     for (i, (p, _)) in TRIGGERS.iter().enumerate() {
         add(p, Role::Family(i));
     }
-    let ac = AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(AhoCorasickKind::DFA))
-        // Nearly every letter starts a pattern: on prose the prefilter's candidates come so
-        // often that skipping ahead to them costs more than it saves (about a quarter of this
-        // pass, measured on the 20 MB list).
-        .prefilter(false)
-        .build(&patterns)
-        .unwrap_or_else(|e| panic!("the phrase lists build: {e}"));
+    let ac = Automaton::new(
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            // Nearly every letter starts a pattern: on prose the prefilter's candidates come so
+            // often that skipping ahead to them costs more than it saves (about a quarter of
+            // this pass, measured on the 20 MB list).
+            .prefilter(false),
+        &patterns,
+    )
+    .unwrap_or_else(|e| panic!("the phrase lists build: {e}"));
     Lists {
         ac,
         roles,
@@ -240,13 +242,14 @@ static LISTS: LazyLock<Lists> = LazyLock::new(|| {
     }
 });
 
-static SHADOW: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(SHADOW_WORDS)
-        .unwrap_or_else(|e| panic!("the shadow words build: {e}"))
+static SHADOW: LazyLock<Automaton> = LazyLock::new(|| {
+    Automaton::new(
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest),
+        SHADOW_WORDS,
+    )
+    .unwrap_or_else(|e| panic!("the shadow words build: {e}"))
 });
 
 /// A URL whose query or path holds a placeholder written as words (`{summary of the user's
@@ -813,7 +816,7 @@ fn phrases(
     let mut by_rule: BTreeMap<&str, (Vec<&str>, usize, usize)> = BTreeMap::new();
     // Family -> (hits, in original offsets).
     let mut by_family: BTreeMap<Family, Vec<Hit>> = BTreeMap::new();
-    for m in lists.ac.find_iter(vt) {
+    for m in lists.ac.get(vt).find_iter(vt) {
         if !whole_word(vt, m.start(), m.end()) {
             continue;
         }
@@ -1217,6 +1220,7 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
             .unwrap_or(lead_from);
         let window = &t[from..m.start()];
         let word = SHADOW
+            .get(window)
             .find_iter(window)
             .find(|w| whole_word(window, w.start(), w.end()))
             .map(|w| &window[w.start()..w.end()]);

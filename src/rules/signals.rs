@@ -9,11 +9,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasickBuilder, MatchKind};
 use regex::Regex;
 use serde::Deserialize;
 
 use super::Json;
+use super::automaton::Automaton;
 use super::document::{Document, Tool};
 use super::text::{excerpt, visible, whole_word, word_parts};
 use crate::finding::{Confidence, Finding};
@@ -92,9 +93,9 @@ const SHAPES: &[&str] = &[
 struct Tables {
     data: Data,
     /// The concealment labels of [markers].
-    labels: AhoCorasick,
+    labels: Automaton,
     /// Every description phrase of every category (not the name-only ones), with its category.
-    ac: AhoCorasick,
+    ac: Automaton,
     owner: Vec<usize>,
 }
 
@@ -141,17 +142,12 @@ fn load(text: &str) -> Result<Tables, String> {
         patterns.push(ph.as_str());
         owner.push(usize::MAX);
     }
-    let ac = AhoCorasickBuilder::new()
+    let mut builder = AhoCorasickBuilder::new();
+    builder
         .ascii_case_insensitive(true)
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(&patterns)
-        .map_err(|e| format!("signals.toml: {e}"))?;
-    let labels = AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(&data.markers.labels)
+        .match_kind(MatchKind::LeftmostLongest);
+    let ac = Automaton::new(&builder, &patterns).map_err(|e| format!("signals.toml: {e}"))?;
+    let labels = Automaton::new(&builder, &data.markers.labels)
         .map_err(|e| format!("signals.toml: markers: {e}"))?;
     if data
         .markers
@@ -236,7 +232,7 @@ pub fn promotion(doc: &Document<'_>, pitches: &super::intent::Pitches, out: &mut
             let before = first_at;
             // Where the phrase categories matched (a choice inside one counts once).
             let mut spans: Vec<(usize, usize)> = Vec::new();
-            for m in tables.ac.find_iter(d) {
+            for m in tables.ac.get(d).find_iter(d) {
                 if !whole_word(d, m.start(), m.end()) {
                     continue;
                 }
@@ -343,7 +339,7 @@ pub fn concealment_marker(t: &str) -> Option<(usize, usize)> {
     let tables = TABLES.as_ref()?;
     let m = &tables.data.markers;
     let is = |c: char, set: &[String]| set.iter().any(|x| x.starts_with(c));
-    for hit in tables.labels.find_iter(t).take(64) {
+    for hit in tables.labels.get(t).find_iter(t).take(64) {
         let (s, e) = (hit.start(), hit.end());
         if !whole_word(t, s, e) {
             continue;
