@@ -31,6 +31,7 @@ OUT = os.path.join(ROOT, "src", "rules", "classifier.tsv")
 CLASSES = os.path.join(ROOT, "src", "rules", "classifier-classes.txt")
 WORDCHARS = os.path.join(ROOT, "src", "rules", "classifier-wordchars.txt")
 PARITY = os.path.join(ROOT, "fixtures", "classifier", "parity.json")
+FOLDS = os.path.join(ROOT, "src", "rules", "classifier-folds.txt")
 MAX_DEPTH = 32
 MAX_TOKENS = 20000
 EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-3, 0.3, 5.0, 2, 0.01
@@ -60,6 +61,30 @@ def is_word_char(c):
         return c.isalnum()
     i = bisect.bisect_right(_WORD_STARTS, ord(c)) - 1
     return i >= 0 and ord(c) <= _WORD_ENDS[i]
+
+
+def _folds():
+    """The letters in disguise the scorer reads as ASCII (src/rules/classifier.rs `unmask`):
+    compatibility forms always, Cyrillic and Greek lookalikes in a word with ASCII letters."""
+    always, mixed = {}, {}
+    with open(FOLDS, encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                code, letter, kind = line.split()
+                (always if kind == "always" else mixed)[chr(int(code, 16))] = letter
+    return always, mixed
+
+
+_ALWAYS, _MIXED = _folds()
+
+
+def unmask(w):
+    """A word that is not ASCII with its letters in disguise read as ASCII, before it is
+    lower-cased (the scorer's `unmask`)."""
+    if w.isascii():
+        return w
+    mixed = any(c.isascii() and c.isalpha() for c in w)
+    return "".join(_ALWAYS.get(c) or (mixed and _MIXED.get(c)) or c for c in w)
 
 
 # Keys of the MCP tool shape and of JSON Schema: structure, not text (a tool list that carries
@@ -167,9 +192,9 @@ def features(tool):
             if is_word_char(c):
                 cur.append(c)
             elif cur:
-                words.append("".join(cur).lower()); cur = []
+                words.append(unmask("".join(cur)).lower()); cur = []
         if cur:
-            words.append("".join(cur).lower())
+            words.append(unmask("".join(cur)).lower())
         words = words[: max(0, MAX_TOKENS - seen)]
         seen += len(words)
         f.update(words)

@@ -480,6 +480,24 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || unicode_normalization::char::is_combining_mark(c)
 }
 
+/// A word that is not ASCII with its letters in disguise read as ASCII, before it is
+/// lower-cased, as the phrase rules' view reads them (src/rules/text.rs): a compatibility form
+/// of a letter or digit (`ｉ`, `𝐢`) always, a Cyrillic or Greek lookalike (`і`, `ο`) in a word
+/// that also holds ASCII letters. The trainer reads the same table
+/// (`classifier-folds.txt`, held to these functions by a test).
+fn unmask(word: &str) -> std::borrow::Cow<'_, str> {
+    let mixed = word.bytes().any(|b| b.is_ascii_alphabetic());
+    let fold = |c: char| {
+        super::text::compatibility_ascii(c)
+            .filter(char::is_ascii_alphanumeric)
+            .or_else(|| mixed.then(|| super::text::lookalike(c)).flatten())
+    };
+    if !word.chars().any(|c| fold(c).is_some()) {
+        return word.into();
+    }
+    word.chars().map(|c| fold(c).unwrap_or(c)).collect()
+}
+
 struct Reader<'m> {
     model: &'m Model,
     /// Word ids seen (repeats kept until the end: a sort is cheaper than a set per word).
@@ -565,7 +583,7 @@ impl Reader<'_> {
                 self.lower.push_str(word);
                 self.lower.make_ascii_lowercase();
             } else {
-                self.lower.push_str(&word.to_lowercase());
+                self.lower.push_str(&unmask(word).to_lowercase());
             }
             let id = self.model.ids.get(self.lower.as_str()).copied();
             let m = self.model;
@@ -836,6 +854,61 @@ mod tests {
              version?): write it with `cargo test --lib -- --ignored write_word_chars`, then \
              retrain (python3 scripts/train-classifier.py)"
         );
+    }
+
+    /// The trainer's table of letters in disguise (`classifier-folds.txt`) is what the scorer
+    /// reads back ([`unmask`]): every compatibility form of an ASCII letter or digit, and every
+    /// Cyrillic and Greek lookalike.
+    #[test]
+    fn the_trainer_unmasks_the_letters_the_scorer_does() {
+        assert!(
+            include_str!("classifier-folds.txt") == fold_table(),
+            "src/rules/classifier-folds.txt is not unmask's table: write it with \
+             `cargo test --lib -- --ignored write_folds`, then retrain"
+        );
+        assert_eq!(unmask("\u{FF49}gnore"), "ignore");
+        assert_eq!(unmask("prev\u{0456}\u{043E}us"), "previous");
+        assert_eq!(
+            unmask("\u{0441}\u{043E}\u{0440}\u{0443}"),
+            "\u{0441}\u{043E}\u{0440}\u{0443}"
+        );
+        assert_eq!(
+            unmask("\u{1D41E}\u{0430}"),
+            "e\u{0430}",
+            "a compatibility form is not ASCII"
+        );
+    }
+
+    /// Writes src/rules/classifier-folds.txt (see above).
+    #[test]
+    #[ignore = "writes a source file; run by hand after changing the letters in disguise"]
+    fn write_folds() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/rules/classifier-folds.txt"
+        );
+        assert!(std::fs::write(path, fold_table()).is_ok());
+    }
+
+    /// One `HEX LETTER KIND` a line: KIND `always` (a compatibility form) or `mixed` (a
+    /// lookalike, read as ASCII only in a word with ASCII letters).
+    fn fold_table() -> String {
+        let mut out = String::from(
+            "# Letters in disguise that the classifier reads as ASCII (src/rules/classifier.rs\n\
+             # unmask): `always` a compatibility form, `mixed` a Cyrillic or Greek lookalike read\n\
+             # so only in a word that also holds ASCII letters. Written by\n\
+             # `cargo test --lib -- --ignored write_folds`; read by scripts/train-classifier.py.\n",
+        );
+        for c in ('\u{80}'..=char::MAX).filter(|&c| is_word_char(c)) {
+            if let Some(a) =
+                crate::rules::text::compatibility_ascii(c).filter(char::is_ascii_alphanumeric)
+            {
+                out.push_str(&format!("{:04X} {a} always\n", c as u32));
+            } else if let Some(a) = crate::rules::text::lookalike(c) {
+                out.push_str(&format!("{:04X} {a} mixed\n", c as u32));
+            }
+        }
+        out
     }
 
     /// Writes src/rules/classifier-wordchars.txt (see above).

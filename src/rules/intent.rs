@@ -831,8 +831,17 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
         {
             continue;
         }
-        let hits = hits(tables, text.text);
-        if let Some(i) = text.tool
+        // A text that spells words in lookalike letters is read as the view of the phrase
+        // rules reads it (`іgnоrе` as `ignore`), and what it says is quoted from the original.
+        let view = disguised_view(text.text);
+        let shown = view.as_ref().map(|v| Text {
+            text: v.text.as_ref(),
+            ..text.clone()
+        });
+        let text_read = shown.as_ref().unwrap_or(text);
+        let hits = hits(tables, text_read.text);
+        if view.is_none()
+            && let Some(i) = text.tool
             && matches!(text.field, Field::ToolDescription | Field::ToolTitle)
         {
             const PITCH: u64 = bit(S::Choose) | bit(S::Others) | bit(S::Call);
@@ -845,13 +854,19 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
             }
         }
         for way in [Scramble::Backwards, Scramble::Rot13] {
+            if view.is_some() {
+                break;
+            }
             if let Some(f) = scrambled(doc, text, &hits, way) {
                 out.push(f);
             }
         }
-        let Some(v) = read(tables, doc, text, &names, &hits) else {
+        let Some(mut v) = read(tables, doc, text_read, &names, &hits) else {
             continue;
         };
+        if let Some(view) = &view {
+            (v.1, v.2) = view.original_range(v.1, v.2, text.text);
+        }
         let pointer = doc.pointer(text.path);
         let flagged = flagged.get_or_insert_with(|| {
             out.iter()
@@ -876,9 +891,14 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
             .pointer(pointer.clone())
             .confidence(confidence)
             .message(format!(
-                "an instruction aimed at the model that {}: \"{}\"",
+                "an instruction aimed at the model that {}: \"{}\"{}",
                 verdict.what.join(", "),
-                visible(&sentence(text.text, s, e))
+                visible(&sentence(text.text, s, e)),
+                if view.is_some() {
+                    " (written in lookalike letters)"
+                } else {
+                    ""
+                }
             ))
             .text(excerpt(text.text, s, e, 40));
         if let Some(t) = text.tool.and_then(|i| doc.tools.get(i)) {
@@ -891,6 +911,21 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
 }
 
 type Read = (Verdict, usize, usize, bool);
+
+/// The phrase rules' view of a text that writes letters in disguise (compatibility forms, or
+/// Cyrillic and Greek lookalikes inside ASCII words); None for every other text, which is read
+/// as it is.
+fn disguised_view(t: &str) -> Option<super::text::MatchView<'_>> {
+    if t.is_ascii() || !super::text::in_disguise(t) {
+        return None;
+    }
+    // A lookalike counts only inside a word with ASCII letters (a Russian text is Russian).
+    let compat = t
+        .chars()
+        .any(|c| super::text::compatibility_ascii(c).is_some());
+    (compat || !super::text::disguised_letters(t).is_empty())
+        .then(|| super::text::MatchView::new(t))
+}
 
 /// Whether the word sets of a whole text (and a glance at its bytes) leave any verdict of
 /// [`judge`] possible: most texts are let go here, before they are cut into sentences.

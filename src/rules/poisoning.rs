@@ -885,7 +885,11 @@ fn phrases(
         let quoted: Vec<String> = patterns.iter().map(|p| format!("\"{p}\"")).collect();
         out.push(
             finding(doc, text, rule)
-                .message(format!("{what}: {}", quoted.join(", ")))
+                .message(format!(
+                    "{what}: {}{}",
+                    quoted.join(", "),
+                    disguise_note(text.text.get(s..e))
+                ))
                 .text(excerpt(text.text, s, e, CONTEXT))
                 .build(),
         );
@@ -917,12 +921,26 @@ fn phrases(
             finding(doc, text, family.rule())
                 .subcode(family.subcode())
                 .confidence(confidence)
-                .message(format!("{}: {}", family.describe(), quoted.join(", ")))
+                .message(format!(
+                    "{}: {}{}",
+                    family.describe(),
+                    quoted.join(", "),
+                    disguise_note(text.text.get(first.start..first.end))
+                ))
                 .text(excerpt(text.text, first.start, first.end, CONTEXT))
                 .build(),
         );
     }
     shadow
+}
+
+/// What a phrase finding adds when the text it quotes spelled the phrase in lookalike letters.
+fn disguise_note(span: Option<&str>) -> &'static str {
+    if span.is_some_and(super::text::in_disguise) {
+        " (written in lookalike letters)"
+    } else {
+        ""
+    }
 }
 
 fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {

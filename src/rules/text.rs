@@ -17,7 +17,10 @@ pub fn is_tag(c: char) -> bool {
 
 /// A text prepared for phrase matching: runs of whitespace collapsed to one space, P1
 /// characters dropped (so `ig\u{200B}nore previous` still matches), typographic apostrophes
-/// made ASCII. The way back to the original is sparse: one `(view, original)` pair of byte
+/// made ASCII, and letters in disguise read as the ASCII letters they are drawn like: the
+/// compatibility forms ([`compatibility_ascii`]: `ｉｇｎｏｒｅ`, `𝐢𝐠𝐧𝐨𝐫𝐞`) everywhere, and the
+/// Cyrillic and Greek lookalikes inside a word that also holds ASCII letters
+/// ([`disguised_letters`]: `іgnоrе`). Each such letter is replaced by one ASCII byte. The way back to the original is sparse: one `(view, original)` pair of byte
 /// offsets wherever the two stop moving in step (a dropped character, a collapsed run, a
 /// replacement of another width), so a text costs memory for what changed, not per byte.
 pub struct MatchView<'a> {
@@ -46,6 +49,9 @@ impl<'a> MatchView<'a> {
         }
         let mut text = String::with_capacity(original.len());
         let mut shifts: Vec<(u32, u32)> = Vec::new();
+        // The Cyrillic and Greek lookalikes to read as the ASCII letters they are drawn like.
+        let disguised = disguised_letters(original);
+        let mut next_disguised = disguised.iter().peekable();
         let mut last_space = false;
         // Whether view and original moved in step since the last pair.
         let mut in_step = true;
@@ -57,7 +63,9 @@ impl<'a> MatchView<'a> {
             let out = match c {
                 '\u{2019}' | '\u{2018}' | '\u{02BC}' => '\'',
                 c if c.is_whitespace() => ' ',
-                c => c,
+                c if c.is_ascii() => c,
+                c if next_disguised.next_if(|&&at| at == i).is_some() => lookalike(c).unwrap_or(c),
+                c => compatibility_ascii(c).unwrap_or(c),
             };
             if out == ' ' {
                 if last_space {
@@ -120,6 +128,130 @@ impl<'a> MatchView<'a> {
         };
         (s, e.max(s))
     }
+}
+
+/// The ASCII letter a Cyrillic or Greek letter is drawn like (`а` U+0430 is `a`, `Ρ` U+03A1 is
+/// `P`): the letters a text uses to spell English words that no list of English words matches.
+pub fn lookalike(c: char) -> Option<char> {
+    Some(match c {
+        // Cyrillic.
+        'а' => 'a',
+        'е' => 'e',
+        'о' => 'o',
+        'р' => 'p',
+        'с' => 'c',
+        'у' => 'y',
+        'х' => 'x',
+        'і' => 'i',
+        'ј' => 'j',
+        'ѕ' => 's',
+        'ԁ' => 'd',
+        'һ' => 'h',
+        'ӏ' => 'l',
+        'ԛ' => 'q',
+        'ԝ' => 'w',
+        'ѵ' => 'v',
+        'А' => 'A',
+        'В' => 'B',
+        'Е' => 'E',
+        'К' => 'K',
+        'М' => 'M',
+        'Н' => 'H',
+        'О' => 'O',
+        'Р' => 'P',
+        'С' => 'C',
+        'Т' => 'T',
+        'Х' => 'X',
+        'У' => 'Y',
+        'І' => 'I',
+        'Ј' => 'J',
+        'Ѕ' => 'S',
+        'Ԛ' => 'Q',
+        'Ԝ' => 'W',
+        // Greek.
+        'α' => 'a',
+        'ο' => 'o',
+        'ρ' => 'p',
+        'ν' => 'v',
+        'ι' => 'i',
+        'κ' => 'k',
+        'υ' => 'u',
+        'χ' => 'x',
+        'Α' => 'A',
+        'Β' => 'B',
+        'Ε' => 'E',
+        'Ζ' => 'Z',
+        'Η' => 'H',
+        'Ι' => 'I',
+        'Κ' => 'K',
+        'Μ' => 'M',
+        'Ν' => 'N',
+        'Ο' => 'O',
+        'Ρ' => 'P',
+        'Τ' => 'T',
+        'Υ' => 'Y',
+        'Χ' => 'X',
+        _ => return None,
+    })
+}
+
+/// The byte offsets, in order, of the [`lookalike`] letters that stand in a word beside ASCII
+/// letters (`prevіоus` with a Cyrillic `і` and `о`): a word that mixes the two scripts is
+/// English in disguise, while a word written wholly in Cyrillic or Greek is that language
+/// and is left alone. A word is a run of alphanumeric characters (P1 characters inside it
+/// do not end it, as the view drops them).
+pub fn disguised_letters(t: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    // Greek and Cyrillic are U+0370..U+052F: their UTF-8 lead bytes are 0xCD..0xD4.
+    if !t.bytes().any(|b| matches!(b, 0xCD..=0xD4)) {
+        return out;
+    }
+    let mut word: Vec<usize> = Vec::new();
+    let mut ascii = false;
+    let mut end_word = |word: &mut Vec<usize>, ascii: &mut bool| {
+        if *ascii {
+            out.extend_from_slice(word);
+        }
+        word.clear();
+        *ascii = false;
+    };
+    for (i, c) in t.char_indices() {
+        if c.is_ascii_alphabetic() {
+            ascii = true;
+        } else if lookalike(c).is_some() {
+            word.push(i);
+        } else if !(c.is_alphanumeric() || is_p1(c)) {
+            end_word(&mut word, &mut ascii);
+        }
+    }
+    end_word(&mut word, &mut ascii);
+    out
+}
+
+/// The printable ASCII character that a compatibility form stands for: fullwidth (`ｉ`),
+/// mathematical (`𝐢`, `𝓲`), enclosed (`ⓘ`), superscript and modifier letters: the characters
+/// whose NFKC form is one printable ASCII character. A model reads them as the letters they
+/// are drawn from; a list of phrases does not, unless they are read back.
+pub fn compatibility_ascii(c: char) -> Option<char> {
+    use unicode_normalization::UnicodeNormalization;
+    // The blocks that hold such forms (anything else is returned at once: a Japanese or
+    // Arabic text pays one comparison per character).
+    if !matches!(c as u32,
+        0xAA..=0x2FF | 0x1D00..=0x1DBF | 0x2070..=0x24FF | 0xFF01..=0xFF5E | 0x1D400..=0x1D7FF
+        | 0x1F100..=0x1F1FF)
+    {
+        return None;
+    }
+    let mut n = std::iter::once(c).nfkc();
+    let a = n.next()?;
+    (n.next().is_none() && a.is_ascii_graphic()).then_some(a)
+}
+
+/// Whether a span that matched an ASCII phrase was written with letters in disguise (what
+/// [`MatchView`] read back): a finding says so, as the quoted text looks like plain English.
+pub fn in_disguise(span: &str) -> bool {
+    span.chars()
+        .any(|c| !c.is_ascii() && (lookalike(c).is_some() || compatibility_ascii(c).is_some()))
 }
 
 /// What one pass over a text's bytes tells the rules.
@@ -460,6 +592,59 @@ mod tests {
         assert_eq!(&original[s..e], "ig\u{200B}nore\n previous");
     }
 
+    /// Letters in disguise are read as the ASCII letters they are drawn like, and a match
+    /// over them quotes the original: compatibility forms anywhere, Cyrillic and Greek
+    /// lookalikes only inside a word that also holds ASCII letters.
+    #[test]
+    fn letters_in_disguise_are_read_as_ascii() {
+        let cases = [
+            // Fullwidth, with an ideographic space.
+            (
+                "\u{FF49}\u{FF47}\u{FF4E}\u{FF4F}\u{FF52}\u{FF45}\u{3000}previous",
+                "ignore previous",
+            ),
+            // Mathematical bold and bold script.
+            (
+                "\u{1D422}\u{1D420}\u{1D427}\u{1D428}\u{1D42B}\u{1D41E} previous",
+                "ignore previous",
+            ),
+            ("\u{1D4F7}\u{1D4F8}\u{1D4FD} tell", "not tell"),
+            // Enclosed.
+            ("\u{24D8}gnore previous", "ignore previous"),
+            // Cyrillic і, о, е and Greek ο beside ASCII letters.
+            (
+                "\u{0456}gn\u{043E}r\u{0435} previ\u{03BF}us",
+                "ignore previous",
+            ),
+            // A lookalike after an invisible character is still inside the word.
+            ("ignor\u{200B}\u{0435} previous", "ignore previous"),
+        ];
+        for (original, want) in cases {
+            let v = MatchView::new(original);
+            assert_eq!(v.text, want, "{original:?}");
+            let (s, e) = v.original_range(0, v.text.len(), original);
+            assert_eq!((s, e), (0, original.len()), "{original:?}");
+            let at = want.find(' ').unwrap_or(0) + 1;
+            let (s, e) = v.original_range(at, want.len(), original);
+            assert_eq!(
+                MatchView::new(&original[s..e]).text,
+                want[at..],
+                "{original:?}"
+            );
+        }
+        // Russian and Greek words are left as they are, even where every letter has a
+        // lookalike; so are letters that only resemble others in a font (é, ı) and forms
+        // whose compatibility reading is more than one character (ﬁ, ⑩).
+        for kept in [
+            "\u{0441}\u{043E}\u{0440}\u{0443} \u{043F}\u{0440}\u{0438}\u{0432}\u{0435}\u{0442}",
+            "\u{03BF}\u{03B9}\u{03BA}\u{03BF}\u{03C2}",
+            "caf\u{00E9} kullan\u{0131}c\u{0131}",
+            "\u{FB01}le \u{2469}",
+        ] {
+            assert_eq!(MatchView::new(kept).text, kept);
+        }
+    }
+
     /// Every view range maps back to an original range on character boundaries whose own view
     /// is the view's range (what a finding quotes is what matched), over texts mixing every kind
     /// of rewrite: dropped P1 characters, collapsed and replaced whitespace, apostrophes of
@@ -480,6 +665,9 @@ mod tests {
             "\u{E0041}",
             "\t\t",
             "x",
+            // Compatibility forms, read as one ASCII byte each (fullwidth, mathematical).
+            "\u{FF49}",
+            "\u{1D422}",
         ];
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         for _ in 0..3000 {
