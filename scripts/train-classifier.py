@@ -71,7 +71,11 @@ def _folds():
         for line in f:
             if line.strip() and not line.startswith("#"):
                 code, letter, kind = line.split()
-                (always if kind == "always" else mixed)[chr(int(code, 16))] = letter
+                c = chr(int(code, 16))
+                if kind == "drop":
+                    always[c] = ""
+                else:
+                    (always if kind == "always" else mixed)[c] = letter
     return always, mixed
 
 
@@ -79,12 +83,20 @@ _ALWAYS, _MIXED = _folds()
 
 
 def unmask(w):
-    """A word that is not ASCII with its letters in disguise read as ASCII, before it is
-    lower-cased (the scorer's `unmask`)."""
+    """A word that is not ASCII with its letters in disguise read as ASCII and its invisible
+    characters dropped, before it is lower-cased (the scorer's `unmask`)."""
     if w.isascii():
         return w
     mixed = any(c.isascii() and c.isalpha() for c in w)
-    return "".join(_ALWAYS.get(c) or (mixed and _MIXED.get(c)) or c for c in w)
+    out = []
+    for c in w:
+        if c in _ALWAYS:
+            out.append(_ALWAYS[c])  # "" for an invisible character: dropped
+        elif mixed and c in _MIXED:
+            out.append(_MIXED[c])
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 # Keys of the MCP tool shape and of JSON Schema: structure, not text (a tool list that carries
@@ -195,6 +207,8 @@ def features(tool):
                 words.append(unmask("".join(cur)).lower()); cur = []
         if cur:
             words.append(unmask("".join(cur)).lower())
+        # A word of invisible characters only (a variation selector after an emoji) is none.
+        words = [w for w in words if w]
         words = words[: max(0, MAX_TOKENS - seen)]
         seen += len(words)
         f.update(words)

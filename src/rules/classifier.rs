@@ -24,7 +24,7 @@ use std::sync::LazyLock;
 
 use super::document::{Document, JSON_TYPES};
 use super::json::Json;
-use super::text::{excerpt, visible};
+use super::text::{excerpt, is_blank_letter, is_ignorable, visible};
 use crate::finding::{Confidence, Finding, Severity};
 
 const CHECK: &str = "META-02";
@@ -476,26 +476,39 @@ pub struct Score {
 
 /// A character of a word: a letter or digit (`char::is_alphanumeric`), or a combining mark, so
 /// that a Devanagari word is not split at its virama nor a decomposed `é` after its `e`.
+/// Also the invisible characters that hide a word from a list ([`is_ignorable`]: a soft hyphen
+/// inside `te\u{AD}ll` does not split it, and [`unmask`] drops it); not the Hangul fillers,
+/// letters that draw as a blank.
 fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || unicode_normalization::char::is_combining_mark(c)
+    c.is_alphanumeric() && !is_blank_letter(c)
+        || unicode_normalization::char::is_combining_mark(c)
+        || is_ignorable(c)
 }
 
-/// A word that is not ASCII with its letters in disguise read as ASCII, before it is
-/// lower-cased, as the phrase rules' view reads them (src/rules/text.rs): a compatibility form
+/// A word that is not ASCII with its letters in disguise read as ASCII and its invisible
+/// characters dropped, before it is lower-cased, as the phrase rules' view reads them
+/// (src/rules/text.rs): a compatibility form
 /// of a letter or digit (`ｉ`, `𝐢`) always, a Cyrillic or Greek lookalike (`і`, `ο`) in a word
 /// that also holds ASCII letters. The trainer reads the same table
 /// (`classifier-folds.txt`, held to these functions by a test).
 fn unmask(word: &str) -> std::borrow::Cow<'_, str> {
     let mixed = word.bytes().any(|b| b.is_ascii_alphabetic());
-    let fold = |c: char| {
+    // Some(None): dropped; Some(Some(a)): read as `a`.
+    let fold = |c: char| -> Option<Option<char>> {
+        if is_ignorable(c) {
+            return Some(None);
+        }
         super::text::compatibility_ascii(c)
             .filter(char::is_ascii_alphanumeric)
             .or_else(|| mixed.then(|| super::text::lookalike(c)).flatten())
+            .map(Some)
     };
     if !word.chars().any(|c| fold(c).is_some()) {
         return word.into();
     }
-    word.chars().map(|c| fold(c).unwrap_or(c)).collect()
+    word.chars()
+        .filter_map(|c| fold(c).unwrap_or(Some(c)))
+        .collect()
 }
 
 struct Reader<'m> {
@@ -572,11 +585,6 @@ impl Reader<'_> {
                 continue;
             }
             let Some(from) = start.take() else { continue };
-            if self.tokens >= MAX_TOKENS {
-                self.cut = true;
-                return;
-            }
-            self.tokens += 1;
             let word = s.get(from..at).unwrap_or("");
             self.lower.clear();
             if word.is_ascii() {
@@ -585,6 +593,15 @@ impl Reader<'_> {
             } else {
                 self.lower.push_str(&unmask(word).to_lowercase());
             }
+            // Nothing but invisible characters (a variation selector after an emoji): no word.
+            if self.lower.is_empty() {
+                continue;
+            }
+            if self.tokens >= MAX_TOKENS {
+                self.cut = true;
+                return;
+            }
+            self.tokens += 1;
             let id = self.model.ids.get(self.lower.as_str()).copied();
             let m = self.model;
             if let Some(id) = id {
@@ -877,6 +894,8 @@ mod tests {
             "e\u{0430}",
             "a compatibility form is not ASCII"
         );
+        assert_eq!(unmask("te\u{AD}ll"), "tell");
+        assert_eq!(unmask("\u{FE0F}"), "");
     }
 
     /// Writes src/rules/classifier-folds.txt (see above).
@@ -890,17 +909,21 @@ mod tests {
         assert!(std::fs::write(path, fold_table()).is_ok());
     }
 
-    /// One `HEX LETTER KIND` a line: KIND `always` (a compatibility form) or `mixed` (a
-    /// lookalike, read as ASCII only in a word with ASCII letters).
+    /// One `HEX LETTER KIND` a line: KIND `always` (a compatibility form), `mixed` (a
+    /// lookalike, read as ASCII only in a word with ASCII letters) or `drop` (invisible; LETTER
+    /// is `-`).
     fn fold_table() -> String {
         let mut out = String::from(
             "# Letters in disguise that the classifier reads as ASCII (src/rules/classifier.rs\n\
              # unmask): `always` a compatibility form, `mixed` a Cyrillic or Greek lookalike read\n\
-             # so only in a word that also holds ASCII letters. Written by\n\
+             # so only in a word that also holds ASCII letters, `drop` an invisible character\n\
+             # dropped from the word. Written by\n\
              # `cargo test --lib -- --ignored write_folds`; read by scripts/train-classifier.py.\n",
         );
         for c in ('\u{80}'..=char::MAX).filter(|&c| is_word_char(c)) {
-            if let Some(a) =
+            if is_ignorable(c) {
+                out.push_str(&format!("{:04X} - drop\n", c as u32));
+            } else if let Some(a) =
                 crate::rules::text::compatibility_ascii(c).filter(char::is_ascii_alphanumeric)
             {
                 out.push_str(&format!("{:04X} {a} always\n", c as u32));

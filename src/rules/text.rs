@@ -11,12 +11,29 @@ pub fn is_p1(c: char) -> bool {
         | 0xE0000..=0xE007F)
 }
 
+/// Characters that draw nothing and join nothing, outside P1's list: the soft hyphen, the
+/// combining grapheme joiner, variation selectors, Mongolian free variation selectors and
+/// vowel separator, Khmer inherent vowels, shorthand format controls. Inside a word they hide
+/// it from a list of words (`te\u{AD}ll`); the views of the text drop them. (Not a P1
+/// finding: a variation selector follows most emoji.)
+pub fn is_ignorable(c: char) -> bool {
+    matches!(c as u32,
+        0xAD | 0x34F | 0x17B4 | 0x17B5 | 0x180B..=0x180F | 0xFE00..=0xFE0F | 0x1BCA0..=0x1BCA3
+        | 0xE0100..=0xE01EF)
+}
+
+/// Letters that draw as a blank (the Hangul fillers): read as a space between words.
+pub fn is_blank_letter(c: char) -> bool {
+    matches!(c, '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}')
+}
+
 pub fn is_tag(c: char) -> bool {
     (0xE0000..=0xE007F).contains(&(c as u32))
 }
 
 /// A text prepared for phrase matching: runs of whitespace collapsed to one space, P1
-/// characters dropped (so `ig\u{200B}nore previous` still matches), typographic apostrophes
+/// characters and the other invisible ones ([`is_ignorable`]) dropped (so `ig\u{200B}nore
+/// previous` and `te\u{AD}ll` still match), blank letters read as spaces, typographic apostrophes
 /// made ASCII, and letters in disguise read as the ASCII letters they are drawn like: the
 /// compatibility forms ([`compatibility_ascii`]: `ｉｇｎｏｒｅ`, `𝐢𝐠𝐧𝐨𝐫𝐞`) everywhere, and the
 /// Cyrillic and Greek lookalikes inside a word that also holds ASCII letters
@@ -56,13 +73,13 @@ impl<'a> MatchView<'a> {
         // Whether view and original moved in step since the last pair.
         let mut in_step = true;
         for (i, c) in original.char_indices() {
-            if is_p1(c) {
+            if is_p1(c) || is_ignorable(c) {
                 in_step = false;
                 continue;
             }
             let out = match c {
                 '\u{2019}' | '\u{2018}' | '\u{02BC}' => '\'',
-                c if c.is_whitespace() => ' ',
+                c if c.is_whitespace() || is_blank_letter(c) => ' ',
                 c if c.is_ascii() => c,
                 c if next_disguised.next_if(|&&at| at == i).is_some() => lookalike(c).unwrap_or(c),
                 c => compatibility_ascii(c).unwrap_or(c),
@@ -220,7 +237,7 @@ pub fn disguised_letters(t: &str) -> Vec<usize> {
             ascii = true;
         } else if lookalike(c).is_some() {
             word.push(i);
-        } else if !(c.is_alphanumeric() || is_p1(c)) {
+        } else if !(c.is_alphanumeric() && !is_blank_letter(c) || is_p1(c) || is_ignorable(c)) {
             end_word(&mut word, &mut ascii);
         }
     }
@@ -618,6 +635,9 @@ mod tests {
             ),
             // A lookalike after an invisible character is still inside the word.
             ("ignor\u{200B}\u{0435} previous", "ignore previous"),
+            // Soft hyphens and variation selectors inside words, a Hangul filler between them.
+            ("ig\u{AD}nore pre\u{FE0F}vious", "ignore previous"),
+            ("ignore\u{3164}previous", "ignore previous"),
         ];
         for (original, want) in cases {
             let v = MatchView::new(original);
@@ -668,6 +688,10 @@ mod tests {
             // Compatibility forms, read as one ASCII byte each (fullwidth, mathematical).
             "\u{FF49}",
             "\u{1D422}",
+            // Invisible characters the view drops, a blank letter it reads as a space.
+            "\u{AD}",
+            "\u{FE0F}",
+            "\u{3164}",
         ];
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         for _ in 0..3000 {
