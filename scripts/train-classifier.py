@@ -252,7 +252,7 @@ def corpus(root):
 def fixtures(root):
     """Our own rule fixtures (fixtures/rules/P1-P6): a tool a fixture expects a P1-P5 finding on
     (by pointer, or by name when one tool has it) is poisoned; every tool of a fixture that
-    expects none is benign. The classifier's own fixtures (`fire-classifier-*`, `fire-ordinary-*` and their near misses) are left out."""
+    expects none is benign. The classifier's own fixtures (`fire-classifier-*`, `fire-ordinary-*` and their near misses) are left out, and so is any fixture marked `"train": false`."""
     out = []
     for d in sorted(os.listdir(root)):
         if not re.fullmatch(r"P[1-6]", d):
@@ -263,7 +263,9 @@ def fixtures(root):
                 continue
             path = os.path.join(root, d, f)
             fx = json.load(open(path))
-            if fx.get("kind", "tools") != "tools":
+            # A fixture that tests another rule on a text the classifier must not have seen
+            # (the sentence reading's later kinds) says `"train": false`.
+            if fx.get("kind", "tools") != "tools" or fx.get("train") is False:
                 continue
             doc = fx.get("document")
             tools = doc if isinstance(doc, list) else (doc or {}).get("tools")

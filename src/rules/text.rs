@@ -266,9 +266,14 @@ pub fn compatibility_ascii(c: char) -> Option<char> {
 
 /// Whether a span that matched an ASCII phrase was written with letters in disguise (what
 /// [`MatchView`] read back): a finding says so, as the quoted text looks like plain English.
+/// Letters and digits only: the fullwidth punctuation of Chinese and Japanese prose is
+/// read as ASCII too, but it disguises nothing.
 pub fn in_disguise(span: &str) -> bool {
-    span.chars()
-        .any(|c| !c.is_ascii() && (lookalike(c).is_some() || compatibility_ascii(c).is_some()))
+    span.chars().any(|c| {
+        !c.is_ascii()
+            && (lookalike(c).is_some()
+                || compatibility_ascii(c).is_some_and(|a| a.is_ascii_alphanumeric()))
+    })
 }
 
 /// What one pass over a text's bytes tells the rules.
@@ -652,6 +657,9 @@ mod tests {
                 "{original:?}"
             );
         }
+        // What a finding calls a disguise: letters, not the fullwidth punctuation of Chinese.
+        assert!(in_disguise("prev\u{0456}ous") && in_disguise("\u{FF49}gnore"));
+        assert!(!in_disguise("\u{8C03}\u{7528}\u{FF1A}\u{FF08}x\u{FF09}"));
         // Russian and Greek words are left as they are, even where every letter has a
         // lookalike; so are letters that only resemble others in a font (é, ı) and forms
         // whose compatibility reading is more than one character (ﬁ, ⑩).
