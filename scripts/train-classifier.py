@@ -40,8 +40,9 @@ CV_REPEATS = 3
 
 
 def _word_ranges():
-    """The scorer's word characters beyond ASCII (char::is_alphanumeric and the combining marks),
-    as src/rules/classifier.rs tests write them."""
+    """The scorer's word characters beyond ASCII (char::is_alphanumeric but the blank Hangul
+    fillers, the combining marks and the invisible characters it drops), as
+    src/rules/classifier.rs tests write them."""
     starts, ends = [], []
     with open(WORDCHARS, encoding="utf-8") as f:
         for line in f:

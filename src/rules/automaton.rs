@@ -84,7 +84,7 @@ impl Automaton {
             .unwrap_or(&self.nfa)
     }
 
-    /// The DFA, built now (for tests and benchmarks).
+    /// The DFA, built now (for the tests).
     #[cfg(test)]
     fn upgraded(&self) -> &AhoCorasick {
         let _ = self.get(&"x".repeat(UPGRADE_AT));

@@ -948,8 +948,9 @@ mod tests {
     /// Inclusive ranges of non-ASCII word characters, one `FIRST LAST` (hex) a line.
     fn word_char_ranges() -> String {
         let mut out = String::from(
-            "# The non-ASCII characters of a word (char::is_alphanumeric, and the combining marks\n\
-             # of unicode-normalization: inclusive ranges, hex),\n\
+            "# The non-ASCII characters of a word (char::is_alphanumeric but the blank Hangul\n\
+             # fillers, the combining marks of unicode-normalization, and the invisible characters\n\
+             # of text.rs is_ignorable: inclusive ranges, hex),\n\
              # written by `cargo test --lib -- --ignored write_word_chars`; the classifier's\n\
              # trainer splits words with it, as the scorer does (src/rules/classifier.rs tests).\n",
         );

@@ -73,6 +73,7 @@ const SETS: &[&str] = &[
     "lifted",
     "sources",
     "trust",
+    "precedence",
     "orders",
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
@@ -120,6 +121,7 @@ enum S {
     Lifted,
     Sources,
     Trust,
+    Precedence,
     Orders,
 }
 
@@ -786,18 +788,20 @@ fn judge(
         what.push("claims authority to act without the user");
     }
     // The model's own instructions or safeguards declared void ("your previous constraints
-    // were a test and are now lifted"): its own ones by name, or safeguards in general in a
-    // sentence that addresses the model ("guardrails are disabled when strict=false" does not).
-    if sent.has(S::Lifted)
-        && (sent.has(S::GuardOwn)
-            || sent.has(S::Guard) && (sent.has(S::Model) || sent.has(S::Addressee)))
-    {
+    // were a test and are now lifted"): its own ones by name, or safeguards and instructions in
+    // general in a sentence that names the model ("guardrails are disabled when strict=false"
+    // does not).
+    if sent.has(S::Lifted) && (sent.has(S::GuardOwn) || sent.has(S::Guard) && sent.has(S::Model)) {
         what.push("declares the model's safeguards lifted");
     }
     // Instructions inside what the model reads (a file, a page, a tool's result) given the
-    // user's authority, or precedence over the model's own: the ground of every indirect
-    // injection, laid in advance.
-    if sent.has(S::Sources) && sent.has(S::Orders) && sent.has(S::Trust) {
+    // user's authority, or precedence in a sentence aimed at the model: the ground of every
+    // indirect injection, laid in advance.
+    if sent.has(S::Sources)
+        && sent.has(S::Orders)
+        && (sent.has(S::Trust)
+            || sent.has(S::Precedence) && (sent.has(S::Model) || sent.has(S::Addressee)))
+    {
         what.push("gives what the model reads the user's authority");
     }
     // A model-addressed label over a destination (an account, an address) in any language.
@@ -863,17 +867,17 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
         {
             continue;
         }
-        // A text that spells words in lookalike letters is read as the view of the phrase
-        // rules reads it (`іgnоrе` as `ignore`), and what it says is quoted from the original.
+        // A text that spells words in lookalike letters is read through a view that reads them
+        // as ASCII (`іgnоrе` as `ignore`), and what it says is quoted from the original. The
+        // advertising pitch and the scrambled readings keep reading the text as written.
         let view = disguised_view(text.text);
         let shown = view.as_ref().map(|v| Text {
             text: v.text.as_ref(),
             ..text.clone()
         });
-        let text_read = shown.as_ref().unwrap_or(text);
-        let hits = hits(tables, text_read.text);
-        if view.is_none()
-            && let Some(i) = text.tool
+        let hits = hits(tables, text.text);
+        let view_hits = shown.as_ref().map(|s| self::hits(tables, s.text));
+        if let Some(i) = text.tool
             && matches!(text.field, Field::ToolDescription | Field::ToolTitle)
         {
             const PITCH: u64 = bit(S::Choose) | bit(S::Others) | bit(S::Call);
@@ -886,14 +890,13 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
             }
         }
         for way in [Scramble::Backwards, Scramble::Rot13] {
-            if view.is_some() {
-                break;
-            }
             if let Some(f) = scrambled(doc, text, &hits, way) {
                 out.push(f);
             }
         }
-        let Some(mut v) = read(tables, doc, text_read, &names, &hits) else {
+        let read_text = shown.as_ref().unwrap_or(text);
+        let read_hits = view_hits.as_deref().unwrap_or(&hits);
+        let Some(mut v) = read(tables, doc, read_text, &names, read_hits) else {
             continue;
         };
         if let Some(view) = &view {
@@ -926,7 +929,7 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
                 "an instruction aimed at the model that {}: \"{}\"{}",
                 verdict.what.join(", "),
                 visible(&sentence(text.text, s, e)),
-                if view.is_some() {
+                if text.text.get(s..e).is_some_and(super::text::in_disguise) {
                     " (written in lookalike letters)"
                 } else {
                     ""
@@ -944,20 +947,24 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
 
 type Read = (Verdict, usize, usize, bool);
 
-/// The phrase rules' view of a text that writes letters in disguise (compatibility forms, or
-/// Cyrillic and Greek lookalikes inside ASCII words); None for every other text, which is read
-/// as it is.
+/// The view of a text that writes letters in disguise (compatibility forms of letters and
+/// digits, Cyrillic and Greek lookalikes inside ASCII words) or hides words behind invisible
+/// characters: those letters read as ASCII, those characters dropped, every space, line break and
+/// punctuation mark kept (sentences are cut at them). None for every other text, read as it is.
 fn disguised_view(t: &str) -> Option<super::text::MatchView<'_>> {
-    if t.is_ascii() || !super::text::in_disguise(t) {
+    use super::text::{compatibility_ascii, is_ignorable, is_p1, lookalike};
+    if t.is_ascii()
+        || !t.chars().any(|c| {
+            is_p1(c)
+                || is_ignorable(c)
+                || lookalike(c).is_some()
+                || compatibility_ascii(c).is_some_and(|a| a.is_ascii_alphanumeric())
+        })
+    {
         return None;
     }
-    // A lookalike counts only inside a word with ASCII letters (a Russian text is Russian).
-    // Letters and digits: the fullwidth punctuation of Chinese prose disguises nothing.
-    let compat = t
-        .chars()
-        .any(|c| super::text::compatibility_ascii(c).is_some_and(|a| a.is_ascii_alphanumeric()));
-    (compat || !super::text::disguised_letters(t).is_empty())
-        .then(|| super::text::MatchView::new(t))
+    let view = super::text::MatchView::letters(t);
+    (view.text != t).then_some(view)
 }
 
 /// Whether the word sets of a whole text (and a glance at its bytes) leave any verdict of
@@ -977,7 +984,7 @@ fn could_fire(t: &str, all: u64) -> bool {
         || has(S::Forbid)
         || has(S::Authority)
         || (has(S::Lifted) && (has(S::GuardOwn) || has(S::Guard)))
-        || (has(S::Sources) && has(S::Orders) && has(S::Trust))
+        || (has(S::Sources) && has(S::Orders) && (has(S::Trust) || has(S::Precedence)))
         || (has(S::Negation) && (has(S::Tell) || has(S::Aware)))
         || (has(S::Transfer) && (has(S::Sensitive) || has(S::Whose) || dest))
         || (has(S::Condition) && has(S::Modify) && (has(S::OtherTool) || ident))
@@ -1147,6 +1154,7 @@ fn read(
         | bit(S::Authority)
         | bit(S::Lifted)
         | bit(S::Trust)
+        | bit(S::Precedence)
         | bit(S::LabelNoun);
     let all = hits.iter().fold(0, |a, h| a | h.sets);
     if all & ANY == 0 || !could_fire(t, all) {

@@ -13,18 +13,24 @@ pub fn is_p1(c: char) -> bool {
 
 /// Characters that draw nothing and join nothing, outside P1's list: the soft hyphen, the
 /// combining grapheme joiner, variation selectors, Mongolian free variation selectors and
-/// vowel separator, Khmer inherent vowels, shorthand format controls. Inside a word they hide
+/// vowel separator, Khmer inherent vowels, shorthand format controls, the Arabic letter mark,
+/// the deprecated format characters U+206A–U+206F and the musical format controls (Unicode's
+/// default-ignorable code points that P1 does not list). Inside a word they hide
 /// it from a list of words (`te\u{AD}ll`); the views of the text drop them. (Not a P1
 /// finding: a variation selector follows most emoji.)
 pub fn is_ignorable(c: char) -> bool {
     matches!(c as u32,
-        0xAD | 0x34F | 0x17B4 | 0x17B5 | 0x180B..=0x180F | 0xFE00..=0xFE0F | 0x1BCA0..=0x1BCA3
-        | 0xE0100..=0xE01EF)
+        0xAD | 0x34F | 0x61C | 0x17B4 | 0x17B5 | 0x180B..=0x180F | 0x206A..=0x206F
+        | 0xFE00..=0xFE0F | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A | 0xE0100..=0xE01EF)
 }
 
-/// Letters that draw as a blank (the Hangul fillers): read as a space between words.
+/// Letters and symbols that draw as a blank (the Hangul fillers, the blank Braille pattern):
+/// read as a space between words.
 pub fn is_blank_letter(c: char) -> bool {
-    matches!(c, '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}')
+    matches!(
+        c,
+        '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{2800}'
+    )
 }
 
 pub fn is_tag(c: char) -> bool {
@@ -55,14 +61,32 @@ impl<'a> MatchView<'a> {
 
     /// [`MatchView::new`] when the text was already scanned.
     pub fn with_scan(original: &'a str, scan: &Scan) -> MatchView<'a> {
+        if !scan.needs_normalizing {
+            return MatchView::as_written(original);
+        }
+        MatchView::rewrite(original, false)
+    }
+
+    /// A view that only reads letters in disguise as ASCII and drops invisible characters,
+    /// keeping every space, line break and punctuation mark as written (the sentence reading
+    /// cuts sentences at them): for the readers that need a text's layout.
+    pub fn letters(original: &'a str) -> MatchView<'a> {
+        MatchView::rewrite(original, true)
+    }
+
+    fn as_written(original: &'a str) -> MatchView<'a> {
+        MatchView {
+            text: original.into(),
+            shifts: Vec::new(),
+            original_len: original.len(),
+        }
+    }
+
+    fn rewrite(original: &'a str, letters_only: bool) -> MatchView<'a> {
         // Offsets are kept as u32: a longer text (never one the walk lets through) is matched
         // as written.
-        if !scan.needs_normalizing || original.len() > u32::MAX as usize {
-            return MatchView {
-                text: original.into(),
-                shifts: Vec::new(),
-                original_len: original.len(),
-            };
+        if original.len() > u32::MAX as usize {
+            return MatchView::as_written(original);
         }
         let mut text = String::with_capacity(original.len());
         let mut shifts: Vec<(u32, u32)> = Vec::new();
@@ -78,13 +102,17 @@ impl<'a> MatchView<'a> {
                 continue;
             }
             let out = match c {
-                '\u{2019}' | '\u{2018}' | '\u{02BC}' => '\'',
-                c if c.is_whitespace() || is_blank_letter(c) => ' ',
-                c if c.is_ascii() => c,
-                c if next_disguised.next_if(|&&at| at == i).is_some() => lookalike(c).unwrap_or(c),
-                c => compatibility_ascii(c).unwrap_or(c),
+                c if c.is_ascii() && (letters_only || !c.is_ascii_whitespace()) => c,
+                '\u{2019}' | '\u{2018}' | '\u{02BC}' if !letters_only => '\'',
+                c if !letters_only && (c.is_whitespace() || is_blank_letter(c)) => ' ',
+                c if next_disguised.next_if(|&&at| at as usize == i).is_some() => {
+                    lookalike(c).unwrap_or(c)
+                }
+                c => compatibility_ascii(c)
+                    .filter(|a| !letters_only || a.is_ascii_alphanumeric())
+                    .unwrap_or(c),
             };
-            if out == ' ' {
+            if out == ' ' && !letters_only {
                 if last_space {
                     in_step = false;
                     continue;
@@ -168,6 +196,12 @@ pub fn lookalike(c: char) -> Option<char> {
         'ԛ' => 'q',
         'ԝ' => 'w',
         'ѵ' => 'v',
+        'ү' => 'y',
+        'Ӏ' => 'I',
+        'Ԁ' => 'D',
+        'Һ' => 'H',
+        'Ѵ' => 'V',
+        'Ү' => 'Y',
         'А' => 'A',
         'В' => 'B',
         'Е' => 'E',
@@ -194,6 +228,8 @@ pub fn lookalike(c: char) -> Option<char> {
         'κ' => 'k',
         'υ' => 'u',
         'χ' => 'x',
+        'ϲ' => 'c',
+        'Ϲ' => 'C',
         'Α' => 'A',
         'Β' => 'B',
         'Ε' => 'E',
@@ -217,15 +253,15 @@ pub fn lookalike(c: char) -> Option<char> {
 /// English in disguise, while a word written wholly in Cyrillic or Greek is that language
 /// and is left alone. A word is a run of alphanumeric characters (P1 characters inside it
 /// do not end it, as the view drops them).
-pub fn disguised_letters(t: &str) -> Vec<usize> {
+pub fn disguised_letters(t: &str) -> Vec<u32> {
     let mut out = Vec::new();
     // Greek and Cyrillic are U+0370..U+052F: their UTF-8 lead bytes are 0xCD..0xD4.
     if !t.bytes().any(|b| matches!(b, 0xCD..=0xD4)) {
         return out;
     }
-    let mut word: Vec<usize> = Vec::new();
+    let mut word: Vec<u32> = Vec::new();
     let mut ascii = false;
-    let mut end_word = |word: &mut Vec<usize>, ascii: &mut bool| {
+    let mut end_word = |word: &mut Vec<u32>, ascii: &mut bool| {
         if *ascii {
             out.extend_from_slice(word);
         }
@@ -236,7 +272,8 @@ pub fn disguised_letters(t: &str) -> Vec<usize> {
         if c.is_ascii_alphabetic() {
             ascii = true;
         } else if lookalike(c).is_some() {
-            word.push(i);
+            // Offsets fit: a text past u32::MAX bytes is matched as written.
+            word.push(u32::try_from(i).unwrap_or(u32::MAX));
         } else if !(c.is_alphanumeric() && !is_blank_letter(c) || is_p1(c) || is_ignorable(c)) {
             end_word(&mut word, &mut ascii);
         }
@@ -254,8 +291,9 @@ pub fn compatibility_ascii(c: char) -> Option<char> {
     // The blocks that hold such forms (anything else is returned at once: a Japanese or
     // Arabic text pays one comparison per character).
     if !matches!(c as u32,
-        0xAA..=0x2FF | 0x1D00..=0x1DBF | 0x2070..=0x24FF | 0xFF01..=0xFF5E | 0x1D400..=0x1D7FF
-        | 0x1F100..=0x1F1FF)
+        0xAA..=0x2FF | 0x37E | 0x1D00..=0x1DBF | 0x1FEF | 0x2000..=0x24FF | 0x2C7C..=0x2C7D
+        | 0xA7F1..=0xA7F4 | 0xFB29 | 0xFE10..=0xFE6B | 0xFF01..=0xFF5E | 0x107A5
+        | 0x1CCD6..=0x1CCF9 | 0x1D400..=0x1D7FF | 0x1F100..=0x1F1FF | 0x1FBF0..=0x1FBF9)
     {
         return None;
     }
@@ -267,13 +305,12 @@ pub fn compatibility_ascii(c: char) -> Option<char> {
 /// Whether a span that matched an ASCII phrase was written with letters in disguise (what
 /// [`MatchView`] read back): a finding says so, as the quoted text looks like plain English.
 /// Letters and digits only: the fullwidth punctuation of Chinese and Japanese prose is
-/// read as ASCII too, but it disguises nothing.
+/// read as ASCII too, but it disguises nothing; and a lookalike only inside a word with ASCII
+/// letters (a Russian sentence is Russian).
 pub fn in_disguise(span: &str) -> bool {
-    span.chars().any(|c| {
-        !c.is_ascii()
-            && (lookalike(c).is_some()
-                || compatibility_ascii(c).is_some_and(|a| a.is_ascii_alphanumeric()))
-    })
+    span.chars()
+        .any(|c| !c.is_ascii() && compatibility_ascii(c).is_some_and(|a| a.is_ascii_alphanumeric()))
+        || !disguised_letters(span).is_empty()
 }
 
 /// What one pass over a text's bytes tells the rules.
@@ -660,6 +697,9 @@ mod tests {
         // What a finding calls a disguise: letters, not the fullwidth punctuation of Chinese.
         assert!(in_disguise("prev\u{0456}ous") && in_disguise("\u{FF49}gnore"));
         assert!(!in_disguise("\u{8C03}\u{7528}\u{FF1A}\u{FF08}x\u{FF09}"));
+        assert!(!in_disguise(
+            "\u{043D}\u{0435} \u{043D}\u{0443}\u{0436}\u{043D}\u{043E}"
+        ));
         // Russian and Greek words are left as they are, even where every letter has a
         // lookalike; so are letters that only resemble others in a font (é, ı) and forms
         // whose compatibility reading is more than one character (ﬁ, ⑩).
@@ -671,6 +711,22 @@ mod tests {
         ] {
             assert_eq!(MatchView::new(kept).text, kept);
         }
+    }
+
+    /// `compatibility_ascii`'s blocks hold every character whose NFKC form is one printable
+    /// ASCII character (the block test only saves the normalisation on other text).
+    #[test]
+    fn every_compatibility_form_of_ascii_is_read() {
+        use unicode_normalization::UnicodeNormalization;
+        let missed: Vec<String> = ('\u{80}'..=char::MAX)
+            .filter(|&c| {
+                let mut n = std::iter::once(c).nfkc();
+                let one = n.next().filter(|a| a.is_ascii_graphic());
+                one.is_some() && n.next().is_none() && compatibility_ascii(c).is_none()
+            })
+            .map(|c| format!("U+{:04X}", c as u32))
+            .collect();
+        assert!(missed.is_empty(), "not read: {missed:?}");
     }
 
     /// Every view range maps back to an original range on character boundaries whose own view
