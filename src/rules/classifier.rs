@@ -498,10 +498,7 @@ fn unmask(word: &str) -> std::borrow::Cow<'_, str> {
         if is_ignorable(c) {
             return Some(None);
         }
-        super::text::compatibility_ascii(c)
-            .filter(char::is_ascii_alphanumeric)
-            .or_else(|| mixed.then(|| super::text::lookalike(c)).flatten())
-            .map(Some)
+        super::text::unmasked(c, mixed).map(Some)
     };
     if !word.chars().any(|c| fold(c).is_some()) {
         return word.into();
@@ -868,7 +865,7 @@ mod tests {
         assert!(
             have == want,
             "src/rules/classifier-wordchars.txt is not is_word_char's table (a new Unicode \
-             version?): write it with `cargo test --lib -- --ignored write_word_chars`, then \
+             version?): write it with `cargo test --lib -- --ignored write_trainer_tables`, then \
              retrain (python3 scripts/train-classifier.py)"
         );
     }
@@ -881,7 +878,7 @@ mod tests {
         assert!(
             include_str!("classifier-folds.txt") == fold_table(),
             "src/rules/classifier-folds.txt is not unmask's table: write it with \
-             `cargo test --lib -- --ignored write_folds`, then retrain"
+             `cargo test --lib -- --ignored write_trainer_tables`, then retrain"
         );
         assert_eq!(unmask("\u{FF49}gnore"), "ignore");
         assert_eq!(unmask("prev\u{0456}\u{043E}us"), "previous");
@@ -898,17 +895,6 @@ mod tests {
         assert_eq!(unmask("\u{FE0F}"), "");
     }
 
-    /// Writes src/rules/classifier-folds.txt (see above).
-    #[test]
-    #[ignore = "writes a source file; run by hand after changing the letters in disguise"]
-    fn write_folds() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/rules/classifier-folds.txt"
-        );
-        assert!(std::fs::write(path, fold_table()).is_ok());
-    }
-
     /// One `HEX LETTER KIND` a line: KIND `always` (a compatibility form), `mixed` (a
     /// lookalike, read as ASCII only in a word with ASCII letters) or `drop` (invisible; LETTER
     /// is `-`).
@@ -918,31 +904,35 @@ mod tests {
              # unmask): `always` a compatibility form, `mixed` a Cyrillic or Greek lookalike read\n\
              # so only in a word that also holds ASCII letters, `drop` an invisible character\n\
              # dropped from the word. Written by\n\
-             # `cargo test --lib -- --ignored write_folds`; read by scripts/train-classifier.py.\n",
+             # `cargo test --lib -- --ignored write_trainer_tables`; read by scripts/train-classifier.py.\n",
         );
         for c in ('\u{80}'..=char::MAX).filter(|&c| is_word_char(c)) {
             if is_ignorable(c) {
                 out.push_str(&format!("{:04X} - drop\n", c as u32));
-            } else if let Some(a) =
-                crate::rules::text::compatibility_ascii(c).filter(char::is_ascii_alphanumeric)
-            {
+            } else if let Some(a) = crate::rules::text::unmasked(c, false) {
                 out.push_str(&format!("{:04X} {a} always\n", c as u32));
-            } else if let Some(a) = crate::rules::text::lookalike(c) {
+            } else if let Some(a) = crate::rules::text::unmasked(c, true) {
                 out.push_str(&format!("{:04X} {a} mixed\n", c as u32));
             }
         }
         out
     }
 
-    /// Writes src/rules/classifier-wordchars.txt (see above).
+    /// Writes the trainer's two tables, src/rules/classifier-wordchars.txt and
+    /// classifier-folds.txt (see above).
     #[test]
-    #[ignore = "writes a source file; run by hand after a Unicode update"]
-    fn write_word_chars() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/rules/classifier-wordchars.txt"
-        );
-        assert!(std::fs::write(path, word_char_ranges()).is_ok());
+    #[ignore = "writes source files; run by hand after a Unicode update or a change to the letters in disguise"]
+    fn write_trainer_tables() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/rules/");
+        for (file, table) in [
+            ("classifier-wordchars.txt", word_char_ranges()),
+            ("classifier-folds.txt", fold_table()),
+        ] {
+            assert!(
+                std::fs::write(format!("{dir}{file}"), table).is_ok(),
+                "{file}"
+            );
+        }
     }
 
     /// Inclusive ranges of non-ASCII word characters, one `FIRST LAST` (hex) a line.
@@ -951,7 +941,7 @@ mod tests {
             "# The non-ASCII characters of a word (char::is_alphanumeric but the blank Hangul\n\
              # fillers, the combining marks of unicode-normalization, and the invisible characters\n\
              # of text.rs is_ignorable: inclusive ranges, hex),\n\
-             # written by `cargo test --lib -- --ignored write_word_chars`; the classifier's\n\
+             # written by `cargo test --lib -- --ignored write_trainer_tables`; the classifier's\n\
              # trainer splits words with it, as the scorer does (src/rules/classifier.rs tests).\n",
         );
         let mut start: Option<u32> = None;

@@ -870,13 +870,13 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
         // A text that spells words in lookalike letters is read through a view that reads them
         // as ASCII (`іgnоrе` as `ignore`), and what it says is quoted from the original. The
         // advertising pitch and the scrambled readings keep reading the text as written.
-        let view = disguised_view(text.text);
+        let view = super::text::MatchView::letters(text.text);
         let shown = view.as_ref().map(|v| Text {
             text: v.text.as_ref(),
             ..text.clone()
         });
+        let view_hits = shown.as_ref().map(|s| hits(tables, s.text));
         let hits = hits(tables, text.text);
-        let view_hits = shown.as_ref().map(|s| self::hits(tables, s.text));
         if let Some(i) = text.tool
             && matches!(text.field, Field::ToolDescription | Field::ToolTitle)
         {
@@ -929,11 +929,7 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
                 "an instruction aimed at the model that {}: \"{}\"{}",
                 verdict.what.join(", "),
                 visible(&sentence(text.text, s, e)),
-                if text.text.get(s..e).is_some_and(super::text::in_disguise) {
-                    " (written in lookalike letters)"
-                } else {
-                    ""
-                }
+                super::text::disguise_note(text.text.get(s..e))
             ))
             .text(excerpt(text.text, s, e, 40));
         if let Some(t) = text.tool.and_then(|i| doc.tools.get(i)) {
@@ -946,26 +942,6 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
 }
 
 type Read = (Verdict, usize, usize, bool);
-
-/// The view of a text that writes letters in disguise (compatibility forms of letters and
-/// digits, Cyrillic and Greek lookalikes inside ASCII words) or hides words behind invisible
-/// characters: those letters read as ASCII, those characters dropped, every space, line break and
-/// punctuation mark kept (sentences are cut at them). None for every other text, read as it is.
-fn disguised_view(t: &str) -> Option<super::text::MatchView<'_>> {
-    use super::text::{compatibility_ascii, is_ignorable, is_p1, lookalike};
-    if t.is_ascii()
-        || !t.chars().any(|c| {
-            is_p1(c)
-                || is_ignorable(c)
-                || lookalike(c).is_some()
-                || compatibility_ascii(c).is_some_and(|a| a.is_ascii_alphanumeric())
-        })
-    {
-        return None;
-    }
-    let view = super::text::MatchView::letters(t);
-    (view.text != t).then_some(view)
-}
 
 /// Whether the word sets of a whole text (and a glance at its bytes) leave any verdict of
 /// [`judge`] possible: most texts are let go here, before they are cut into sentences.

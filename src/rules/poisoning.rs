@@ -9,7 +9,9 @@ use regex::Regex;
 use super::automaton::Automaton;
 use super::document::{Document, Field, Text};
 use super::families::{self, Family, Hit, TRIGGERS};
-use super::text::{MatchView, Scan, excerpt, is_p1, is_tag, visible, whole_word, words};
+use super::text::{
+    MatchView, Scan, disguise_note, excerpt, is_p1, is_tag, visible, whole_word, words,
+};
 use crate::finding::Confidence;
 use crate::finding::Finding;
 
@@ -609,7 +611,9 @@ fn name_phrases(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mu
 /// Characters that draw nothing but are not in SPEC's P1 list: a soft hyphen, the combining
 /// grapheme joiner, the Hangul fillers, the Mongolian vowel separator, Khmer's invisible vowels.
 /// One is typesetting; three or more in a text are hiding something (letters interleaved with
-/// them read as a word to the model and as nothing to a filter).
+/// them read as a word to the model and as nothing to a filter). A subset of the characters
+/// the views drop (text.rs `is_ignorable`, `is_blank_letter`), without those ordinary text
+/// uses: variation selectors after emoji, Mongolian free variation selectors.
 const FILLERS: &[char] = &[
     '\u{00AD}', '\u{034F}', '\u{115F}', '\u{1160}', '\u{17B4}', '\u{17B5}', '\u{180E}', '\u{3164}',
     '\u{FFA0}',
@@ -934,15 +938,6 @@ fn phrases(
     shadow
 }
 
-/// What a phrase finding adds when the text it quotes spelled the phrase in lookalike letters.
-fn disguise_note(span: Option<&str>) -> &'static str {
-    if span.is_some_and(super::text::in_disguise) {
-        " (written in lookalike letters)"
-    } else {
-        ""
-    }
-}
-
 fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
     let t = text.text;
     // Encoded runs that decode to readable text (src/rules/encodings.rs): one P5 finding that
@@ -1254,6 +1249,24 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
                     .build(),
             );
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The characters P1 counts from three in a text are ones the views drop or read as a
+    /// space (text.rs): one idea of "draws nothing", not two lists that drift apart.
+    #[test]
+    fn the_fillers_are_what_the_views_drop() {
+        for &c in FILLERS {
+            assert!(
+                super::super::text::is_ignorable(c) || super::super::text::is_blank_letter(c),
+                "U+{:04X}",
+                c as u32
+            );
         }
     }
 }

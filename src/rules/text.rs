@@ -17,7 +17,8 @@ pub fn is_p1(c: char) -> bool {
 /// the deprecated format characters U+206A–U+206F and the musical format controls (Unicode's
 /// default-ignorable code points that P1 does not list). Inside a word they hide
 /// it from a list of words (`te\u{AD}ll`); the views of the text drop them. (Not a P1
-/// finding: a variation selector follows most emoji.)
+/// finding: a variation selector follows most emoji. The few that P1 counts from three in a
+/// text, poisoning.rs `FILLERS`, are among these and [`is_blank_letter`]; a test holds it.)
 pub fn is_ignorable(c: char) -> bool {
     matches!(c as u32,
         0xAD | 0x34F | 0x61C | 0x17B4 | 0x17B5 | 0x180B..=0x180F | 0x206A..=0x206F
@@ -67,11 +68,24 @@ impl<'a> MatchView<'a> {
         MatchView::rewrite(original, false)
     }
 
-    /// A view that only reads letters in disguise as ASCII and drops invisible characters,
-    /// keeping every space, line break and punctuation mark as written (the sentence reading
-    /// cuts sentences at them): for the readers that need a text's layout.
-    pub fn letters(original: &'a str) -> MatchView<'a> {
-        MatchView::rewrite(original, true)
+    /// A view that only reads letters in disguise as ASCII ([`unmasked`]) and drops invisible
+    /// characters, keeping every space, line break and punctuation mark as written (the
+    /// sentence reading cuts sentences at them): for the readers that need a text's layout.
+    /// None when the text has nothing of the kind and reads as written.
+    pub fn letters(original: &'a str) -> Option<MatchView<'a>> {
+        // One look at the characters before a copy of the text is made.
+        if original.is_ascii()
+            || !original.chars().any(|c| {
+                is_p1(c)
+                    || is_ignorable(c)
+                    || lookalike(c).is_some()
+                    || unmasked(c, false).is_some()
+            })
+        {
+            return None;
+        }
+        let view = MatchView::rewrite(original, true);
+        (view.text != original).then_some(view)
     }
 
     fn as_written(original: &'a str) -> MatchView<'a> {
@@ -108,9 +122,8 @@ impl<'a> MatchView<'a> {
                 c if next_disguised.next_if(|&&at| at as usize == i).is_some() => {
                     lookalike(c).unwrap_or(c)
                 }
-                c => compatibility_ascii(c)
-                    .filter(|a| !letters_only || a.is_ascii_alphanumeric())
-                    .unwrap_or(c),
+                c if letters_only => unmasked(c, false).unwrap_or(c),
+                c => compatibility_ascii(c).unwrap_or(c),
             };
             if out == ' ' && !letters_only {
                 if last_space {
@@ -302,15 +315,30 @@ pub fn compatibility_ascii(c: char) -> Option<char> {
     (n.next().is_none() && a.is_ascii_graphic()).then_some(a)
 }
 
+/// The ASCII letter or digit a letter in disguise stands for, as every reader reads it (the
+/// views here, the classifier's words): a compatibility form of a letter or digit always, a
+/// Cyrillic or Greek [`lookalike`] when it stands `beside_latin` letters in its word. Letters
+/// and digits only: the fullwidth punctuation of Chinese and Japanese prose disguises nothing.
+pub fn unmasked(c: char, beside_latin: bool) -> Option<char> {
+    compatibility_ascii(c)
+        .filter(char::is_ascii_alphanumeric)
+        .or_else(|| beside_latin.then(|| lookalike(c)).flatten())
+}
+
 /// Whether a span that matched an ASCII phrase was written with letters in disguise (what
 /// [`MatchView`] read back): a finding says so, as the quoted text looks like plain English.
-/// Letters and digits only: the fullwidth punctuation of Chinese and Japanese prose is
-/// read as ASCII too, but it disguises nothing; and a lookalike only inside a word with ASCII
-/// letters (a Russian sentence is Russian).
+/// A lookalike counts only inside a word with ASCII letters (a Russian sentence is Russian).
 pub fn in_disguise(span: &str) -> bool {
-    span.chars()
-        .any(|c| !c.is_ascii() && compatibility_ascii(c).is_some_and(|a| a.is_ascii_alphanumeric()))
-        || !disguised_letters(span).is_empty()
+    span.chars().any(|c| unmasked(c, false).is_some()) || !disguised_letters(span).is_empty()
+}
+
+/// What a finding's message adds when the text it quotes is [`in_disguise`].
+pub fn disguise_note(quoted: Option<&str>) -> &'static str {
+    if quoted.is_some_and(in_disguise) {
+        " (written in lookalike letters)"
+    } else {
+        ""
+    }
 }
 
 /// What one pass over a text's bytes tells the rules.
