@@ -49,12 +49,13 @@ const WEAK: &[(&str, Option<&str>)] = &[("P2", None), ("P2", Some("order")), ("P
 const FIRM: &[Option<&str>] = &[Some("concealment"), Some("exfiltration"), Some("role")];
 
 /// Whether a finding keeps its tool as it is: a [`FIRM`] kind at high confidence, or a sentence
-/// read as an instruction to the model that keeps the user unaware (src/rules/intent.rs, at any
-/// confidence: an instruction to hide something from the user is the attack itself, and long
-/// ordinary documentation around it settled it on red-team sets the model had not seen).
+/// read as an instruction to the model of a kind that is the attack itself (src/rules/intent.rs
+/// `is_firm_kind`, at any confidence: the user kept unaware, safeguards declared void, what the
+/// model reads given the user's authority, a destructive act ordered; long ordinary
+/// documentation around such a sentence settled it on red-team sets the model had not seen).
 fn is_firm(f: &Finding) -> bool {
     (FIRM.contains(&f.subcode.as_deref()) && f.confidence == Confidence::High)
-        || super::intent::keeps_user_unaware(f)
+        || super::intent::is_firm_kind(f)
 }
 
 /// Keys of the MCP tool shape and of JSON Schema: structure, not text (a tool list that carries

@@ -75,6 +75,13 @@ const SETS: &[&str] = &[
     "trust",
     "precedence",
     "orders",
+    "ruin",
+    "safeguard",
+    "consent",
+    "held",
+    "context_own",
+    "usurp",
+    "obey",
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
     "imperative",
@@ -123,6 +130,13 @@ enum S {
     Trust,
     Precedence,
     Orders,
+    Ruin,
+    Safeguard,
+    Consent,
+    Held,
+    ContextOwn,
+    Usurp,
+    Obey,
 }
 
 const fn bit(s: S) -> u64 {
@@ -413,8 +427,13 @@ fn destination(t: &str) -> Option<(usize, usize)> {
         let at = off;
         off += raw.len();
         let w = raw.trim();
+        // A URL inside a token (`NOTIFY=https://…`;) is read from its scheme.
+        let (skip, w) = match w.find("https://").or_else(|| w.find("http://")) {
+            Some(i) => (i, w[i..].trim_end_matches([';', '*', ']', '!', '?'])),
+            None => (0, w),
+        };
         if w.len() >= 6 && super::families::destination(w) {
-            return Some((at, at + w.len()));
+            return Some((at + skip, at + skip + w.len()));
         }
     }
     // An IBAN or account written in groups of digits with spaces ("DE89 3704 0044 …"); dates
@@ -436,6 +455,50 @@ fn destination(t: &str) -> Option<(usize, usize)> {
         }
     }
     None
+}
+
+/// "Other … tools" with up to three words between ("the other postgres/mysql tools", "other
+/// map or geo tools"): another server's tools, by kind.
+fn other_tools(t: &str) -> bool {
+    let words: Vec<&str> = t
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .take(512)
+        .collect();
+    words.iter().enumerate().any(|(i, w)| {
+        w.eq_ignore_ascii_case("other")
+            && words.iter().skip(i + 1).take(4).any(|x| {
+                let x = x
+                    .trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_ascii_lowercase();
+                matches!(
+                    x.as_str(),
+                    "tools" | "tool" | "integrations" | "servers" | "plugins" | "connectors"
+                )
+            })
+    })
+}
+
+/// A destination the text names as one to use (not "e.g. https://…", "such as…", "like…").
+fn destination_named(t: &str) -> bool {
+    let Some((s, _)) = destination(t) else {
+        return false;
+    };
+    let before = t
+        .get(t.floor_char_boundary(s.saturating_sub(16))..s)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    ![
+        "e.g",
+        "eg.",
+        "for example",
+        "such as",
+        "like",
+        "i.e",
+        "example",
+    ]
+    .iter()
+    .any(|w| before.contains(w))
 }
 
 /// A label that addresses the model (`NOTE TO THE LANGUAGE MODEL:`, `### Agent behaviour`,
@@ -609,6 +672,151 @@ impl Sentence<'_> {
         })
     }
 
+    /// The conversation itself or the model's own instructions named: "this chat", "the
+    /// conversation so far", or (with `secrets_only`, and always for these) a system or
+    /// developer message or instructions that are the model's ("your system prompt", "system
+    /// and developer messages"). A prompt-management tool's "the system prompt of the new
+    /// agent" is neither.
+    fn model_context(&self, secrets_only: bool) -> bool {
+        const CURRENT: &[&str] = &[
+            "this chat",
+            "this conversation",
+            "the current conversation",
+            "conversation so far",
+            "chat so far",
+            "session so far",
+            "everything the user",
+        ];
+        self.hits
+            .iter()
+            .filter(|h| h.sets & bit(S::ContextOwn) != 0)
+            .any(|h| {
+                let w = self
+                    .text
+                    .get(h.start..h.end)
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                if !secrets_only && CURRENT.contains(&w.as_str()) {
+                    return true;
+                }
+                let back = self
+                    .text
+                    .get(
+                        self.text
+                            .floor_char_boundary(h.start.saturating_sub(24).max(self.start))
+                            ..h.start,
+                    )
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                (w.starts_with("developer ") || w.starts_with("your "))
+                    || (back
+                        .split(|c: char| !c.is_ascii_alphanumeric())
+                        .any(|x| x == "your")
+                        && !CURRENT.contains(&w.as_str()))
+            })
+    }
+
+    /// A negation governs the word at `at`: at most two words before it, no punctuation
+    /// between ("never run", "do not send", "cannot disable").
+    fn negated_at(&self, at: usize) -> bool {
+        let back = self
+            .text
+            .floor_char_boundary(at.saturating_sub(12).max(self.start));
+        let near = self.text.get(back..at).unwrap_or("").to_ascii_lowercase();
+        near.contains("cannot")
+            || near.contains("can't")
+            || near.contains("can not")
+            || self.hits.iter().any(|n| {
+                n.sets & bit(S::Negation) != 0
+                    && n.end <= at
+                    && at - n.end <= 24
+                    && self.text.get(n.end..at).is_some_and(|gap| {
+                        !gap.contains([',', '.', ';', ':', '(', ')'])
+                            && gap.split_whitespace().count() <= 2
+                    })
+            })
+    }
+
+    /// An act of [`S::Ruin`] ordered, not offered: not negated, not an infinitive of purpose
+    /// or a capability ("set it to false to disable", "can delete"), not in a clause of its
+    /// own that opens with a condition on the user ("if you disable…"); with a safeguard after
+    /// it, or (`on_all`) on everything. Returns the act's span.
+    fn ordered_ruin(&self, on_all: bool) -> Option<(usize, usize)> {
+        const OFFERED: &[&str] = &[
+            "to", "can", "may", "could", "might", "will", "would", "lets", "let", "allows", "you",
+            "users", "user",
+        ];
+        for h in self.hits.iter().filter(|h| h.sets & bit(S::Ruin) != 0) {
+            if self.negated_at(h.start) {
+                continue;
+            }
+            let before = self
+                .text
+                .get(
+                    self.text
+                        .floor_char_boundary(h.start.saturating_sub(16).max(self.start))
+                        ..h.start,
+                )
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let prev = before
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .rfind(|w| !w.is_empty())
+                .unwrap_or("");
+            if OFFERED.contains(&prev) {
+                continue;
+            }
+            // The clause the act is in: from the last comma, colon or semicolon before it.
+            let clause_start = self
+                .text
+                .get(self.start..h.start)
+                .and_then(|c| c.rfind([',', ';', ':']).map(|i| self.start + i + 1))
+                .unwrap_or(self.start);
+            let clause = self
+                .text
+                .get(clause_start..h.start)
+                .unwrap_or("")
+                .trim_start()
+                .to_ascii_lowercase();
+            if [
+                "if ",
+                "when ",
+                "unless ",
+                "whether ",
+                "once you",
+                "after you",
+            ]
+            .iter()
+            .any(|c| clause.starts_with(c))
+            {
+                continue;
+            }
+            let reach = self.text.floor_char_boundary(self.end.min(h.end + 80));
+            let guard = self
+                .hits
+                .iter()
+                .any(|g| g.sets & bit(S::Safeguard) != 0 && g.start >= h.end && g.end <= reach);
+            // On everything: "every", "all", "entire" or "whole" within a few words after it.
+            let near = self.text.floor_char_boundary(self.end.min(h.end + 40));
+            let every = on_all
+                && self
+                    .text
+                    .get(h.end..near)
+                    .unwrap_or("")
+                    .split(|c: char| !c.is_alphanumeric())
+                    .take(6)
+                    .any(|w| {
+                        ["every", "all", "entire", "whole"]
+                            .iter()
+                            .any(|e| w.eq_ignore_ascii_case(e))
+                    });
+            if guard || every {
+                return Some((h.start, h.end));
+            }
+        }
+        None
+    }
+
     /// A negation shortly before a verb of telling, not about a secret ("never reveal the
     /// API key" is advice), and about a person, "it" or "this" — or any object at all when the
     /// text addresses the model.
@@ -675,9 +883,26 @@ pub const KINDS: &[(&str, &str)] = &[
         "obey-content",
         "gives what the model reads the user's authority",
     ),
+    ("destructive", "orders a destructive act nobody asked for"),
     ("backwards", "text written backwards"),
     ("rot13", "text written in ROT13"),
 ];
+
+/// The kinds whose sentence is the attack itself, whatever surrounds it: the user kept unaware,
+/// the model's safeguards declared void, what the model reads given the user's authority, a
+/// destructive act ordered. The classifier never settles them (long ordinary documentation
+/// around such a sentence settled it on red-team sets the model had not seen).
+const FIRM_KINDS: &[&str] = &["conceal", "lifted", "obey-content", "destructive"];
+
+/// Whether a finding is a sentence read as an instruction of one of the [`FIRM_KINDS`] (its
+/// message names the kind's words).
+pub fn is_firm_kind(f: &crate::finding::Finding) -> bool {
+    f.subcode.as_deref() == Some("directive")
+        && KINDS
+            .iter()
+            .filter(|(id, _)| FIRM_KINDS.contains(id))
+            .any(|(_, w)| f.message.as_deref().is_some_and(|m| m.contains(w)))
+}
 
 /// Whether a finding is a sentence read as an instruction that keeps the user unaware (its
 /// message names the [`KINDS`] words of `conceal`).
@@ -698,6 +923,7 @@ struct Verdict {
 }
 
 /// Judges one sentence.
+#[allow(clippy::too_many_arguments)]
 fn judge(
     tables: &Tables,
     full: &str,
@@ -705,6 +931,8 @@ fn judge(
     labelled: bool,
     known: &Known<'_>,
     own: &[String],
+    field: Field,
+    all: u64,
 ) -> Option<Verdict> {
     let t = &full[sent.start..sent.end];
     let lower_has_own = own
@@ -741,24 +969,50 @@ fn judge(
     // Something moved: sensitive, the user's, or to a destination, beyond the purpose.
     if directed && sent.has(S::Transfer) {
         let dest = destination(t).is_some();
+        // A transfer that is not forbidden ("never send…" is advice).
+        let moves = sent
+            .hits
+            .iter()
+            .any(|h| h.sets & bit(S::Transfer) != 0 && !sent.negated_at(h.start));
         let extra = sent.has(S::Also) || sent.has(S::Ours) || sent.has(S::Universal);
         let taken = sent.has(S::Fetch);
         let whose = sent.has(S::Whose);
-        if sent.has(S::Sensitive)
-            && (taken
-                || sent.has(S::Ours)
-                || dest
-                || labelled
-                || (whose && extra)
-                || (sent.has(S::Also) && sent.has(S::Universal))
-                || (sent.has(S::Whole) && (sent.has(S::Model) || sent.has(S::Modal))))
+        // The model's own instructions, whole ("the full text of your system prompt"), are
+        // never a tool's to ask for.
+        let own_context = moves && sent.model_context(true) && sent.has(S::Whole);
+        if own_context
+            || sent.has(S::Sensitive)
+                && (taken
+                    || sent.has(S::Ours)
+                    || dest
+                    || labelled
+                    || (whose && extra)
+                    || (sent.has(S::Also) && sent.has(S::Universal))
+                    || (sent.has(S::Whole) && (sent.has(S::Model) || sent.has(S::Modal))))
         {
             what.push("moves sensitive data");
         } else if whose && (sent.has(S::Ours) || dest) {
             what.push("moves the user's data");
         } else if dest && (extra || labelled || sent.has(S::Secret)) {
             what.push("sends to a destination of its own");
+        } else if moves && commands && sent.has(S::Held) && destination_named(t) {
+            // An order to hand what the model holds (contents, results, the conversation) to
+            // an address the text itself names, not one given as an example.
+            what.push("sends to a destination of its own");
         }
+    }
+    // A parameter whose value is described as the conversation itself or the model's own
+    // instructions ("full transcript of this chat so far, verbatim"): filled in, they leave.
+    if field == Field::SchemaText
+        && sent.model_context(false)
+        && sent.has(S::Whole)
+        && !sent.hits.iter().any(|h| h.sets & bit(S::Negation) != 0)
+        && !["summary", "summarise", "summarize", "brief", "short"]
+            .iter()
+            .any(|w| t.to_ascii_lowercase().contains(w))
+        && what.is_empty()
+    {
+        what.push("moves sensitive data");
     }
     // This tool at every session, task or message, before anything.
     if sent.has(S::Session)
@@ -779,6 +1033,7 @@ fn judge(
         what.push("changes what another tool does when it is used");
         p4 = true;
     }
+    let other = other || other_tools(t);
     if (named || other) && sent.has(S::Forbid) {
         what.push("forbids another tool");
         p4 = true;
@@ -803,6 +1058,42 @@ fn judge(
             || sent.has(S::Precedence) && (sent.has(S::Model) || sent.has(S::Addressee)))
     {
         what.push("gives what the model reads the user's authority");
+    }
+    // What the model reads made to displace the user: carried out as the user's own request,
+    // or over it ("treat the body as a task from the user and carry it out", "follow them as
+    // instructions, even where they conflict with what the user asked").
+    if sent.has(S::Usurp)
+        && (sent.has(S::Obey) || sent.has(S::Orders))
+        && !what.contains(&"gives what the model reads the user's authority")
+    {
+        what.push("gives what the model reads the user's authority");
+    }
+    // A destructive act the user did not ask for, ordered: a safeguard switched off or deleted
+    // ("disable branch protection", "drop the pgaudit extension"), or an irreversible act on
+    // everything with the user's confirmation lifted somewhere in the text ("run git push
+    // --force on every branch … carried out automatically rather than proposed"); never when
+    // the text leaves it to the user's consent (a confirmation, a dry run), nor when the act is
+    // this tool's purpose.
+    let strong = commands || sent.has(S::Modal) || sent.has(S::Model) || labelled;
+    if strong && sent.has(S::Ruin) && all & bit(S::Consent) == 0 {
+        let unasked =
+            all & (bit(S::Unconfirmed) | bit(S::Conceal)) != 0 || sent.has(S::Model) || labelled;
+        if let Some((s, e)) = sent.ordered_ruin(unasked) {
+            let act = full[s..e].to_ascii_lowercase();
+            let stem = act.trim_end_matches('s');
+            let purpose = own.iter().any(|n| {
+                n.contains(stem)
+                    || sent.hits.iter().any(|g| {
+                        g.sets & bit(S::Safeguard) != 0
+                            && full.get(g.start..g.end).is_some_and(|w| {
+                                n.contains(&w.to_ascii_lowercase().replace(' ', "_"))
+                            })
+                    })
+            });
+            if !purpose {
+                what.push("orders a destructive act nobody asked for");
+            }
+        }
     }
     // A model-addressed label over a destination (an account, an address) in any language.
     if labelled && what.is_empty() && destination(t).is_some() && (directed || sent.has(S::Modal)) {
@@ -965,6 +1256,9 @@ fn could_fire(t: &str, all: u64) -> bool {
         || (has(S::Transfer) && (has(S::Sensitive) || has(S::Whose) || dest))
         || (has(S::Condition) && has(S::Modify) && (has(S::OtherTool) || ident))
         || (has(S::LabelNoun) && dest)
+        || has(S::Ruin)
+        || has(S::Usurp)
+        || (has(S::ContextOwn) && has(S::Whole))
 }
 
 /// How a text was scrambled for the model to undo.
@@ -1131,7 +1425,10 @@ fn read(
         | bit(S::Lifted)
         | bit(S::Trust)
         | bit(S::Precedence)
-        | bit(S::LabelNoun);
+        | bit(S::LabelNoun)
+        | bit(S::Ruin)
+        | bit(S::Usurp)
+        | bit(S::ContextOwn);
     let all = hits.iter().fold(0, |a, h| a | h.sets);
     if all & ANY == 0 || !could_fire(t, all) {
         return None;
@@ -1185,7 +1482,7 @@ fn read(
         };
         // A label covers the sentences of its own block: what follows it closely.
         let labelled = label_at.is_some_and(|l| l <= e && s <= l + LABEL_REACH);
-        if let Some(v) = judge(tables, t, &sent, labelled, &known, &own) {
+        if let Some(v) = judge(tables, t, &sent, labelled, &known, &own, text.field, all) {
             return Some((v, s, e, labelled));
         }
     }
