@@ -226,9 +226,15 @@ fn whole(t: &str, s: usize, e: usize) -> bool {
     let last = t[s..e].chars().next_back();
     let before = t[..s].chars().next_back();
     let after = t[e..].chars().next();
-    // An elided article or preposition before a word (`l'assistant`, `dell'utente`) is an edge.
+    // An elided article or preposition before a word (`l'assistant`, `dell'utente`) is an edge,
+    // and so is a one-letter Arabic proclitic (`ولا تخبر`, "and do not tell") at a word's start.
+    let proclitic = |b: char| {
+        matches!(b, 'و' | 'ف' | 'ب' | 'ل' | 'ك')
+            && first.is_some_and(|f| ('\u{0600}'..='\u{06FF}').contains(&f))
+            && t[..s].chars().rev().nth(1).is_none_or(|c| !wordy(c))
+    };
     let open = match (first, before) {
-        (Some(f), Some(b)) if wordy(f) => !wordy(b) || b == '\'' || b == '’',
+        (Some(f), Some(b)) if wordy(f) => !wordy(b) || b == '\'' || b == '’' || proclitic(b),
         _ => true,
     };
     let close = match (last, after) {
@@ -457,26 +463,73 @@ fn destination(t: &str) -> Option<(usize, usize)> {
     None
 }
 
-/// "Other … tools" with up to three words between ("the other postgres/mysql tools", "other
-/// map or geo tools"): another server's tools, by kind.
+/// "Other … tools" or "any … tool" with up to three words between ("the other postgres/mysql
+/// tools", "other map or geo tools", "any chat send tool", "другие поисковые инструменты"):
+/// another server's tools, by kind.
 fn other_tools(t: &str) -> bool {
+    const OTHER: &[&str] = &[
+        "other",
+        "any",
+        "andere",
+        "anderen",
+        "otras",
+        "otros",
+        "otra",
+        "otro",
+        "autres",
+        "outras",
+        "outros",
+        "altri",
+        "altre",
+        "другие",
+        "других",
+        "другой",
+        "другими",
+    ];
+    const TOOLS: &[&str] = &[
+        "tools",
+        "tool",
+        "integrations",
+        "servers",
+        "plugins",
+        "connectors",
+        "werkzeuge",
+        "herramientas",
+        "outils",
+        "ferramentas",
+        "strumenti",
+        "инструменты",
+        "инструментов",
+        "инструментами",
+        "инструмент",
+    ];
     let words: Vec<&str> = t
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ':' | '(' | ')'))
         .filter(|w| !w.is_empty())
         .take(512)
         .collect();
-    words.iter().enumerate().any(|(i, w)| {
-        w.eq_ignore_ascii_case("other")
+    let spaced = words.iter().enumerate().any(|(i, w)| {
+        let w = w
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        OTHER.contains(&w.as_str())
             && words.iter().skip(i + 1).take(4).any(|x| {
                 let x = x
                     .trim_matches(|c: char| !c.is_alphanumeric())
-                    .to_ascii_lowercase();
-                matches!(
-                    x.as_str(),
-                    "tools" | "tool" | "integrations" | "servers" | "plugins" | "connectors"
-                )
+                    .to_lowercase();
+                TOOLS.contains(&x.as_str())
             })
-    })
+    });
+    // Scripts without spaces: "other" and "tool" a few characters apart.
+    let unspaced = [("其他", "工具"), ("他の", "ツール"), ("別の", "ツール")]
+        .iter()
+        .any(|(o, k)| {
+            t.match_indices(o).take(16).any(|(i, _)| {
+                let end = t.floor_char_boundary((i + o.len() + 24).min(t.len()));
+                t.get(i + o.len()..end).is_some_and(|rest| rest.contains(k))
+            })
+        });
+    spaced || unspaced || t.contains("다른") && t.contains("도구")
 }
 
 /// A destination the text names as one to use (not "e.g. https://…", "such as…", "like…").
@@ -821,20 +874,32 @@ impl Sentence<'_> {
     /// API key" is advice), and about a person, "it" or "this" — or any object at all when the
     /// text addresses the model.
     fn negated_telling(&self, addressed: bool) -> Option<(usize, usize)> {
+        // Negations that are prepositions govern a verb further on, with its object between
+        // ("without ever telling them", "ohne den Nutzer darüber zu informieren").
+        const PREPOSITIONS: &[&str] = &[
+            "without", "ohne", "sans", "sin", "sem", "senza", "без", "zonder",
+        ];
         for h in self.hits.iter().filter(|h| h.sets & bit(S::Tell) != 0) {
-            // The negation governs the verb: at most two words between them, no punctuation.
-            let negated = self.hits.iter().any(|n| {
-                n.sets & bit(S::Negation) != 0
-                    && n.end <= h.start
-                    && h.start - n.end <= 24
-                    && self.text.get(n.end..h.start).is_some_and(|gap| {
-                        !gap.contains([',', '.', ';', ':', '(', ')'])
-                            && gap.split_whitespace().count() <= 2
-                    })
+            // The negation governs the verb: at most two words between them (five after a
+            // preposition), no punctuation.
+            let negation = self.hits.iter().find(|n| {
+                n.sets & bit(S::Negation) != 0 && n.end <= h.start && {
+                    let word = self.text.get(n.start..n.end).unwrap_or("").to_lowercase();
+                    let (bytes, words) = if PREPOSITIONS.contains(&word.as_str()) {
+                        (64, 5)
+                    } else {
+                        (24, 2)
+                    };
+                    h.start - n.end <= bytes
+                        && self.text.get(n.end..h.start).is_some_and(|gap| {
+                            !gap.contains([',', '.', ';', ':', '(', ')'])
+                                && gap.split_whitespace().count() <= words
+                        })
+                }
             });
-            if !negated {
+            let Some(negation) = negation else {
                 continue;
-            }
+            };
             let stop = self.text.floor_char_boundary(self.end.min(h.end + 48));
             let after = self.text.get(h.end..stop).unwrap_or("");
             let secret_next = self
@@ -844,13 +909,19 @@ impl Sentence<'_> {
             if secret_next {
                 continue;
             }
-            let about =
-                self.hits.iter().any(|p| {
-                    p.sets & bit(S::Person) != 0 && p.start >= h.end && p.start < h.end + 48
-                }) || after.trim_start().starts_with("it")
-                    || after.trim_start().starts_with("this")
-                    || after.trim_start().starts_with("that")
-                    || after.trim_start().starts_with("anything");
+            // About a person: after the verb, or between the negation and the verb (the
+            // object before a verb at the end of the clause; not "without the user's say-so").
+            let about = self.hits.iter().any(|p| {
+                p.sets & bit(S::Person) != 0
+                    && (p.start >= h.end && p.start < h.end + 48
+                        || p.start >= negation.end
+                            && p.end <= h.start
+                            && !self.text[..p.end].ends_with("'s")
+                            && !self.text[..p.end].ends_with("’s"))
+            }) || after.trim_start().starts_with("it")
+                || after.trim_start().starts_with("this")
+                || after.trim_start().starts_with("that")
+                || after.trim_start().starts_with("anything");
             if about || addressed {
                 return Some((h.start, h.end));
             }
@@ -1025,7 +1096,7 @@ fn judge(
     // A named tool of another server, or "any other tool" moving something to a destination
     // or something sensitive ("when used with other tools, pass the session id" is workflow).
     let named = foreign_tool(t, known).is_some();
-    let other = sent.has(S::OtherTool);
+    let other = sent.has(S::OtherTool) || other_tools(t);
     let foreign = named
         || (other
             && (destination(t).is_some() || sent.has(S::Sensitive) || sent.has(S::Universal)));
@@ -1033,7 +1104,6 @@ fn judge(
         what.push("changes what another tool does when it is used");
         p4 = true;
     }
-    let other = other || other_tools(t);
     if (named || other) && sent.has(S::Forbid) {
         what.push("forbids another tool");
         p4 = true;
@@ -1254,7 +1324,7 @@ fn could_fire(t: &str, all: u64) -> bool {
         || (has(S::Sources) && has(S::Orders) && (has(S::Trust) || has(S::Precedence)))
         || (has(S::Negation) && (has(S::Tell) || has(S::Aware)))
         || (has(S::Transfer) && (has(S::Sensitive) || has(S::Whose) || dest))
-        || (has(S::Condition) && has(S::Modify) && (has(S::OtherTool) || ident))
+        || (has(S::Condition) && has(S::Modify) && (has(S::OtherTool) || ident || other_tools(t)))
         || (has(S::LabelNoun) && dest)
         || has(S::Ruin)
         || has(S::Usurp)
