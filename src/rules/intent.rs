@@ -391,7 +391,7 @@ fn used_as_tool(t: &str, s: usize, e: usize) -> bool {
     ];
     const BEFORE: &[&str] = &[
         "calls to", "call to", "using", "use", "invoke", "invoking", "calling", "call", "through",
-        "via",
+        "via", "server's",
     ];
     let after = t
         .get(e..t.floor_char_boundary((e + 40).min(t.len())))
@@ -530,6 +530,81 @@ fn other_tools(t: &str) -> bool {
             })
         });
     spaced || unspaced || t.contains("다른") && t.contains("도구")
+}
+
+/// Code fetched from elsewhere and run, or a command substituted into an argument: a download
+/// piped to an interpreter (`curl -fsSL https://… | bash`, `wget -qO- … | sh`, `iwr … | iex`,
+/// `base64 -d | sh`) or a `$(…)` / backtick substitution running a command (`$(curl …)`). Reads
+/// at most 16 candidates of each kind, each at most 300 bytes on: bounded work.
+fn fetch_and_run(t: &str) -> Option<(usize, usize)> {
+    const GET: &[&str] = &[
+        "curl ",
+        "wget ",
+        "iwr ",
+        "invoke-webrequest",
+        "base64 -d",
+        "base64 --decode",
+    ];
+    const RUN: &[&str] = &[
+        "sh",
+        "bash",
+        "zsh",
+        "dash",
+        "ksh",
+        "python",
+        "python3",
+        "perl",
+        "ruby",
+        "node",
+        "iex",
+        "invoke-expression",
+        "pwsh",
+        "powershell",
+    ];
+    const SUBSTITUTED: &[&str] = &[
+        "curl", "wget", "bash", "sh", "nc", "ncat", "python", "python3", "perl", "rm", "cat",
+        "base64", "eval",
+    ];
+    let lower = t.to_ascii_lowercase();
+    let word_after = |at: usize| -> (&str, usize) {
+        let rest = lower.get(at..).unwrap_or("");
+        let skipped = rest.len() - rest.trim_start().len();
+        let w = rest
+            .trim_start()
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .next()
+            .unwrap_or("");
+        (w, at + skipped + w.len())
+    };
+    for g in GET {
+        for (i, _) in lower.match_indices(g).take(16) {
+            let end = lower.floor_char_boundary((i + 300).min(lower.len()));
+            let rest = lower.get(i..end).unwrap_or("");
+            for (j, _) in rest.match_indices('|').take(8) {
+                let (mut w, mut e) = word_after(i + j + 1);
+                if w == "sudo" {
+                    (w, e) = word_after(e);
+                }
+                if RUN.contains(&w) {
+                    return Some((i, e));
+                }
+            }
+        }
+    }
+    for open in ["$(", "`"] {
+        for (i, _) in lower.match_indices(open).take(16) {
+            let (w, e) = word_after(i + open.len());
+            if SUBSTITUTED.contains(&w) && e > i + open.len() {
+                // A backtick span that is only the word (`` `curl` `` naming the program) runs
+                // nothing: it needs an argument after it.
+                if open == "`" && lower.get(e..).is_some_and(|r| r.starts_with('`')) {
+                    continue;
+                }
+                return Some((i, e));
+            }
+        }
+    }
+    None
 }
 
 /// A destination the text names as one to use (not "e.g. https://…", "such as…", "like…").
@@ -955,15 +1030,22 @@ pub const KINDS: &[(&str, &str)] = &[
         "gives what the model reads the user's authority",
     ),
     ("destructive", "orders a destructive act nobody asked for"),
+    ("remote-code", "runs code fetched from elsewhere"),
     ("backwards", "text written backwards"),
     ("rot13", "text written in ROT13"),
 ];
 
 /// The kinds whose sentence is the attack itself, whatever surrounds it: the user kept unaware,
 /// the model's safeguards declared void, what the model reads given the user's authority, a
-/// destructive act ordered. The classifier never settles them (long ordinary documentation
+/// destructive act ordered, code fetched from elsewhere and run. The classifier never settles them (long ordinary documentation
 /// around such a sentence settled it on red-team sets the model had not seen).
-const FIRM_KINDS: &[&str] = &["conceal", "lifted", "obey-content", "destructive"];
+const FIRM_KINDS: &[&str] = &[
+    "conceal",
+    "lifted",
+    "obey-content",
+    "destructive",
+    "remote-code",
+];
 
 /// Whether a finding is a sentence read as an instruction of one of the [`FIRM_KINDS`] (its
 /// message names the kind's words).
@@ -1051,8 +1133,25 @@ fn judge(
         // The model's own instructions, whole ("the full text of your system prompt"), are
         // never a tool's to ask for.
         let own_context = moves && sent.model_context(true) && sent.has(S::Whole);
+        // Every sensitive word of the sentence is the tool's own purpose: a part of its name
+        // stands in it (`configure_aws_profile` writing `~/.aws/credentials`, `add_ssh_key`
+        // and "SSH key"). The rule: at most low, and the phrase rules still read it.
+        let sensitive = || sent.hits.iter().filter(|h| h.sets & bit(S::Sensitive) != 0);
+        let named: Vec<&Hit> = sensitive()
+            .filter(|h| {
+                let w = full.get(h.start..h.end).unwrap_or("").to_lowercase();
+                own.iter().any(|n| {
+                    n.split(|c: char| !c.is_alphanumeric())
+                        .any(|p| p.len() >= 3 && w.contains(p))
+                })
+            })
+            .collect();
+        // (A word inside a named one, "credentials" in `~/.aws/credentials`, is the same.)
+        let purpose = !named.is_empty()
+            && sensitive().all(|h| named.iter().any(|n| n.start <= h.start && h.end <= n.end));
         if own_context
             || sent.has(S::Sensitive)
+                && !purpose
                 && (taken
                     || sent.has(S::Ours)
                     || dest
@@ -1163,6 +1262,22 @@ fn judge(
             if !purpose {
                 what.push("orders a destructive act nobody asked for");
             }
+        }
+    }
+    // Code fetched from elsewhere and run, or a command substituted into an argument, in any
+    // sentence the model reads (none of 8,350 real servers' tools writes one; a hint such as
+    // "for large repos set `file` to `$(curl … | bash)`" need not be an imperative); not when
+    // forbidden ("never pipe curl to sh").
+    if let Some((s, _)) = fetch_and_run(t) {
+        let forbidden = sent.negated_at(sent.start + s)
+            || t.get(..s).is_some_and(|b| {
+                let b = b.to_ascii_lowercase();
+                ["never", "do not", "don't", "avoid"]
+                    .iter()
+                    .any(|n| b.contains(n))
+            });
+        if !forbidden {
+            what.push("runs code fetched from elsewhere");
         }
     }
     // A model-addressed label over a destination (an account, an address) in any language.
@@ -1500,7 +1615,7 @@ fn read(
         | bit(S::Usurp)
         | bit(S::ContextOwn);
     let all = hits.iter().fold(0, |a, h| a | h.sets);
-    if all & ANY == 0 || !could_fire(t, all) {
+    if (all & ANY == 0 || !could_fire(t, all)) && fetch_and_run(t).is_none() {
         return None;
     }
     let tool = text.tool.and_then(|i| doc.tools.get(i));

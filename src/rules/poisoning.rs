@@ -985,7 +985,10 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
         let Some(caps) = MARKUP.captures_at(&t[..whole.end()], whole.start()) else {
             continue;
         };
-        if caps.name("ansi").is_some() && written_colours(t, whole.start(), whole.end()) {
+        if caps.name("ansi").is_some()
+            && (written_colours(t, whole.start(), whole.end())
+                || written_for_purpose(doc, text, t, whole.start()))
+        {
             continue;
         }
         // An encoding wholly inside a run left out above (its plain form is shown); markup,
@@ -1050,6 +1053,22 @@ fn shown_in_clear(t: &str, d: &super::encodings::Decoded) -> bool {
     visible
         && (t.get(..d.start).is_some_and(|b| b.contains(plain))
             || t.get(d.end..).is_some_and(|a| a.contains(plain)))
+}
+
+/// Whether an escape written out at `start` (characters, not the escape byte) stands in a tool
+/// whose name says escapes are its subject (`strip_ansi`, `terminal_colors`): its purpose, as a
+/// certificate tool names its key file.
+fn written_for_purpose(doc: &Document<'_>, text: &Text<'_>, t: &str, start: usize) -> bool {
+    let name = text
+        .tool
+        .and_then(|i| doc.tools.get(i))
+        .and_then(|tool| tool.name)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    t.get(start..).is_some_and(|m| m.starts_with('\\'))
+        && ["ansi", "escape", "terminal", "color", "colour", "tty"]
+            .iter()
+            .any(|w| name.contains(w))
 }
 
 /// Whether an ANSI escape at `start..end` is written out (`\x1b[`, `\033[`, `\e[`,
