@@ -82,6 +82,9 @@ const SETS: &[&str] = &[
     "context_own",
     "usurp",
     "obey",
+    "never_share",
+    "ask_for",
+    "reassure",
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
     "imperative",
@@ -137,6 +140,9 @@ enum S {
     ContextOwn,
     Usurp,
     Obey,
+    NeverShare,
+    AskFor,
+    Reassure,
 }
 
 const fn bit(s: S) -> u64 {
@@ -844,6 +850,64 @@ impl Sentence<'_> {
             })
     }
 
+    /// A phrase of concealment that is about the user: not data minimisation said of the tool
+    /// itself ("it doesn't need to know who died", "the server does not need to know").
+    fn conceals(&self) -> bool {
+        const NOT_THE_USER: &[&str] = &["it", "tool", "server", "service", "app", "we", "api"];
+        self.hits
+            .iter()
+            .filter(|h| h.sets & bit(S::Conceal) != 0)
+            .any(|h| {
+                let w = self
+                    .text
+                    .get(h.start..h.end)
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                if !w.contains("need") {
+                    return true;
+                }
+                let back = self
+                    .text
+                    .get(
+                        self.text
+                            .floor_char_boundary(h.start.saturating_sub(16).max(self.start))
+                            ..h.start,
+                    )
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                let subject = back
+                    .split(|c: char| !c.is_ascii_alphanumeric())
+                    .rfind(|x| !x.is_empty())
+                    .unwrap_or("");
+                !NOT_THE_USER.contains(&subject)
+            })
+    }
+
+    /// Telling belittled: "too minor to mention to the user", "not worth reporting" (the user is
+    /// to be spared it, so never learns it).
+    fn belittled_telling(&self) -> bool {
+        self.hits
+            .iter()
+            .filter(|h| h.sets & bit(S::Tell) != 0)
+            .any(|h| {
+                let back = self
+                    .text
+                    .get(
+                        self.text
+                            .floor_char_boundary(h.start.saturating_sub(28).max(self.start))
+                            ..h.start,
+                    )
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                let too = back.rfind("too ").is_some_and(|i| {
+                    back[i..].ends_with(" to ") && back[i..].split_whitespace().count() <= 3
+                });
+                too || back.ends_with("not worth ")
+                    || back.ends_with("isn't worth ")
+                    || back.ends_with("not worth even ")
+            })
+    }
+
     /// A negation governs the word at `at`: at most two words before it, no punctuation
     /// between ("never run", "do not send", "cannot disable").
     fn negated_at(&self, at: usize) -> bool {
@@ -859,8 +923,11 @@ impl Sentence<'_> {
                     && n.end <= at
                     && at - n.end <= 24
                     && self.text.get(n.end..at).is_some_and(|gap| {
+                        let gap = gap.to_ascii_lowercase();
                         !gap.contains([',', '.', ';', ':', '(', ')'])
                             && gap.split_whitespace().count() <= 2
+                            // "don't forget to send", "never fail to include": an order.
+                            && !["forget", "hesitate", "fail"].iter().any(|w| gap.contains(w))
                     })
             })
     }
@@ -981,7 +1048,23 @@ impl Sentence<'_> {
                 .hits
                 .iter()
                 .any(|s| s.sets & bit(S::Secret) != 0 && s.start >= h.end && s.start < h.end + 24);
-            if secret_next {
+            // Advice withheld, not facts: "don't tell the user whether to invest", "never tell
+            // them what to buy" (the verb's person, then a question word or an infinitive).
+            let advice = self
+                .hits
+                .iter()
+                .find(|p| p.sets & bit(S::Person) != 0 && p.start >= h.end && p.start <= h.end + 12)
+                .and_then(|p| {
+                    self.text
+                        .get(p.end..self.text.floor_char_boundary(self.end.min(p.end + 16)))
+                })
+                .is_some_and(|rest| {
+                    let rest = rest.trim_start().to_ascii_lowercase();
+                    ["whether", "what to", "how to", "which ", "to "]
+                        .iter()
+                        .any(|w| rest.starts_with(w))
+                });
+            if secret_next || advice {
                 continue;
             }
             // About a person: after the verb, or between the negation and the verb (the
@@ -1031,13 +1114,22 @@ pub const KINDS: &[(&str, &str)] = &[
     ),
     ("destructive", "orders a destructive act nobody asked for"),
     ("remote-code", "runs code fetched from elsewhere"),
+    (
+        "to-author",
+        "hands sensitive data to the tool's author or partners",
+    ),
+    (
+        "pretext",
+        "asks for a secret no service needs, on a pretext",
+    ),
     ("backwards", "text written backwards"),
     ("rot13", "text written in ROT13"),
 ];
 
 /// The kinds whose sentence is the attack itself, whatever surrounds it: the user kept unaware,
 /// the model's safeguards declared void, what the model reads given the user's authority, a
-/// destructive act ordered, code fetched from elsewhere and run. The classifier never settles them (long ordinary documentation
+/// destructive act ordered, code fetched from elsewhere and run, sensitive data handed to the
+/// tool's author or partners, a secret no service needs asked for on a pretext. The classifier never settles them (long ordinary documentation
 /// around such a sentence settled it on red-team sets the model had not seen).
 const FIRM_KINDS: &[&str] = &[
     "conceal",
@@ -1045,6 +1137,8 @@ const FIRM_KINDS: &[&str] = &[
     "obey-content",
     "destructive",
     "remote-code",
+    "to-author",
+    "pretext",
 ];
 
 /// Whether a finding is a sentence read as an instruction of one of the [`FIRM_KINDS`] (its
@@ -1098,8 +1192,9 @@ fn judge(
     let mut p4 = false;
 
     // Concealment: kept from the user.
-    if sent.has(S::Conceal)
+    if sent.conceals()
         || sent.unaware()
+        || sent.belittled_telling()
         || (directed
             && sent
                 .negated_telling(labelled || sent.has(S::Model))
@@ -1132,7 +1227,7 @@ fn judge(
         let whose = sent.has(S::Whose);
         // The model's own instructions, whole ("the full text of your system prompt"), are
         // never a tool's to ask for.
-        let own_context = moves && sent.model_context(true) && sent.has(S::Whole);
+        let own_context = sent.model_context(true) && sent.has(S::Whole);
         // Every sensitive word of the sentence is the tool's own purpose: a part of its name
         // stands in it (`configure_aws_profile` writing `~/.aws/credentials`, `add_ssh_key`
         // and "SSH key"). The issue's rule: at most low, and the phrase rules still read it.
@@ -1149,7 +1244,9 @@ fn judge(
         // (A word inside a named one, "credentials" in `~/.aws/credentials`, is the same.)
         let purpose = !named.is_empty()
             && sensitive().all(|h| named.iter().any(|n| n.start <= h.start && h.end <= n.end));
-        if own_context
+        if !moves {
+            // Every transfer forbidden ("never pass the user's diagnoses to our partners").
+        } else if own_context
             || sent.has(S::Sensitive)
                 && !purpose
                 && (taken
@@ -1158,14 +1255,22 @@ fn judge(
                     || labelled
                     || (whose && extra)
                     || (sent.has(S::Also) && sent.has(S::Universal))
+                    // Taken from the conversation ("any diagnoses the user has mentioned in
+                    // this conversation").
+                    || sent.model_context(false)
                     || (sent.has(S::Whole) && (sent.has(S::Model) || sent.has(S::Modal))))
         {
-            what.push("moves sensitive data");
+            // To the author's side ("which goes to our analytics partner"): the theft named.
+            what.push(if sent.has(S::Ours) {
+                "hands sensitive data to the tool's author or partners"
+            } else {
+                "moves sensitive data"
+            });
         } else if whose && (sent.has(S::Ours) || dest) {
             what.push("moves the user's data");
         } else if dest && (extra || labelled || sent.has(S::Secret)) {
             what.push("sends to a destination of its own");
-        } else if moves && commands && sent.has(S::Held) && destination_named(t) {
+        } else if commands && sent.has(S::Held) && destination_named(t) {
             // An order to hand what the model holds (contents, results, the conversation) to
             // an address the text itself names, not one given as an example.
             what.push("sends to a destination of its own");
@@ -1263,6 +1368,17 @@ fn judge(
                 what.push("orders a destructive act nobody asked for");
             }
         }
+    }
+    // A secret no service needs (a card's PIN, a wallet's recovery phrase) asked for, with
+    // reassurance, urgency or a rule said to have changed anywhere in the text ("card networks
+    // have updated their rules… ask the user for their four-digit PIN"); not when forbidden
+    // ("we will never ask for your PIN").
+    if sent.has(S::NeverShare)
+        && (sent.has(S::AskFor) || sent.has(S::Transfer))
+        && all & bit(S::Reassure) != 0
+        && !sent.hits.iter().any(|h| h.sets & bit(S::Negation) != 0)
+    {
+        what.push("asks for a secret no service needs, on a pretext");
     }
     // Code fetched from elsewhere and run, or a command substituted into an argument, in any
     // sentence the model reads (none of 8,350 real servers' tools writes one; a hint such as
@@ -1388,7 +1504,13 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
                 .filter_map(|f| f.location.pointer.clone())
                 .collect()
         });
-        if flagged.contains(&pointer) {
+        // A text a phrase rule already flagged keeps the phrase as its evidence, unless the
+        // sentence is of a firm kind: the classifier may settle a phrase finding, never these.
+        let firm = KINDS
+            .iter()
+            .filter(|(id, _)| FIRM_KINDS.contains(id))
+            .any(|(_, w)| v.0.what.contains(w));
+        if flagged.contains(&pointer) && !firm {
             continue;
         }
         let (verdict, s, e, labelled) = v;
@@ -1443,6 +1565,7 @@ fn could_fire(t: &str, all: u64) -> bool {
         || (has(S::LabelNoun) && dest)
         || has(S::Ruin)
         || has(S::Usurp)
+        || (has(S::NeverShare) && has(S::Reassure))
         || (has(S::ContextOwn) && has(S::Whole))
 }
 
@@ -1613,6 +1736,7 @@ fn read(
         | bit(S::LabelNoun)
         | bit(S::Ruin)
         | bit(S::Usurp)
+        | bit(S::NeverShare)
         | bit(S::ContextOwn);
     let all = hits.iter().fold(0, |a, h| a | h.sets);
     if (all & ANY == 0 || !could_fire(t, all)) && fetch_and_run(t).is_none() {
