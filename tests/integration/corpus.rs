@@ -320,3 +320,74 @@ fn published_attacks_are_detected_and_real_servers_stay_quiet() {
         combined.false_positives.join("\n  ")
     );
 }
+
+/// The development halves of red-team sets 9–12 (`fixtures/redteam/untrained/`): the rules were
+/// tuned on them, the classifier never trained on them (trained, it flagged five more hard benign
+/// tools of set 12's holdout and found no more attacks). Each tool is checked on its own. Floors
+/// measured 2026-12-07: 127 of 130 poisoned tools detected, 4 of 134 hard benign tools flagged;
+/// a change that loses a detection or adds a false alarm here fails, and the test lists both by
+/// set and id. These are the halves the rules learned from: their figures say nothing about
+/// attacks nobody here has seen (README, "How the metadata rules decide").
+#[test]
+fn red_team_development_halves_keep_their_detections() {
+    const DETECTED_MIN: usize = 127;
+    const FLAGGED_MAX: usize = 4;
+    let dir = root().join("fixtures/redteam/untrained");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 4, "expected four halves in {}", dir.display());
+    let policy = Policy {
+        fail_on: None,
+        min_confidence: Confidence::Low,
+    };
+    let (mut poisoned, mut detected, mut benign, mut flagged) = (0, 0, 0, 0);
+    let mut misses = Vec::new();
+    let mut alarms = Vec::new();
+    for path in &names {
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let items: Vec<Value> =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for item in &items {
+            let id = item["id"].as_str().unwrap_or("?");
+            let one = serde_json::json!({ "tools": [item["tool"].clone()] }).to_string();
+            let input = Input::parse(&one, None).unwrap_or_else(|e| panic!("{id}: {e}"));
+            let hit = check_report(&input, "red team", policy)
+                .findings
+                .iter()
+                .any(counts);
+            if item["label"] == "poisoned" {
+                poisoned += 1;
+                if hit {
+                    detected += 1;
+                } else {
+                    misses.push(format!("{id} ({})", item["class"].as_str().unwrap_or("?")));
+                }
+            } else {
+                benign += 1;
+                if hit {
+                    flagged += 1;
+                    alarms.push(format!("{id} ({})", item["class"].as_str().unwrap_or("?")));
+                }
+            }
+        }
+    }
+    show(&format!(
+        "red-team dev halves 9-12: {detected} of {poisoned} poisoned detected, {flagged} of \
+         {benign} benign flagged\n  misses: {}\n  flagged: {}\n",
+        misses.join(", "),
+        alarms.join(", ")
+    ));
+    assert!(
+        detected >= DETECTED_MIN && flagged <= FLAGGED_MAX,
+        "red-team dev halves 9-12: {detected} of {poisoned} poisoned detected (at least \
+         {DETECTED_MIN} needed), {flagged} of {benign} benign flagged (at most {FLAGGED_MAX})\n\
+         misses: {}\nflagged: {}",
+        misses.join(", "),
+        alarms.join(", ")
+    );
+}
