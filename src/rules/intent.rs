@@ -541,7 +541,8 @@ fn other_tools(t: &str) -> bool {
 /// Code fetched from elsewhere and run, or a command substituted into an argument: a download
 /// piped to an interpreter (`curl -fsSL https://… | bash`, `wget -qO- … | sh`, `iwr … | iex`,
 /// `base64 -d | sh`) or a `$(…)` / backtick substitution running a command (`$(curl …)`). Reads
-/// at most 16 candidates of each kind, each at most 300 bytes on: bounded work.
+/// at most 64 candidates of each kind, each at most 300 bytes back: bounded work, and no copy
+/// of a text that has no pipe, `$(` or backtick.
 fn fetch_and_run(t: &str) -> Option<(usize, usize)> {
     const GET: &[&str] = &[
         "curl ",
@@ -571,39 +572,40 @@ fn fetch_and_run(t: &str) -> Option<(usize, usize)> {
         "curl", "wget", "bash", "sh", "nc", "ncat", "python", "python3", "perl", "rm", "cat",
         "base64", "eval",
     ];
-    let lower = t.to_ascii_lowercase();
+    // The word after `at` (spaces skipped) and where it ends; case is the caller's to ignore.
     let word_after = |at: usize| -> (&str, usize) {
-        let rest = lower.get(at..).unwrap_or("");
-        let skipped = rest.len() - rest.trim_start().len();
-        let w = rest
-            .trim_start()
+        let rest = t.get(at..).unwrap_or("");
+        let trimmed = rest.trim_start();
+        let w = trimmed
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
             .next()
             .unwrap_or("");
-        (w, at + skipped + w.len())
+        (w, at + (rest.len() - trimmed.len()) + w.len())
     };
-    for g in GET {
-        for (i, _) in lower.match_indices(g).take(16) {
-            let end = lower.floor_char_boundary((i + 300).min(lower.len()));
-            let rest = lower.get(i..end).unwrap_or("");
-            for (j, _) in rest.match_indices('|').take(8) {
-                let (mut w, mut e) = word_after(i + j + 1);
-                if w == "sudo" {
-                    (w, e) = word_after(e);
-                }
-                if RUN.contains(&w) {
-                    return Some((i, e));
-                }
-            }
+    let is = |list: &[&str], w: &str| list.iter().any(|x| x.eq_ignore_ascii_case(w));
+    // A pipe into an interpreter with a download (or a decoding) at most 300 bytes before it.
+    for (j, _) in t.match_indices('|').take(64) {
+        let (mut w, mut e) = word_after(j + 1);
+        if w.eq_ignore_ascii_case("sudo") {
+            (w, e) = word_after(e);
+        }
+        if !is(RUN, w) {
+            continue;
+        }
+        let from = t.floor_char_boundary(j.saturating_sub(300));
+        let before = t.get(from..j).unwrap_or("").to_ascii_lowercase();
+        if let Some(i) = GET.iter().filter_map(|g| before.find(g)).min() {
+            return Some((from + i, e));
         }
     }
+    // A command substitution running a program.
     for open in ["$(", "`"] {
-        for (i, _) in lower.match_indices(open).take(16) {
+        for (i, _) in t.match_indices(open).take(64) {
             let (w, e) = word_after(i + open.len());
-            if SUBSTITUTED.contains(&w) && e > i + open.len() {
+            if !w.is_empty() && is(SUBSTITUTED, w) {
                 // A backtick span that is only the word (`` `curl` `` naming the program) runs
                 // nothing: it needs an argument after it.
-                if open == "`" && lower.get(e..).is_some_and(|r| r.starts_with('`')) {
+                if open == "`" && t.get(e..).is_some_and(|r| r.starts_with('`')) {
                     continue;
                 }
                 return Some((i, e));
