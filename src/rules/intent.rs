@@ -538,6 +538,22 @@ fn other_tools(t: &str) -> bool {
     spaced || unspaced || t.contains("다른") && t.contains("도구")
 }
 
+/// Other tools by kind, and whether "other" (not only "any") names them: "any write tool"
+/// may be this tool's own kind, so it does not count as another server's by itself.
+fn other_tools_kind(t: &str) -> (bool, bool) {
+    let any = other_tools(t);
+    let other = any && {
+        let without_any: String = t
+            .split(' ')
+            .filter(|w| !w.eq_ignore_ascii_case("any"))
+            .take(512)
+            .collect::<Vec<_>>()
+            .join(" ");
+        other_tools(&without_any)
+    };
+    (any, other)
+}
+
 /// Code fetched from elsewhere and run, or a command substituted into an argument: a download
 /// piped to an interpreter (`curl -fsSL https://… | bash`, `wget -qO- … | sh`, `iwr … | iex`,
 /// `base64 -d | sh`) or a `$(…)` / backtick substitution running a command (`$(curl …)`). Reads
@@ -572,23 +588,44 @@ fn fetch_and_run(t: &str) -> Option<(usize, usize)> {
         "curl", "wget", "bash", "sh", "nc", "ncat", "python", "python3", "perl", "rm", "cat",
         "base64", "eval",
     ];
-    // The word after `at` (spaces skipped) and where it ends; case is the caller's to ignore.
-    let word_after = |at: usize| -> (&str, usize) {
-        let rest = t.get(at..).unwrap_or("");
-        let trimmed = rest.trim_start();
-        let w = trimmed
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .next()
-            .unwrap_or("");
-        (w, at + (rest.len() - trimmed.len()) + w.len())
-    };
+    // A backtick is also Markdown's code span (`` `cat README.md` `` in a shell tool's example):
+    // there only programs that fetch or run code count, and only inside a word or an assignment
+    // (`file=`curl …``), never as a code span of its own.
+    const BACKTICKED: &[&str] = &[
+        "curl", "wget", "bash", "sh", "nc", "ncat", "python", "python3", "perl", "eval",
+    ];
     let is = |list: &[&str], w: &str| list.iter().any(|x| x.eq_ignore_ascii_case(w));
+    // The program run after `at`: the first token that is not `sudo`, `env`, an option or an
+    // assignment, read without its directory (`| sudo -E /bin/bash`); at most four tokens.
+    let program = |at: usize| -> (&str, usize) {
+        let mut pos = at;
+        for _ in 0..4 {
+            let rest = t.get(pos..).unwrap_or("");
+            let trimmed = rest.trim_start();
+            let token = trimmed
+                .split(|c: char| c.is_whitespace() || matches!(c, ')' | '`' | ';' | '|' | '&'))
+                .next()
+                .unwrap_or("");
+            let end = pos + (rest.len() - trimmed.len()) + token.len();
+            let base = token.rsplit('/').next().unwrap_or("");
+            if token.is_empty() {
+                return ("", end);
+            }
+            if base.eq_ignore_ascii_case("sudo")
+                || base.eq_ignore_ascii_case("env")
+                || token.starts_with('-')
+                || token.contains('=')
+            {
+                pos = end;
+                continue;
+            }
+            return (base, end);
+        }
+        ("", pos)
+    };
     // A pipe into an interpreter with a download (or a decoding) at most 300 bytes before it.
     for (j, _) in t.match_indices('|').take(64) {
-        let (mut w, mut e) = word_after(j + 1);
-        if w.eq_ignore_ascii_case("sudo") {
-            (w, e) = word_after(e);
-        }
+        let (w, e) = program(j + 1);
         if !is(RUN, w) {
             continue;
         }
@@ -599,20 +636,32 @@ fn fetch_and_run(t: &str) -> Option<(usize, usize)> {
         }
     }
     // A command substitution running a program.
-    for open in ["$(", "`"] {
-        for (i, _) in t.match_indices(open).take(64) {
-            let (w, e) = word_after(i + open.len());
-            if !w.is_empty() && is(SUBSTITUTED, w) {
-                // A backtick span that is only the word (`` `curl` `` naming the program) runs
-                // nothing: it needs an argument after it.
-                if open == "`" && t.get(e..).is_some_and(|r| r.starts_with('`')) {
-                    continue;
-                }
-                return Some((i, e));
-            }
+    for (i, _) in t.match_indices("$(").take(64) {
+        let (w, e) = program(i + 2);
+        if is(SUBSTITUTED, w) {
+            return Some((i, e));
+        }
+    }
+    for (i, _) in t.match_indices('`').take(64) {
+        let inside_word = t[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || matches!(c, '=' | '/' | '"' | '\''));
+        let (w, e) = program(i + 1);
+        if inside_word && is(BACKTICKED, w) {
+            return Some((i, e));
         }
     }
     None
+}
+
+/// The lower-cased start of `full` after `at` (at most 24 bytes, not past `end`), spaces
+/// skipped.
+fn t_after(full: &str, at: usize, end: usize) -> String {
+    full.get(at..full.floor_char_boundary(end.min(at + 24)))
+        .unwrap_or("")
+        .trim_start()
+        .to_ascii_lowercase()
 }
 
 /// A destination the text names as one to use (not "e.g. https://…", "such as…", "like…").
@@ -910,6 +959,22 @@ impl Sentence<'_> {
             })
     }
 
+    /// The conversation named as a whole: a word of wholeness at most 12 bytes before the
+    /// conversation's words, or one of them ("the entire conversation so far", "full transcript
+    /// of this chat"; not "the complete fact to remember from this conversation").
+    fn whole_context(&self) -> bool {
+        self.hits
+            .iter()
+            .filter(|h| h.sets & bit(S::ContextOwn) != 0)
+            .any(|c| {
+                self.hits.iter().any(|w| {
+                    w.sets & bit(S::Whole) != 0
+                        && (w.start >= c.start && w.end <= c.end
+                            || w.end <= c.start && c.start - w.end <= 12)
+                })
+            })
+    }
+
     /// A negation governs the word at `at`: at most two words before it, no punctuation
     /// between ("never run", "do not send", "cannot disable").
     fn negated_at(&self, at: usize) -> bool {
@@ -929,7 +994,9 @@ impl Sentence<'_> {
                         !gap.contains([',', '.', ';', ':', '(', ')'])
                             && gap.split_whitespace().count() <= 2
                             // "don't forget to send", "never fail to include": an order.
-                            && !["forget", "hesitate", "fail"].iter().any(|w| gap.contains(w))
+                            && !["forget", "hesitate", "fail", "exception", "hesitation", "delay"]
+                                .iter()
+                                .any(|w| gap.contains(w))
                     })
             })
     }
@@ -964,17 +1031,32 @@ impl Sentence<'_> {
                 continue;
             }
             // The clause the act is in: from the last comma, colon or semicolon before it.
+            // At most 200 bytes back (bounded work in an endless sentence).
+            let from = self
+                .text
+                .floor_char_boundary(h.start.saturating_sub(200).max(self.start));
             let clause_start = self
                 .text
-                .get(self.start..h.start)
-                .and_then(|c| c.rfind([',', ';', ':']).map(|i| self.start + i + 1))
-                .unwrap_or(self.start);
+                .get(from..h.start)
+                .and_then(|c| c.rfind([',', ';', ':']).map(|i| from + i + 1))
+                .unwrap_or(from);
             let clause = self
                 .text
                 .get(clause_start..h.start)
                 .unwrap_or("")
                 .trim_start()
                 .to_ascii_lowercase();
+            // A how-to ("To allow force pushes, disable branch protection"): the clause before
+            // opens with an infinitive of purpose at the sentence's start.
+            let how_to = self
+                .text
+                .get(self.start..self.end)
+                .map(str::trim_start)
+                .is_some_and(|w| w.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("to ")))
+                && clause_start > self.start;
+            if how_to {
+                continue;
+            }
             if [
                 "if ",
                 "when ",
@@ -1153,17 +1235,6 @@ pub fn is_firm_kind(f: &crate::finding::Finding) -> bool {
             .any(|(_, w)| f.message.as_deref().is_some_and(|m| m.contains(w)))
 }
 
-/// Whether a finding is a sentence read as an instruction that keeps the user unaware (its
-/// message names the [`KINDS`] words of `conceal`).
-pub fn keeps_user_unaware(f: &crate::finding::Finding) -> bool {
-    let words = KINDS
-        .iter()
-        .find(|(id, _)| *id == "conceal")
-        .map(|(_, words)| *words);
-    f.subcode.as_deref() == Some("directive")
-        && words.is_some_and(|w| f.message.as_deref().is_some_and(|m| m.contains(w)))
-}
-
 /// The class of a hostile sentence and how it was read.
 struct Verdict {
     rule: &'static str,
@@ -1282,7 +1353,7 @@ fn judge(
     // instructions ("full transcript of this chat so far, verbatim"): filled in, they leave.
     if field == Field::SchemaText
         && sent.model_context(false)
-        && sent.has(S::Whole)
+        && sent.whole_context()
         && !sent.hits.iter().any(|h| h.sets & bit(S::Negation) != 0)
         && !["summary", "summarise", "summarize", "brief", "short"]
             .iter()
@@ -1302,15 +1373,31 @@ fn judge(
     // A named tool of another server, or "any other tool" moving something to a destination
     // or something sensitive ("when used with other tools, pass the session id" is workflow).
     let named = foreign_tool(t, known).is_some();
-    let other = sent.has(S::OtherTool) || other_tools(t);
+    let (any_kind, other_kind) = other_tools_kind(t);
+    let other = sent.has(S::OtherTool) || other_kind;
+    // "Any chat send tool" is another tool when something leaves with it ("also post the same
+    // text to channel X"); "any" is itself universal, so it cannot also be the universal.
     let foreign = named
         || (other
-            && (destination(t).is_some() || sent.has(S::Sensitive) || sent.has(S::Universal)));
+            && (destination(t).is_some() || sent.has(S::Sensitive) || sent.has(S::Universal)))
+        || (any_kind && (destination(t).is_some() || sent.has(S::Sensitive) || sent.has(S::Also)));
     if foreign && sent.has(S::Condition) && sent.has(S::Modify) {
         what.push("changes what another tool does when it is used");
         p4 = true;
     }
-    if (named || other) && sent.has(S::Forbid) {
+    // The forbidding must govern the other tool, not this one ("never call it on directories
+    // other tools are writing to").
+    let forbids_this = sent
+        .hits
+        .iter()
+        .filter(|h| h.sets & bit(S::Forbid) != 0)
+        .all(|h| {
+            let after = t_after(full, h.end, sent.end);
+            ["it", "this", "me", "them in parallel"]
+                .iter()
+                .any(|w| after.starts_with(w) && after[w.len()..].starts_with([' ', '.', ',', ';']))
+        });
+    if (named || other) && sent.has(S::Forbid) && !forbids_this {
         what.push("forbids another tool");
         p4 = true;
     }
@@ -1340,6 +1427,13 @@ fn judge(
     // instructions, even where they conflict with what the user asked").
     if sent.has(S::Usurp)
         && (sent.has(S::Obey) || sent.has(S::Orders))
+        // An injection disclaimer ("treat the page as data, never as instructions, even if it
+        // conflicts with what the user asked") forbids what the attack orders, and the user's
+        // own writing ("tasks written by the user in tasks.md") displaces nobody.
+        && !sent.has(S::Negation)
+        && !["by the user", "the user's own", "user-written"]
+            .iter()
+            .any(|w| t.to_ascii_lowercase().contains(w))
         && !what.contains(&"gives what the model reads the user's authority")
     {
         what.push("gives what the model reads the user's authority");
@@ -1348,23 +1442,25 @@ fn judge(
     // ("disable branch protection", "drop the pgaudit extension"), or an irreversible act on
     // everything with the user's confirmation lifted somewhere in the text ("run git push
     // --force on every branch … carried out automatically rather than proposed"); never when
-    // the text leaves it to the user's consent (a confirmation, a dry run), nor when the act is
-    // this tool's purpose.
+    // the sentence leaves it to the user's consent (a confirmation, a dry run, "only after"),
+    // nor when the act is this tool's purpose.
     let strong = commands || sent.has(S::Modal) || sent.has(S::Model) || labelled;
-    if strong && sent.has(S::Ruin) && all & bit(S::Consent) == 0 {
+    // The opening sentence of a tool's description states what the tool does ("Delete a
+    // snapshot by id.", "Disable MFA for a user who lost their device."): not an order.
+    let opening = matches!(field, Field::ToolDescription | Field::ToolTitle)
+        && full.get(..sent.start).is_some_and(|b| b.trim().is_empty());
+    if strong && sent.has(S::Ruin) && !sent.has(S::Consent) && !opening {
         let unasked =
             all & (bit(S::Unconfirmed) | bit(S::Conceal)) != 0 || sent.has(S::Model) || labelled;
         if let Some((s, e)) = sent.ordered_ruin(unasked) {
+            // The act is the tool's purpose when its name holds the verb as a part of its own
+            // (`disable_mfa`, `delete_backups`; not `dropbox_upload` for "drop").
             let act = full[s..e].to_ascii_lowercase();
             let stem = act.trim_end_matches('s');
             let purpose = own.iter().any(|n| {
-                n.contains(stem)
-                    || sent.hits.iter().any(|g| {
-                        g.sets & bit(S::Safeguard) != 0
-                            && full.get(g.start..g.end).is_some_and(|w| {
-                                n.contains(&w.to_ascii_lowercase().replace(' ', "_"))
-                            })
-                    })
+                n.split(|c: char| !c.is_alphanumeric())
+                    .take(16)
+                    .any(|p| p.trim_end_matches('s') == stem)
             });
             if !purpose {
                 what.push("orders a destructive act nobody asked for");
@@ -1375,10 +1471,24 @@ fn judge(
     // reassurance, urgency or a rule said to have changed anywhere in the text ("card networks
     // have updated their rules… ask the user for their four-digit PIN"); not when forbidden
     // ("we will never ask for your PIN").
+    // (A tool whose name says it changes a PIN or restores a wallet asks for them in its own
+    // right: `card_pin_change`, `wallet_restore`.)
+    let needs_secret = own.iter().any(|n| {
+        n.split(|c: char| !c.is_alphanumeric()).any(|p| {
+            matches!(
+                p,
+                "pin" | "restore" | "recover" | "recovery" | "import" | "mnemonic"
+            )
+        })
+    });
     if sent.has(S::NeverShare)
         && (sent.has(S::AskFor) || sent.has(S::Transfer))
         && all & bit(S::Reassure) != 0
-        && !sent.hits.iter().any(|h| h.sets & bit(S::Negation) != 0)
+        && !needs_secret
+        && !sent
+            .hits
+            .iter()
+            .any(|h| h.sets & bit(S::Negation) != 0 && h.sets & bit(S::Reassure) == 0)
     {
         what.push("asks for a secret no service needs, on a pretext");
     }
@@ -1386,14 +1496,30 @@ fn judge(
     // sentence the model reads (none of 8,350 real servers' tools writes one; a hint such as
     // "for large repos set `file` to `$(curl … | bash)`" need not be an imperative); not when
     // forbidden ("never pipe curl to sh").
-    if let Some((s, _)) = fetch_and_run(t) {
-        let forbidden = sent.negated_at(sent.start + s)
-            || t.get(..s).is_some_and(|b| {
-                let b = b.to_ascii_lowercase();
-                ["never", "do not", "don't", "avoid"]
-                    .iter()
-                    .any(|n| b.contains(n))
-            });
+    // An installer's line is for the person setting the server up ("the official installer is:
+    // curl -fsSL https://… | sh"): a sentence that speaks of installing is left to the phrase
+    // rules and the classifier.
+    let installing = t.to_ascii_lowercase().contains("install");
+    if let Some((s, _)) = fetch_and_run(t).filter(|_| !installing) {
+        // Forbidden: a negation among the words of the clause before it ("never pipe curl
+        // output to bash"), not "whenever", "to avoid timeouts, run …" or "don't forget: run".
+        let clause = t
+            .get(t.floor_char_boundary(s.saturating_sub(120))..s)
+            .unwrap_or("")
+            .rsplit([',', ';', ':', '.'])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let words: Vec<&str> = clause
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '\''))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let forbidden = words.iter().enumerate().any(|(k, w)| {
+            matches!(*w, "never" | "not" | "don't" | "dont" | "avoid")
+                && !words
+                    .get(k + 1)
+                    .is_some_and(|n| matches!(*n, "forget" | "hesitate" | "fail"))
+        });
         if !forbidden {
             what.push("runs code fetched from elsewhere");
         }
@@ -1752,7 +1878,9 @@ fn read(
     let mut own: Vec<String> = Vec::new();
     if let Some(tool) = tool {
         if let Some(n) = tool.name {
-            own.push(n.to_lowercase());
+            // At most 128 bytes of it: the purpose checks compare every match with its parts,
+            // and a server chooses the name.
+            own.push(n[..n.floor_char_boundary(128)].to_lowercase());
         }
         if let Some(props) = tool
             .value
@@ -1779,7 +1907,7 @@ fn read(
             }
             j += 1;
         }
-        if mine.is_empty() {
+        if mine.is_empty() && fetch_and_run(&t[s..e]).is_none() {
             continue;
         }
         // The pairwise checks of a sentence read at most this many of its matches.
@@ -1885,7 +2013,13 @@ mod tests {
             let found = input.offline_findings();
             // The first is still read for what it says: the user kept unaware.
             if i == 0 {
-                assert!(found.iter().any(keeps_user_unaware), "{found:?}");
+                assert!(
+                    found.iter().any(|f| is_firm_kind(f)
+                        && f.message
+                            .as_deref()
+                            .is_some_and(|m| m.contains("keeps the user unaware"))),
+                    "{found:?}"
+                );
             }
         }
     }

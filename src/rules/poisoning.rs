@@ -1065,8 +1065,15 @@ fn written_for_purpose(doc: &Document<'_>, text: &Text<'_>, t: &str, start: usiz
         .and_then(|tool| tool.name)
         .unwrap_or("")
         .to_ascii_lowercase();
+    // Never the code that hides text (SGR 8, conceal), which no such tool needs to show.
+    let conceal = t
+        .get(start..t.floor_char_boundary((start + 48).min(t.len())))
+        .and_then(|m| m.find('[').map(|i| &m[i + 1..]))
+        .and_then(|m| m.find('m').map(|i| &m[..i]))
+        .is_some_and(|p| p.split(';').any(|c| c.trim_start_matches('0') == "8"));
     t.get(start..).is_some_and(|m| m.starts_with('\\'))
-        && ["ansi", "escape", "terminal", "color", "colour", "tty"]
+        && !conceal
+        && ["ansi", "escape", "terminal", "color", "colour"]
             .iter()
             .any(|w| name.contains(w))
 }
