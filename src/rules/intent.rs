@@ -471,11 +471,12 @@ fn destination(t: &str) -> Option<(usize, usize)> {
 
 /// "Other … tools" or "any … tool" with up to three words between ("the other postgres/mysql
 /// tools", "other map or geo tools", "any chat send tool", "другие поисковые инструменты"):
-/// another server's tools, by kind.
-fn other_tools(t: &str) -> bool {
+/// another server's tools, by kind. Returns whether any such phrase stands, and whether one
+/// opens with "other" (not only "any": "any write tool" may be this tool's own kind, so it is
+/// not another server's by itself).
+fn other_tools(t: &str) -> (bool, bool) {
     const OTHER: &[&str] = &[
         "other",
-        "any",
         "andere",
         "anderen",
         "otras",
@@ -514,18 +515,24 @@ fn other_tools(t: &str) -> bool {
         .filter(|w| !w.is_empty())
         .take(512)
         .collect();
-    let spaced = words.iter().enumerate().any(|(i, w)| {
+    let (mut any, mut other) = (false, false);
+    for (i, w) in words.iter().enumerate() {
         let w = w
             .trim_matches(|c: char| !c.is_alphanumeric())
             .to_lowercase();
-        OTHER.contains(&w.as_str())
-            && words.iter().skip(i + 1).take(4).any(|x| {
-                let x = x
-                    .trim_matches(|c: char| !c.is_alphanumeric())
-                    .to_lowercase();
-                TOOLS.contains(&x.as_str())
-            })
-    });
+        let by_other = OTHER.contains(&w.as_str());
+        if !(by_other || w == "any") || other {
+            continue;
+        }
+        let kind = words.iter().skip(i + 1).take(4).any(|x| {
+            let x = x
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            TOOLS.contains(&x.as_str())
+        });
+        any |= kind;
+        other |= kind && by_other;
+    }
     // Scripts without spaces: "other" and "tool" a few characters apart.
     let unspaced = [("其他", "工具"), ("他の", "ツール"), ("別の", "ツール")]
         .iter()
@@ -535,23 +542,8 @@ fn other_tools(t: &str) -> bool {
                 t.get(i + o.len()..end).is_some_and(|rest| rest.contains(k))
             })
         });
-    spaced || unspaced || t.contains("다른") && t.contains("도구")
-}
-
-/// Other tools by kind, and whether "other" (not only "any") names them: "any write tool"
-/// may be this tool's own kind, so it does not count as another server's by itself.
-fn other_tools_kind(t: &str) -> (bool, bool) {
-    let any = other_tools(t);
-    let other = any && {
-        let without_any: String = t
-            .split(' ')
-            .filter(|w| !w.eq_ignore_ascii_case("any"))
-            .take(512)
-            .collect::<Vec<_>>()
-            .join(" ");
-        other_tools(&without_any)
-    };
-    (any, other)
+    let other = other || unspaced || t.contains("다른") && t.contains("도구");
+    (any || other, other)
 }
 
 /// Code fetched from elsewhere and run, or a command substituted into an argument: a download
@@ -884,15 +876,7 @@ impl Sentence<'_> {
                 if !secrets_only && CURRENT.contains(&w.as_str()) {
                     return true;
                 }
-                let back = self
-                    .text
-                    .get(
-                        self.text
-                            .floor_char_boundary(h.start.saturating_sub(24).max(self.start))
-                            ..h.start,
-                    )
-                    .unwrap_or("")
-                    .to_ascii_lowercase();
+                let back = self.back(h.start, 24);
                 (w.starts_with("developer ") || w.starts_with("your "))
                     || (back
                         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -917,20 +901,7 @@ impl Sentence<'_> {
                 if !w.contains("need") {
                     return true;
                 }
-                let back = self
-                    .text
-                    .get(
-                        self.text
-                            .floor_char_boundary(h.start.saturating_sub(16).max(self.start))
-                            ..h.start,
-                    )
-                    .unwrap_or("")
-                    .to_ascii_lowercase();
-                let subject = back
-                    .split(|c: char| !c.is_ascii_alphanumeric())
-                    .rfind(|x| !x.is_empty())
-                    .unwrap_or("");
-                !NOT_THE_USER.contains(&subject)
+                !NOT_THE_USER.contains(&self.word_before(h.start).as_str())
             })
     }
 
@@ -941,15 +912,7 @@ impl Sentence<'_> {
             .iter()
             .filter(|h| h.sets & bit(S::Tell) != 0)
             .any(|h| {
-                let back = self
-                    .text
-                    .get(
-                        self.text
-                            .floor_char_boundary(h.start.saturating_sub(28).max(self.start))
-                            ..h.start,
-                    )
-                    .unwrap_or("")
-                    .to_ascii_lowercase();
+                let back = self.back(h.start, 28);
                 let too = back.rfind("too ").is_some_and(|i| {
                     back[i..].ends_with(" to ") && back[i..].split_whitespace().count() <= 3
                 });
@@ -975,13 +938,28 @@ impl Sentence<'_> {
             })
     }
 
+    /// The sentence's text at most `bytes` before `at`, lower-cased (ASCII): the window every
+    /// look-back reads.
+    fn back(&self, at: usize, bytes: usize) -> String {
+        let from = self
+            .text
+            .floor_char_boundary(at.saturating_sub(bytes).max(self.start));
+        self.text.get(from..at).unwrap_or("").to_ascii_lowercase()
+    }
+
+    /// The last word of the sentence before `at` (within 16 bytes), lower-cased.
+    fn word_before(&self, at: usize) -> String {
+        self.back(at, 16)
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .rfind(|w| !w.is_empty())
+            .unwrap_or("")
+            .to_string()
+    }
+
     /// A negation governs the word at `at`: at most two words before it, no punctuation
     /// between ("never run", "do not send", "cannot disable").
     fn negated_at(&self, at: usize) -> bool {
-        let back = self
-            .text
-            .floor_char_boundary(at.saturating_sub(12).max(self.start));
-        let near = self.text.get(back..at).unwrap_or("").to_ascii_lowercase();
+        let near = self.back(at, 12);
         near.contains("cannot")
             || near.contains("can't")
             || near.contains("can not")
@@ -1014,20 +992,7 @@ impl Sentence<'_> {
             if self.negated_at(h.start) {
                 continue;
             }
-            let before = self
-                .text
-                .get(
-                    self.text
-                        .floor_char_boundary(h.start.saturating_sub(16).max(self.start))
-                        ..h.start,
-                )
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            let prev = before
-                .split(|c: char| !c.is_ascii_alphanumeric())
-                .rfind(|w| !w.is_empty())
-                .unwrap_or("");
-            if OFFERED.contains(&prev) {
+            if OFFERED.contains(&self.word_before(h.start).as_str()) {
                 continue;
             }
             // The clause the act is in: from the last comma, colon or semicolon before it.
@@ -1225,14 +1190,19 @@ const FIRM_KINDS: &[&str] = &[
     "pretext",
 ];
 
+/// The words of the [`FIRM_KINDS`], as findings' messages name them.
+fn firm_words() -> impl Iterator<Item = &'static str> {
+    KINDS
+        .iter()
+        .filter(|(id, _)| FIRM_KINDS.contains(id))
+        .map(|(_, w)| *w)
+}
+
 /// Whether a finding is a sentence read as an instruction of one of the [`FIRM_KINDS`] (its
 /// message names the kind's words).
 pub fn is_firm_kind(f: &crate::finding::Finding) -> bool {
     f.subcode.as_deref() == Some("directive")
-        && KINDS
-            .iter()
-            .filter(|(id, _)| FIRM_KINDS.contains(id))
-            .any(|(_, w)| f.message.as_deref().is_some_and(|m| m.contains(w)))
+        && firm_words().any(|w| f.message.as_deref().is_some_and(|m| m.contains(w)))
 }
 
 /// The class of a hostile sentence and how it was read.
@@ -1258,6 +1228,16 @@ fn judge(
     let lower_has_own = own
         .iter()
         .any(|n| n.len() >= 3 && t.to_lowercase().contains(n.as_str()));
+    // Read once for every kind below: where the sentence sends, its ASCII lower case, and the
+    // parts of this tool's name (the purpose checks compare with them).
+    let dest = destination(t).is_some();
+    let lower = t.to_ascii_lowercase();
+    let parts: Vec<&str> = own
+        .iter()
+        .flat_map(|n| n.split(|c: char| !c.is_alphanumeric()))
+        .filter(|p| !p.is_empty())
+        .take(32)
+        .collect();
     let commands = imperative(tables, full, sent.start, sent.end);
     let directed =
         commands || sent.has(S::Modal) || sent.has(S::Model) || sent.has(S::Addressee) || labelled;
@@ -1289,7 +1269,6 @@ fn judge(
     }
     // Something moved: sensitive, the user's, or to a destination, beyond the purpose.
     if directed && sent.has(S::Transfer) {
-        let dest = destination(t).is_some();
         // A transfer that is not forbidden ("never send…" is advice).
         let moves = sent
             .hits
@@ -1308,10 +1287,7 @@ fn judge(
         let named: Vec<&Hit> = sensitive()
             .filter(|h| {
                 let w = full.get(h.start..h.end).unwrap_or("").to_lowercase();
-                own.iter().any(|n| {
-                    n.split(|c: char| !c.is_alphanumeric())
-                        .any(|p| p.len() >= 3 && w.contains(p))
-                })
+                parts.iter().any(|p| p.len() >= 3 && w.contains(p))
             })
             .collect();
         // (A word inside a named one, "credentials" in `~/.aws/credentials`, is the same.)
@@ -1357,7 +1333,7 @@ fn judge(
         && !sent.hits.iter().any(|h| h.sets & bit(S::Negation) != 0)
         && !["summary", "summarise", "summarize", "brief", "short"]
             .iter()
-            .any(|w| t.to_ascii_lowercase().contains(w))
+            .any(|w| lower.contains(w))
         && what.is_empty()
     {
         what.push("moves sensitive data");
@@ -1373,14 +1349,13 @@ fn judge(
     // A named tool of another server, or "any other tool" moving something to a destination
     // or something sensitive ("when used with other tools, pass the session id" is workflow).
     let named = foreign_tool(t, known).is_some();
-    let (any_kind, other_kind) = other_tools_kind(t);
+    let (any_kind, other_kind) = other_tools(t);
     let other = sent.has(S::OtherTool) || other_kind;
     // "Any chat send tool" is another tool when something leaves with it ("also post the same
     // text to channel X"); "any" is itself universal, so it cannot also be the universal.
     let foreign = named
-        || (other
-            && (destination(t).is_some() || sent.has(S::Sensitive) || sent.has(S::Universal)))
-        || (any_kind && (destination(t).is_some() || sent.has(S::Sensitive) || sent.has(S::Also)));
+        || (other && (dest || sent.has(S::Sensitive) || sent.has(S::Universal)))
+        || (any_kind && (dest || sent.has(S::Sensitive) || sent.has(S::Also)));
     if foreign && sent.has(S::Condition) && sent.has(S::Modify) {
         what.push("changes what another tool does when it is used");
         p4 = true;
@@ -1433,7 +1408,7 @@ fn judge(
         && !sent.has(S::Negation)
         && !["by the user", "the user's own", "user-written"]
             .iter()
-            .any(|w| t.to_ascii_lowercase().contains(w))
+            .any(|w| lower.contains(w))
         && !what.contains(&"gives what the model reads the user's authority")
     {
         what.push("gives what the model reads the user's authority");
@@ -1457,11 +1432,7 @@ fn judge(
             // (`disable_mfa`, `delete_backups`; not `dropbox_upload` for "drop").
             let act = full[s..e].to_ascii_lowercase();
             let stem = act.trim_end_matches('s');
-            let purpose = own.iter().any(|n| {
-                n.split(|c: char| !c.is_alphanumeric())
-                    .take(16)
-                    .any(|p| p.trim_end_matches('s') == stem)
-            });
+            let purpose = parts.iter().any(|p| p.trim_end_matches('s') == stem);
             if !purpose {
                 what.push("orders a destructive act nobody asked for");
             }
@@ -1473,13 +1444,11 @@ fn judge(
     // ("we will never ask for your PIN").
     // (A tool whose name says it changes a PIN or restores a wallet asks for them in its own
     // right: `card_pin_change`, `wallet_restore`.)
-    let needs_secret = own.iter().any(|n| {
-        n.split(|c: char| !c.is_alphanumeric()).any(|p| {
-            matches!(
-                p,
-                "pin" | "restore" | "recover" | "recovery" | "import" | "mnemonic"
-            )
-        })
+    let needs_secret = parts.iter().any(|p| {
+        matches!(
+            *p,
+            "pin" | "restore" | "recover" | "recovery" | "import" | "mnemonic"
+        )
     });
     if sent.has(S::NeverShare)
         && (sent.has(S::AskFor) || sent.has(S::Transfer))
@@ -1499,7 +1468,7 @@ fn judge(
     // An installer's line is for the person setting the server up ("the official installer is:
     // curl -fsSL https://… | sh"): a sentence that speaks of installing is left to the phrase
     // rules and the classifier.
-    let installing = t.to_ascii_lowercase().contains("install");
+    let installing = lower.contains("install");
     if let Some((s, _)) = fetch_and_run(t).filter(|_| !installing) {
         // Forbidden: a negation among the words of the clause before it ("never pipe curl
         // output to bash"), not "whenever", "to avoid timeouts, run …" or "don't forget: run".
@@ -1525,7 +1494,7 @@ fn judge(
         }
     }
     // A model-addressed label over a destination (an account, an address) in any language.
-    if labelled && what.is_empty() && destination(t).is_some() && (directed || sent.has(S::Modal)) {
+    if labelled && what.is_empty() && dest && (directed || sent.has(S::Modal)) {
         what.push("gives the model a destination of its own");
     }
     if what.is_empty() {
@@ -1634,10 +1603,7 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) -> Pitches {
         });
         // A text a phrase rule already flagged keeps the phrase as its evidence, unless the
         // sentence is of a firm kind: the classifier may settle a phrase finding, never these.
-        let firm = KINDS
-            .iter()
-            .filter(|(id, _)| FIRM_KINDS.contains(id))
-            .any(|(_, w)| v.0.what.contains(w));
+        let firm = firm_words().any(|w| v.0.what.contains(&w));
         if flagged.contains(&pointer) && !firm {
             continue;
         }
@@ -1689,7 +1655,7 @@ fn could_fire(t: &str, all: u64) -> bool {
         || (has(S::Sources) && has(S::Orders) && (has(S::Trust) || has(S::Precedence)))
         || (has(S::Negation) && (has(S::Tell) || has(S::Aware)))
         || (has(S::Transfer) && (has(S::Sensitive) || has(S::Whose) || dest))
-        || (has(S::Condition) && has(S::Modify) && (has(S::OtherTool) || ident || other_tools(t)))
+        || (has(S::Condition) && has(S::Modify) && (has(S::OtherTool) || ident || other_tools(t).0))
         || (has(S::LabelNoun) && dest)
         || has(S::Ruin)
         || has(S::Usurp)
