@@ -50,9 +50,8 @@ const FIRM: &[Option<&str>] = &[Some("concealment"), Some("exfiltration"), Some(
 
 /// Whether a finding keeps its tool as it is: a [`FIRM`] kind at high confidence, or a sentence
 /// read as an instruction to the model of a kind that is the attack itself (src/rules/intent.rs
-/// `is_firm_kind`, at any confidence: the user kept unaware, safeguards declared void, what the
-/// model reads given the user's authority, a destructive act ordered; long ordinary
-/// documentation around such a sentence settled it on red-team sets the model had not seen).
+/// `FIRM_KINDS`, at any confidence: long ordinary documentation around such a sentence settled
+/// it on red-team sets the model had not seen).
 fn is_firm(f: &Finding) -> bool {
     (FIRM.contains(&f.subcode.as_deref()) && f.confidence == Confidence::High)
         || super::intent::is_firm_kind(f)

@@ -987,7 +987,7 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
         };
         if caps.name("ansi").is_some()
             && (written_colours(t, whole.start(), whole.end())
-                || written_for_purpose(doc, text, t, whole.start()))
+                || written_for_purpose(doc, text, t, whole.start(), whole.end()))
         {
             continue;
         }
@@ -1055,24 +1055,25 @@ fn shown_in_clear(t: &str, d: &super::encodings::Decoded) -> bool {
             || t.get(d.end..).is_some_and(|a| a.contains(plain)))
 }
 
-/// Whether an escape written out at `start` (characters, not the escape byte) stands in a tool
-/// whose name says escapes are its subject (`strip_ansi`, `terminal_colors`): its purpose, as a
-/// certificate tool names its key file.
-fn written_for_purpose(doc: &Document<'_>, text: &Text<'_>, t: &str, start: usize) -> bool {
+/// Whether an escape written out at `start..end` (characters, not the escape byte) stands in a
+/// tool whose name says escapes are its subject (`strip_ansi`, `terminal_colors`): its purpose,
+/// as a certificate tool names its key file. Never the code that hides text, which no such tool
+/// needs to show.
+fn written_for_purpose(
+    doc: &Document<'_>,
+    text: &Text<'_>,
+    t: &str,
+    start: usize,
+    end: usize,
+) -> bool {
     let name = text
         .tool
         .and_then(|i| doc.tools.get(i))
         .and_then(|tool| tool.name)
         .unwrap_or("")
         .to_ascii_lowercase();
-    // Never the code that hides text (SGR 8, conceal), which no such tool needs to show.
-    let conceal = t
-        .get(start..t.floor_char_boundary((start + 48).min(t.len())))
-        .and_then(|m| m.find('[').map(|i| &m[i + 1..]))
-        .and_then(|m| m.find('m').map(|i| &m[..i]))
-        .is_some_and(|p| p.split(';').any(|c| c.trim_start_matches('0') == "8"));
-    t.get(start..).is_some_and(|m| m.starts_with('\\'))
-        && !conceal
+    t.get(start..end).is_some_and(|m| m.starts_with('\\'))
+        && !written_sgr(t, start, end).is_some_and(sgr_conceals)
         && ["ansi", "escape", "terminal", "color", "colour"]
             .iter()
             .any(|w| name.contains(w))
@@ -1083,22 +1084,28 @@ fn written_for_purpose(doc: &Document<'_>, text: &Text<'_>, t: &str, start: usiz
 /// and styles (SGR, `…m`) without the one that hides text (8, conceal): a colour tool's example.
 /// An escape byte, a cursor move, an erase or a conceal still counts.
 fn written_colours(t: &str, start: usize, end: usize) -> bool {
+    written_sgr(t, start, end).is_some_and(|p| !sgr_conceals(p))
+}
+
+/// The parameters of a written-out colour and style sequence at `start..end` (`\x1b[1;31m`
+/// gives `1;31`); None for an escape byte or any other sequence.
+fn written_sgr(t: &str, start: usize, end: usize) -> Option<&str> {
     if !t.get(start..end).is_some_and(|m| m.starts_with('\\')) {
-        return false;
+        return None;
     }
     let rest = t.get(end..).unwrap_or("");
-    let Some(m) = rest
-        .get(..rest.floor_char_boundary(40))
-        .and_then(|r| r.find('m'))
-    else {
-        return false;
-    };
+    let m = rest.get(..rest.floor_char_boundary(40))?.find('m')?;
     let params = &rest[..m];
-    if !params.bytes().all(|b| b.is_ascii_digit() || b == b';') {
-        return false;
-    }
-    // Each code as a number (`008` is 8); an empty one is 0, one too long for a number is not
-    // a colour.
+    params
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b';')
+        .then_some(params)
+}
+
+/// Whether SGR parameters hide text: the code 8 (conceal), read past the arguments of the
+/// extended colours (`38;5;8` is colour 8, not conceal); a code too long for a number counts.
+fn sgr_conceals(params: &str) -> bool {
+    // Each code as a number (`008` is 8); an empty one is 0.
     let mut codes = params.split(';').map(|c| {
         let digits = c.trim_start_matches('0');
         if digits.len() > 5 {
@@ -1109,7 +1116,7 @@ fn written_colours(t: &str, start: usize, end: usize) -> bool {
     });
     while let Some(code) = codes.next() {
         match code {
-            None | Some(8) => return false,
+            None | Some(8) => return true,
             // Extended colours: 5;n (256 colours) or 2;r;g;b (truecolor) follow.
             Some(38 | 48 | 58) => {
                 let skip = match codes.next() {
@@ -1124,7 +1131,7 @@ fn written_colours(t: &str, start: usize, end: usize) -> bool {
             Some(_) => {}
         }
     }
-    true
+    false
 }
 
 /// Other tools' names, for the name part of P4.
@@ -1282,6 +1289,22 @@ fn p4_names(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The conceal code is read past the extended colours' arguments: `38;5;8` is colour 8,
+    /// `1;08` and `0;8` hide text (an escape tool's exemption and a colour example both rest on
+    /// this one reading).
+    #[test]
+    fn conceal_is_read_past_extended_colours() {
+        for hides in ["8", "1;08", "0;8", "38;5;1;8", "999999"] {
+            assert!(sgr_conceals(hides), "{hides}");
+        }
+        for shows in ["", "0", "1;31", "38;5;8", "48;2;8;8;8", "58;5;8;1"] {
+            assert!(!sgr_conceals(shows), "{shows}");
+        }
+        let t = r"see \x1b[38;5;8m grey";
+        let start = t.find('\\').unwrap_or(0);
+        assert_eq!(written_sgr(t, start, start + 5), Some("38;5;8"));
+    }
 
     /// The characters P1 counts from three in a text are ones the views drop or read as a
     /// space (text.rs): one idea of "draws nothing", not two lists that drift apart.
