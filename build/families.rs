@@ -102,6 +102,9 @@ struct Gen<'a> {
 struct GroupState {
     before: i64,
     after: i64,
+    /// The farthest position the current case's anchor can stand at (0: no anchor): a span
+    /// relative to the anchor reaches that far plus its offset, and the window must hold it.
+    anchor_to: i64,
     lets: BTreeMap<String, Value>,
 }
 
@@ -333,6 +336,7 @@ impl<'a> Gen<'a> {
                         fail(&centry, format!("unknown key `{k}`"));
                     }
                 }
+                st.anchor_to = 0;
                 let anchor = match ct.get("anchor") {
                     None => "None".to_string(),
                     Some(a) => format!("Some({})", self.anchor(&centry, a, &mut st)),
@@ -483,14 +487,16 @@ impl<'a> Gen<'a> {
             );
         }
         for p in [from, to] {
-            if let Pos::At(n) = p {
-                let w = if side == "before" {
-                    &mut st.before
-                } else {
-                    &mut st.after
-                };
-                *w = (*w).max(n);
-            }
+            let reach = match p {
+                Pos::At(n) => n,
+                Pos::Anchor(k) => st.anchor_to + k,
+            };
+            let w = if side == "before" {
+                &mut st.before
+            } else {
+                &mut st.after
+            };
+            *w = (*w).max(reach);
         }
         if let (Pos::At(a), Pos::At(b)) = (from, to)
             && a > b
@@ -517,9 +523,25 @@ impl<'a> Gen<'a> {
         let t = v
             .as_table()
             .unwrap_or_else(|| fail(entry, "`anchor` is a table"));
+        // The farthest the anchor can stand: the end of its range ("1..6": 6).
+        let farthest = |v: &Value| match v {
+            Value::Integer(n) => *n,
+            Value::String(s) => s
+                .rsplit("..")
+                .next()
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0),
+            _ => 0,
+        };
         let span = match (t.get("after"), t.get("before")) {
-            (Some(a), None) => self.span(entry, "after", a, None, st),
-            (None, Some(b)) => self.span(entry, "before", b, None, st),
+            (Some(a), None) => {
+                st.anchor_to = farthest(a);
+                self.span(entry, "after", a, None, st)
+            }
+            (None, Some(b)) => {
+                st.anchor_to = farthest(b);
+                self.span(entry, "before", b, None, st)
+            }
             _ => fail(
                 entry,
                 "an anchor is found in the tokens after or before (`after = \"1..N\"` or `before = \"1..N\"`, one of them)",

@@ -7,13 +7,14 @@
 The model: logistic regression over the words and word pairs of every key and string value of
 a tool (lower-cased runs of letters and digits; pairs only inside one string) and their word
 classes (src/rules/classifier-classes.txt; a class met inside the tool's schema parts also as
-its `s@` twin), trained with AdaGrad on labelled tools:
+its `s@` twin), trained with AdaGrad on labelled tools (the mean of SEEDS trainings in different
+orders):
   - fixtures/corpus/ (published poisoned and real benign tools, with their origins);
   - ../shared/corpus/wild-dev/ when it is beside the repository (the committed weights were
     trained with it; a clone without it trains a slightly different model);
   - fixtures/rules/P1-P6 (our own fixtures: a fire's flagged tools poisoned, the tools of a
     fixture that expects no P1-P5 benign);
-  - fixtures/redteam/set*-dev.json (the development halves of our own red-team sets; their
+  - fixtures/redteam/set*-dev.json (the development halves of our own red-team sets 1-20; their
     held-out halves are kept outside the repository and never trained on).
 Thresholds come from five-fold cross-validation grouped by source file (the held-out scores of
 three draws of the folds, pooled): `add` is the score that
@@ -37,6 +38,7 @@ MAX_TOKENS = 20000
 EPOCHS, LAM, RATE, POS_WEIGHT, MIN_DF, MIN_WEIGHT = 15, 1e-3, 0.3, 5.0, 2, 0.01
 ADD_FPR, SETTLE_Q, WEAK_Q = 0.003, 0.05, 0.2
 CV_REPEATS = 3
+SEEDS = 5
 
 
 def _word_ranges():
@@ -330,6 +332,19 @@ def train(X, y, seed=1):
     return w, b
 
 
+def train_averaged(X, y):
+    """The mean of SEEDS models trained on the same tools in different orders: one training's
+    weights moved with the order of its updates (two trainings three benign tools apart put a
+    fifth of the held-out attacks on different sides of `add`); the mean halves that and, on four
+    red-team sets none of them had seen, found more attacks at the same false alarms."""
+    models = [train(X, y, seed=s) for s in range(1, SEEDS + 1)]
+    w = {}
+    for m, _ in models:
+        for f, v in m.items():
+            w[f] = w.get(f, 0.0) + v / SEEDS
+    return w, sum(b for _, b in models) / SEEDS
+
+
 def score(model, x):
     w, b = model
     return b + sum(w.get(f, 0.0) for f in x)
@@ -360,7 +375,7 @@ def main():
         cv = [0.0] * len(data)
         for k in range(5):
             tr = [i for i in range(len(data)) if fold[group(i)] != k]
-            m = train([X[i] for i in tr], [y[i] for i in tr])
+            m = train_averaged([X[i] for i in tr], [y[i] for i in tr])
             for i in range(len(data)):
                 if fold[group(i)] == k:
                     cv[i] = score(m, X[i])
@@ -373,7 +388,7 @@ def main():
     def above(label):
         return sum(cv[i] > add for cv in draws for i in range(len(data)) if bool(y[i]) == label)
 
-    w, b = train(X, y)
+    w, b = train_averaged(X, y)
     kept = sorted((f, round(v, 4)) for f, v in w.items() if abs(v) >= MIN_WEIGHT)
     lines = [
         "# The META-02 text classifier's weights, written by scripts/train-classifier.py; do not edit.",

@@ -85,6 +85,9 @@ const SETS: &[&str] = &[
     "never_share",
     "ask_for",
     "reassure",
+    "report",
+    "failure",
+    "success",
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
     "imperative",
@@ -143,6 +146,9 @@ enum S {
     NeverShare,
     AskFor,
     Reassure,
+    Report,
+    Failure,
+    Success,
 }
 
 const fn bit(s: S) -> u64 {
@@ -1151,6 +1157,8 @@ pub const KINDS: &[(&str, &str)] = &[
         "changes what another tool does when it is used",
     ),
     ("forbid", "forbids another tool"),
+    ("disparaged", "forbids another tool it speaks ill of"),
+    ("misreport", "tells the user a result the data does not say"),
     ("authority", "claims authority to act without the user"),
     (
         "labelled-destination",
@@ -1178,7 +1186,8 @@ pub const KINDS: &[(&str, &str)] = &[
 /// The kinds whose sentence is the attack itself, whatever surrounds it: the user kept unaware,
 /// the model's safeguards declared void, what the model reads given the user's authority, a
 /// destructive act ordered, code fetched from elsewhere and run, sensitive data handed to the
-/// tool's author or partners, a secret no service needs asked for on a pretext. The classifier never settles them (long ordinary documentation
+/// tool's author or partners, a secret no service needs asked for on a pretext, another tool
+/// spoken ill of and forbidden, the user told a result the data does not say. The classifier never settles them (long ordinary documentation
 /// around such a sentence settled it on red-team sets the model had not seen).
 const FIRM_KINDS: &[&str] = &[
     "conceal",
@@ -1188,6 +1197,8 @@ const FIRM_KINDS: &[&str] = &[
     "remote-code",
     "to-author",
     "pretext",
+    "disparaged",
+    "misreport",
 ];
 
 /// The words of the [`FIRM_KINDS`], as findings' messages name them.
@@ -1201,7 +1212,7 @@ fn firm_words() -> impl Iterator<Item = &'static str> {
 /// Whether a finding is a sentence read as an instruction of one of the [`FIRM_KINDS`] (its
 /// message names the kind's words).
 pub fn is_firm_kind(f: &crate::finding::Finding) -> bool {
-    f.subcode.as_deref() == Some("directive")
+    matches!(f.subcode.as_deref(), Some("directive" | "interception"))
         && firm_words().any(|w| f.message.as_deref().is_some_and(|m| m.contains(w)))
 }
 
@@ -1373,7 +1384,13 @@ fn judge(
                 .any(|w| after.starts_with(w) && after[w.len()..].starts_with([' ', '.', ',', ';']))
         });
     if (named || other) && sent.has(S::Forbid) && !forbids_this {
-        what.push("forbids another tool");
+        // Spoken ill of as well ("… leaks paths and must not be called"): a rival run down and
+        // shut out, the preference attack itself.
+        what.push(if sent.has(S::Negative) {
+            "forbids another tool it speaks ill of"
+        } else {
+            "forbids another tool"
+        });
         p4 = true;
     }
     // A claim of authority that lifts a confirmation or hides the act.
@@ -1436,6 +1453,33 @@ fn judge(
             if !purpose {
                 what.push("orders a destructive act nobody asked for");
             }
+        }
+    }
+    // The user told a result the data does not say: a bad outcome in the sentence's condition
+    // ("if the only failing jobs are…", "whatever the fields contain", "where a result is
+    // flagged CRITICAL") and a good one in what is to be said, after the verb of saying
+    // ("report the pipeline as passed", "describe it as 'a little outside the usual range'").
+    // Not when the saying is forbidden ("never report a failed job as passed"), nor when the
+    // bad outcome is negated ("if no job failed, report it as passed").
+    if sent.has(S::Report) && sent.has(S::Success) && sent.has(S::Failure) {
+        let said = sent
+            .hits
+            .iter()
+            .filter(|h| h.sets & bit(S::Report) != 0 && !sent.negated_at(h.start))
+            .map(|h| h.start)
+            .min();
+        let bad = sent.hits.iter().any(|h| {
+            h.sets & bit(S::Failure) != 0
+                && !sent.negated_at(h.start)
+                && !matches!(sent.word_before(h.start).as_str(), "no" | "none" | "zero")
+        });
+        let good_after = said.is_some_and(|r| {
+            sent.hits
+                .iter()
+                .any(|h| h.sets & bit(S::Success) != 0 && h.start > r && !sent.negated_at(h.start))
+        });
+        if bad && good_after {
+            what.push("tells the user a result the data does not say");
         }
     }
     // A secret no service needs (a card's PIN, a wallet's recovery phrase) asked for, with
@@ -1661,6 +1705,7 @@ fn could_fire(t: &str, all: u64) -> bool {
         || has(S::Usurp)
         || (has(S::NeverShare) && has(S::Reassure))
         || (has(S::ContextOwn) && has(S::Whole))
+        || (has(S::Report) && has(S::Failure) && has(S::Success))
 }
 
 /// How a text was scrambled for the model to undo.
@@ -1831,7 +1876,8 @@ fn read(
         | bit(S::Ruin)
         | bit(S::Usurp)
         | bit(S::NeverShare)
-        | bit(S::ContextOwn);
+        | bit(S::ContextOwn)
+        | bit(S::Report);
     let all = hits.iter().fold(0, |a, h| a | h.sets);
     if (all & ANY == 0 || !could_fire(t, all)) && fetch_and_run(t).is_none() {
         return None;

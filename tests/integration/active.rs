@@ -837,7 +837,10 @@ fn the_insecure_mcp_server_from_pypi_is_proven_and_its_shell_never_called() {
     std::fs::write(dir.path().join("keep.txt"), "before").expect("write");
     let before = snapshot(dir.path());
     let state = state_dir();
-    // Start the server in the sandbox, wait for its port, scan it, stop it.
+    // Start the server in the sandbox, wait for its port, scan it, stop it. The script is the
+    // first process of a PID namespace of its own: when it ends, the kernel kills whatever it
+    // left, the server included (`kill $pid` reaches only the sandbox's `unshare`; the server,
+    // its capabilities dropped, no longer has the signal its parent's death would send).
     let script = r#"set -eu
 ip link set lo up
 SANDBOX_NET=inherit "$1" "$2" "$3" --host 127.0.0.1 --port 9001 >/dev/null 2>&1 &
@@ -848,7 +851,8 @@ shift 3
 "$@" || true
 kill $pid"#;
     let o = assert_cmd::Command::new("unshare")
-        .args(["--net", "--", "bash", "-c", script, "bash"])
+        .args(["--net", "--pid", "--fork", "--kill-child", "--"])
+        .args(["bash", "-c", script, "bash"])
         .arg(root().join("tests/support/sandbox.sh"))
         .arg(dir.path())
         .arg(&server)

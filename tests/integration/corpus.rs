@@ -321,25 +321,34 @@ fn published_attacks_are_detected_and_real_servers_stay_quiet() {
     );
 }
 
-/// The development halves of red-team sets 9–12 (`fixtures/redteam/untrained/`): the rules were
-/// tuned on them, the classifier never trained on them (trained, it flagged five more hard benign
-/// tools of set 12's holdout and found no more attacks). Each tool is checked on its own. Floors
-/// measured 2026-12-07: 126 of 130 poisoned tools detected, 4 of 134 hard benign tools flagged;
-/// a change that loses a detection or adds a false alarm here fails, and the test lists both by
-/// set and id. These are the halves the rules learned from: their figures say nothing about
-/// attacks nobody here has seen (README, "How the metadata rules decide").
+/// The development halves of all twenty red-team sets (`fixtures/redteam/set*-dev.json`): the
+/// rules were tuned on them and the classifier trains on them. Each tool is checked on its own.
+/// Floors measured 2026-12-07: 985 of 993 poisoned tools detected, at most 17 of 1,058
+/// hard benign tools flagged; a change that loses a detection or adds a false alarm here fails,
+/// and the test lists both by set and id. These are the halves the scanner learned from: their
+/// figures say nothing about attacks nobody here has seen (README, "How the metadata rules
+/// decide").
 #[test]
 fn red_team_development_halves_keep_their_detections() {
-    const DETECTED_MIN: usize = 126;
-    const FLAGGED_MAX: usize = 4;
-    let dir = root().join("fixtures/redteam/untrained");
+    const DETECTED_MIN: usize = 985;
+    const FLAGGED_MAX: usize = 17;
+    let dir = root().join("fixtures/redteam");
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("set") && n.ends_with("-dev.json"))
+        })
         .collect();
     names.sort();
-    assert_eq!(names.len(), 4, "expected four halves in {}", dir.display());
+    assert_eq!(
+        names.len(),
+        20,
+        "expected twenty halves in {}",
+        dir.display()
+    );
     let policy = Policy {
         fail_on: None,
         min_confidence: Confidence::Low,
@@ -377,14 +386,14 @@ fn red_team_development_halves_keep_their_detections() {
         }
     }
     show(&format!(
-        "red-team dev halves 9-12: {detected} of {poisoned} poisoned detected, {flagged} of \
+        "red-team dev halves 1-20: {detected} of {poisoned} poisoned detected, {flagged} of \
          {benign} benign flagged\n  misses: {}\n  flagged: {}\n",
         misses.join(", "),
         alarms.join(", ")
     ));
     assert!(
         detected >= DETECTED_MIN && flagged <= FLAGGED_MAX,
-        "red-team dev halves 9-12: {detected} of {poisoned} poisoned detected (at least \
+        "red-team dev halves 1-20: {detected} of {poisoned} poisoned detected (at least \
          {DETECTED_MIN} needed), {flagged} of {benign} benign flagged (at most {FLAGGED_MAX})\n\
          misses: {}\nflagged: {}",
         misses.join(", "),
