@@ -88,6 +88,7 @@ const SETS: &[&str] = &[
     "report",
     "failure",
     "success",
+    "harm",
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
     "imperative",
@@ -149,6 +150,7 @@ enum S {
     Report,
     Failure,
     Success,
+    Harm,
 }
 
 const fn bit(s: S) -> u64 {
@@ -1157,7 +1159,7 @@ pub const KINDS: &[(&str, &str)] = &[
         "changes what another tool does when it is used",
     ),
     ("forbid", "forbids another tool"),
-    ("disparaged", "forbids another tool it speaks ill of"),
+    ("disparaged", "forbids another tool it says does harm"),
     ("misreport", "tells the user a result the data does not say"),
     ("authority", "claims authority to act without the user"),
     (
@@ -1187,7 +1189,7 @@ pub const KINDS: &[(&str, &str)] = &[
 /// the model's safeguards declared void, what the model reads given the user's authority, a
 /// destructive act ordered, code fetched from elsewhere and run, sensitive data handed to the
 /// tool's author or partners, a secret no service needs asked for on a pretext, another tool
-/// spoken ill of and forbidden, the user told a result the data does not say. The classifier never settles them (long ordinary documentation
+/// said to do harm and forbidden, the user told a result the data does not say. The classifier never settles them (long ordinary documentation
 /// around such a sentence settled it on red-team sets the model had not seen).
 const FIRM_KINDS: &[&str] = &[
     "conceal",
@@ -1384,10 +1386,11 @@ fn judge(
                 .any(|w| after.starts_with(w) && after[w.len()..].starts_with([' ', '.', ',', ';']))
         });
     if (named || other) && sent.has(S::Forbid) && !forbids_this {
-        // Spoken ill of as well ("… leaks paths and must not be called"): a rival run down and
-        // shut out, the preference attack itself.
-        what.push(if sent.has(S::Negative) {
-            "forbids another tool it speaks ill of"
+        // Harm said of it as well ("… leaks paths and must not be called"): a rival run down
+        // and shut out, the preference attack itself (not "slow" or "outdated": an honest
+        // deprecation note says those).
+        what.push(if sent.has(S::Harm) {
+            "forbids another tool it says does harm"
         } else {
             "forbids another tool"
         });
@@ -1468,17 +1471,51 @@ fn judge(
             .filter(|h| h.sets & bit(S::Report) != 0 && !sent.negated_at(h.start))
             .map(|h| h.start)
             .min();
-        let bad = sent.hits.iter().any(|h| {
-            h.sets & bit(S::Failure) != 0
-                && !sent.negated_at(h.start)
-                && !matches!(sent.word_before(h.start).as_str(), "no" | "none" | "zero")
+        // A bad outcome, then past the verb of saying a good one, in one consequence: no second
+        // condition, alternative or reason between them ("if it failed, say so, and if it
+        // succeeded, …"; "whether it passed or failed"), and not two states of one list
+        // ("one of failed, running or passed").
+        let one_consequence = |from: usize, to: usize| {
+            let gap = lower.get(from - sent.start..to - sent.start).unwrap_or("");
+            let words: Vec<&str> = gap
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .collect();
+            words.len() >= 2
+                && !words.iter().any(|w| {
+                    matches!(
+                        *w,
+                        "if" | "when"
+                            | "whether"
+                            | "otherwise"
+                            | "while"
+                            | "whereas"
+                            | "unless"
+                            | "only"
+                            | "else"
+                            | "but"
+                            | "because"
+                            | "since"
+                            | "or"
+                            | "and"
+                    )
+                })
+        };
+        let misreport = said.is_some_and(|r| {
+            sent.hits.iter().any(|b| {
+                b.sets & bit(S::Failure) != 0
+                    && !sent.negated_at(b.start)
+                    && !matches!(sent.word_before(b.start).as_str(), "no" | "none" | "zero")
+                    && sent.hits.iter().any(|g| {
+                        g.sets & bit(S::Success) != 0
+                            && g.start > r
+                            && g.start > b.end
+                            && !sent.negated_at(g.start)
+                            && one_consequence(b.end, g.start)
+                    })
+            })
         });
-        let good_after = said.is_some_and(|r| {
-            sent.hits
-                .iter()
-                .any(|h| h.sets & bit(S::Success) != 0 && h.start > r && !sent.negated_at(h.start))
-        });
-        if bad && good_after {
+        if misreport {
             what.push("tells the user a result the data does not say");
         }
     }
