@@ -1475,16 +1475,21 @@ fn judge(
         // condition, alternative or reason between them ("if it failed, say so, and if it
         // succeeded, …"; "whether it passed or failed"), and not two states of one list
         // ("one of failed, running or passed").
+        // Bounded: the two stand at most 240 bytes apart, and only a sentence's first 16 bad
+        // outcomes are tried, each against the nearest good one after it (a later one would
+        // have the same words between).
         let one_consequence = |from: usize, to: usize| {
+            if to.saturating_sub(from) > 240 {
+                return false;
+            }
             let gap = lower.get(from - sent.start..to - sent.start).unwrap_or("");
-            let words: Vec<&str> = gap
+            let mut words = gap
                 .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .collect();
-            words.len() >= 2
-                && !words.iter().any(|w| {
+                .filter(|w| !w.is_empty());
+            words.clone().nth(1).is_some()
+                && !words.any(|w| {
                     matches!(
-                        *w,
+                        w,
                         "if" | "when"
                             | "whether"
                             | "otherwise"
@@ -1502,18 +1507,23 @@ fn judge(
                 })
         };
         let misreport = said.is_some_and(|r| {
-            sent.hits.iter().any(|b| {
-                b.sets & bit(S::Failure) != 0
-                    && !sent.negated_at(b.start)
-                    && !matches!(sent.word_before(b.start).as_str(), "no" | "none" | "zero")
-                    && sent.hits.iter().any(|g| {
-                        g.sets & bit(S::Success) != 0
-                            && g.start > r
-                            && g.start > b.end
-                            && !sent.negated_at(g.start)
-                            && one_consequence(b.end, g.start)
-                    })
-            })
+            sent.hits
+                .iter()
+                .filter(|b| b.sets & bit(S::Failure) != 0)
+                .take(16)
+                .any(|b| {
+                    !sent.negated_at(b.start)
+                        && !matches!(sent.word_before(b.start).as_str(), "no" | "none" | "zero")
+                        && sent
+                            .hits
+                            .iter()
+                            .find(|g| {
+                                g.sets & bit(S::Success) != 0 && g.start > r && g.start > b.end
+                            })
+                            .is_some_and(|g| {
+                                !sent.negated_at(g.start) && one_consequence(b.end, g.start)
+                            })
+                })
         });
         if misreport {
             what.push("tells the user a result the data does not say");
