@@ -15,7 +15,8 @@
 //!
 //! Never settled: hidden characters (P1) and encodings (P5), which the model cannot read; the
 //! [`FIRM`] kinds at high confidence, since the weights are public and ordinary words padded into
-//! an attack would carry it under the line; and a tool whose words were not all read.
+//! an attack would carry it under the line; a tool whose words were not all read; and a tool of
+//! fewer than [`MIN_SETTLE_WORDS`] words, too short to read as documentation.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -34,6 +35,10 @@ const CHECK: &str = "META-02";
 const MAX_DEPTH: usize = super::document::MAX_DEPTH;
 /// Feature ids held before repeats are dropped (the distinct ones are bounded by the model).
 const DEDUP_AT: usize = 1 << 16;
+/// Words a tool must hold for its phrase findings to settle (measured 2026-12-07: no real
+/// server's tool nor red-team tool that settles has fewer than 11).
+const MIN_SETTLE_WORDS: usize = 10;
+
 /// Words read per tool at most (the trainer's `MAX_TOKENS`): the score is bounded in time.
 const MAX_TOKENS: usize = 20_000;
 /// The phrase findings that alone are the weakest evidence (measured by cross-validation: as a
@@ -431,6 +436,7 @@ impl Model {
         Score {
             value,
             complete,
+            words: reader.tokens,
             singles,
             pairs,
         }
@@ -469,6 +475,8 @@ pub struct Score {
     /// Whether every word of the tool was read (not cut at [`MAX_TOKENS`] words or
     /// [`MAX_DEPTH`] levels): only a complete score settles phrase findings.
     pub complete: bool,
+    /// Words read (with repeats).
+    pub words: usize,
     /// The word ids and pair indices present (sorted, once each).
     singles: Vec<u32>,
     pairs: Vec<u32>,
@@ -687,7 +695,9 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
                 .all(|f| WEAK.contains(&(f.rule.as_deref().unwrap_or(""), f.subcode.as_deref())));
             // Settling needs every word of the tool read: a tool cut short may hide its attack
             // past the cut.
-            let settles_at_all = flagged && score.complete;
+            // Nor does a tool of a few words: "Search. Do not use `find` for anything." scores
+            // near the bias, too little text to read as documentation as a whole.
+            let settles_at_all = flagged && score.complete && score.words >= MIN_SETTLE_WORDS;
             if settles_at_all && score.value < m.settle {
                 settles.insert(i, (score.value, m.settle));
             } else if settles_at_all && only_weak && score.value < m.weak {

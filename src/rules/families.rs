@@ -504,14 +504,23 @@ fn hit(family: Family, confidence: Confidence, start: usize, end: usize) -> Opti
 /// Role and control markers by shape, in the original text: `[SYSTEM]`, `[... DIRECTIVE]`,
 /// `<HIDDEN>`, `<GLOBAL_OVERRIDE>`, `<|system|>`, and upper-case line headers such as
 /// `SYSTEM:` or `ACT AS:`. One pass over the bytes; each candidate looks at most 48 bytes on.
+///
+/// A marker that is only mentioned ([`mentioned`]: listed, elided, introduced as an example) is
+/// passed over; the first one that is used is the hit.
 pub fn markers(t: &str) -> Option<Hit> {
     let bytes = t.as_bytes();
     let mut line_start = true;
+    // Mentioned markers passed over: a bound, so a text of nothing but listed tokens stays linear
+    // in the bytes looked at (each `mentioned` reads at most 160 bytes).
+    let mut passed = 0;
     for (i, &c) in bytes.iter().enumerate() {
         if matches!(c, b'[' | b'<')
             && let Some(h) = bracket(t, i)
         {
-            return Some(h);
+            if passed >= MAX_MENTIONED || !mentioned(t, h.start, h.end) {
+                return Some(h);
+            }
+            passed += 1;
         }
         if line_start
             && c.is_ascii_uppercase()
@@ -530,6 +539,132 @@ pub fn markers(t: &str) -> Option<Hit> {
         }
     }
     None
+}
+
+/// How many mentioned markers one text may pass over before the next is taken as used.
+const MAX_MENTIONED: usize = 64;
+
+/// Role words a chat template writes beside its tokens (`<|im_start|>system`), and the
+/// placeholders documentation writes there (`<|start_header_id|>role<|end_header_id|>`).
+const TEMPLATE_WORDS: &[&str] = &[
+    "system",
+    "user",
+    "assistant",
+    "tool",
+    "developer",
+    "model",
+    "human",
+    "role",
+    "sys",
+];
+
+/// Words after which a marker is a noun in a sentence about it, not a header.
+const NOUN_BEFORE: &[&str] = &[
+    "with",
+    "by",
+    "using",
+    "the",
+    "a",
+    "an",
+    "as",
+    "called",
+    "named",
+    "like",
+    "between",
+    "token",
+    "tokens",
+    "marker",
+    "markers",
+    "tag",
+    "tags",
+    "string",
+    "strings",
+    "emits",
+    "appends",
+    "inserts",
+    "adds",
+    "uses",
+    "contains",
+    "containing",
+    "literal",
+    "sequence",
+];
+
+/// Whether the bracketed marker or token at `start..end` of `t` is talked about rather than
+/// used: documentation of chat templates and tokenizers lists its tokens ("special tokens
+/// such as `<|endoftext|>`, `<|im_start|>` and `<|im_end|>`", "`[INST] <<SYS>> ... <</SYS>>`").
+/// A marker commands nothing when nothing follows it but another marker, a list separator, an
+/// ellipsis, a closing quote or the end of the text (after at most one role word), or when it
+/// is introduced as an example, or follows a list separator, an ellipsis or a template's role
+/// word right after another marker. A marker followed by words — on the same line or the
+/// next, `<IMPORTANT>\nRead ~/.ssh…`, `<|im_start|>system\nYou are…` — is used.
+pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
+    let after = t
+        .get(end..t.floor_char_boundary((end + 80).min(t.len())))
+        .unwrap_or("");
+    let rest = after.trim_start_matches(['>', ']', '|']).trim_start();
+    let word_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
+    let rest = match rest.get(..word_len) {
+        Some(w) if TEMPLATE_WORDS.iter().any(|r| w.eq_ignore_ascii_case(r)) => {
+            rest[word_len..].trim_start()
+        }
+        _ => rest,
+    };
+    let lower = rest.get(..rest.floor_char_boundary(4)).unwrap_or("");
+    // Another marker next (not any tag: `<SYSTEM><span>Send…` uses the first).
+    let at = end + (after.len() - rest.len());
+    let marker_next = rest.starts_with(['<', '['])
+        && (bracket(t, at).is_some()
+            || (t.as_bytes().get(at + 1) == t.as_bytes().get(at) && bracket(t, at + 1).is_some())
+            || ["<<sys", "[inst", "[/inst", "<</sys"].iter().any(|p| {
+                rest.get(..p.len())
+                    .is_some_and(|r| r.eq_ignore_ascii_case(p))
+            }));
+    let ends = rest.is_empty()
+        || marker_next
+        || rest.starts_with([',', ';', '/', '|', ')', '`', '"', '\'', '\u{2026}'])
+        || rest.starts_with("..")
+        || lower.eq_ignore_ascii_case("and ")
+        || lower
+            .get(..3)
+            .is_some_and(|w| w.eq_ignore_ascii_case("or "));
+    if ends {
+        return true;
+    }
+    let before = t
+        .get(t.ceil_char_boundary(start.saturating_sub(80))..start)
+        .unwrap_or("")
+        .trim_end();
+    let lb = before.to_ascii_lowercase();
+    if lb.ends_with("...")
+        || lb.ends_with('\u{2026}')
+        || lb.ends_with("such as")
+        || lb.ends_with("e.g.")
+        || lb.ends_with("e.g.,")
+        || lb.ends_with("for example")
+        || lb.ends_with('(')
+    {
+        return true;
+    }
+    // The object of a sentence about it: "closed with <|eot_id|>", "the [INST] token".
+    let last = lb
+        .rsplit(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("");
+    if lb.ends_with(|c: char| c.is_ascii_alphabetic()) && NOUN_BEFORE.contains(&last) {
+        return true;
+    }
+    // After a separator or a template's role word that itself follows another marker.
+    let head = [",", " and", " or", "/"]
+        .iter()
+        .find_map(|sep| lb.strip_suffix(sep))
+        .or_else(|| {
+            TEMPLATE_WORDS
+                .iter()
+                .find_map(|w| lb.strip_suffix(w))
+                .filter(|h| h.ends_with(['>', ']', '|']))
+        });
+    head.is_some_and(|h| h.trim_end().ends_with(['>', ']', '|', '`']))
 }
 
 fn bracket(t: &str, i: usize) -> Option<Hit> {

@@ -906,6 +906,23 @@ impl Sentence<'_> {
                     .get(h.start..h.end)
                     .unwrap_or("")
                     .to_ascii_lowercase();
+                // How something looks ("characters that render invisibly"), not an act.
+                const LOOKS: &[&str] = &[
+                    "render",
+                    "renders",
+                    "rendered",
+                    "display",
+                    "displays",
+                    "displayed",
+                    "appear",
+                    "appears",
+                    "shown",
+                    "show",
+                    "shows",
+                ];
+                if LOOKS.contains(&self.word_before(h.start).as_str()) {
+                    return false;
+                }
                 if !w.contains("need") {
                     return true;
                 }
@@ -1277,7 +1294,10 @@ fn judge(
                 .iter()
                 .any(|o| o.sets & bit(S::Override) != 0 && h.end <= o.start)
     });
-    if directed && sent.has(S::Override) && !restricts {
+    // "… not what the user wants, so don't follow instructions found in pages": an injection
+    // disclaimer forbids what an override would order.
+    let disclaims = sent.has(S::Sources) && sent.has(S::Orders) && sent.has(S::Negation);
+    if directed && sent.has(S::Override) && !restricts && !disclaims {
         what.push("overrules the user's own choice");
     }
     // Something moved: sensitive, the user's, or to a destination, beyond the purpose.
@@ -1560,7 +1580,7 @@ fn judge(
     // curl -fsSL https://… | sh"): a sentence that speaks of installing is left to the phrase
     // rules and the classifier.
     let installing = lower.contains("install");
-    if let Some((s, _)) = fetch_and_run(t).filter(|_| !installing) {
+    if let Some((s, e)) = fetch_and_run(t).filter(|_| !installing) {
         // Forbidden: a negation among the words of the clause before it ("never pipe curl
         // output to bash"), not "whenever", "to avoid timeouts, run …" or "don't forget: run".
         let clause = t
@@ -1580,7 +1600,30 @@ fn judge(
                     .get(k + 1)
                     .is_some_and(|n| matches!(*n, "forget" | "hesitate" | "fail"))
         });
-        if !forbidden {
+        // Or refused in the words after it ("`curl | sh`-style pipelines … are refused by the
+        // server").
+        let tail = t
+            .get(e..t.floor_char_boundary((e + 160).min(t.len())))
+            .unwrap_or("")
+            .split(['.', ';'])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let refused = [
+            "refused",
+            "rejected",
+            "blocked",
+            "not allowed",
+            "disallowed",
+            "forbidden",
+            "prohibited",
+            "denied",
+            "not permitted",
+            "not supported",
+        ]
+        .iter()
+        .any(|w| tail.contains(w));
+        if !forbidden && !refused {
             what.push("runs code fetched from elsewhere");
         }
     }

@@ -846,6 +846,15 @@ fn phrases(
                     if let Some(mut h) = families::check(trigger, vt, m.start(), m.end(), &is_tool)
                     {
                         let (s, e) = view.original_range(h.start, h.end, text.text);
+                        // A chat-template token talked about (`<<sys>>`, `[/inst]` in a
+                        // template's documentation), not used.
+                        let bracketed = vt[m.start()..].starts_with(['<', '[']);
+                        if h.family == Family::Role
+                            && bracketed
+                            && families::mentioned(text.text, s, e)
+                        {
+                            continue;
+                        }
                         h.start = s;
                         h.end = e;
                         let hits = by_family.entry(h.family).or_default();
@@ -1003,6 +1012,11 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
         {
             continue;
         }
+        // A comment with nothing in it to read (`<!-- ... -->`, `<!---->`) is the syntax being
+        // documented ("comments (<!-- ... -->) are dropped"), not text hidden from the user.
+        if caps.name("comment").is_some() && empty_comment(&t[whole.end()..]) {
+            continue;
+        }
         if let Some((what, extra)) = p5_kind(&caps) {
             out.push(
                 finding(doc, text, "P5")
@@ -1013,6 +1027,17 @@ fn p5(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
             return; // one P5 finding per text
         }
     }
+}
+
+/// Whether the comment whose body starts `rest` (just past `<!--`) closes within 16 bytes with
+/// nothing but spaces and dots or an ellipsis inside.
+fn empty_comment(rest: &str) -> bool {
+    let head = rest.get(..rest.floor_char_boundary(16)).unwrap_or("");
+    head.find("-->").is_some_and(|k| {
+        head[..k]
+            .chars()
+            .all(|c| c.is_whitespace() || c == '.' || c == '\u{2026}')
+    })
 }
 
 /// Decoded runs of one text checked for their plain form (each a search of the text): past
