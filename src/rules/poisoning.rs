@@ -429,6 +429,9 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         }
         if matches!(text.field, Field::PropertyName | Field::Key) {
             name_phrases(doc, text, &names, &mut out);
+            if text.field == Field::PropertyName {
+                context_parameter(doc, text, &mut out);
+            }
             continue;
         }
         // A tool name is read as written (below) and, when it reads as a sentence, word by word.
@@ -566,6 +569,293 @@ fn embedded(
             out.push(f);
         }
     }
+}
+
+/// What a parameter's name may ask the model for out of its own context, with the words of
+/// the tool's name and description that make it the tool's purpose. The name words of each
+/// class: one of `what`, with one of `with` beside it (any order).
+struct ContextAsk {
+    what: &'static [&'static str],
+    with: &'static [&'static str],
+    said: &'static str,
+    purpose: &'static [&'static str],
+}
+
+/// The model's conversation and instructions, and the process environment.
+const CONTEXT_ASKS: &[ContextAsk] = &[
+    ContextAsk {
+        what: &[
+            "conversation",
+            "conversations",
+            "chat",
+            "dialog",
+            "dialogue",
+        ],
+        with: &[
+            "history",
+            "transcript",
+            "log",
+            "logs",
+            "so",
+            "full",
+            "entire",
+            "whole",
+            "text",
+            "content",
+            "contents",
+            "messages",
+            "summary",
+            "context",
+        ],
+        said: "the conversation",
+        purpose: CONVERSATION_PURPOSE,
+    },
+    ContextAsk {
+        what: &[
+            "previous",
+            "prior",
+            "earlier",
+            "past",
+            "preceding",
+            "recent",
+            "last",
+        ],
+        with: &[
+            "messages",
+            "turns",
+            "conversation",
+            "prompts",
+            "responses",
+            "replies",
+            "answers",
+            "instructions",
+            "exchanges",
+        ],
+        said: "earlier messages",
+        purpose: CONVERSATION_PURPOSE,
+    },
+    ContextAsk {
+        what: &["system", "your", "assistant", "model", "agent", "hidden"],
+        with: &["prompt", "prompts", "instructions", "rules", "directives"],
+        said: "the model's instructions",
+        purpose: CONVERSATION_PURPOSE,
+    },
+    ContextAsk {
+        what: &["env", "environment", "dotenv"],
+        with: &[
+            "vars",
+            "variables",
+            "dump",
+            "all",
+            "full",
+            "file",
+            "contents",
+            "secrets",
+        ],
+        said: "the process environment",
+        purpose: &[
+            "env",
+            "environment",
+            "environments",
+            "variable",
+            "variables",
+            "config",
+            "configuration",
+            "configure",
+            "shell",
+            "exec",
+            "execute",
+            "run",
+            "runs",
+            "command",
+            "commands",
+            "container",
+            "containers",
+            "deploy",
+            "deployment",
+            "deployments",
+            "process",
+            "processes",
+            "docker",
+            "kubernetes",
+            "pod",
+            "pods",
+            "job",
+            "jobs",
+            "build",
+            "builds",
+            "script",
+            "scripts",
+            "lambda",
+            "function",
+            "functions",
+            "secret",
+            "secrets",
+            "dotenv",
+            "settings",
+            "workflow",
+            "workflows",
+            "pipeline",
+            "pipelines",
+            "service",
+            "services",
+            "app",
+            "apps",
+            "project",
+            "projects",
+            "workspace",
+            "sandbox",
+            "task",
+        ],
+    },
+];
+
+/// A tool about conversations, prompts or models takes them as arguments by right.
+const CONVERSATION_PURPOSE: &[&str] = &[
+    "chat",
+    "chats",
+    "conversation",
+    "conversations",
+    "message",
+    "messages",
+    "prompt",
+    "prompts",
+    "llm",
+    "llms",
+    "completion",
+    "completions",
+    "transcript",
+    "transcripts",
+    "history",
+    "memory",
+    "memories",
+    "model",
+    "models",
+    "assistant",
+    "assistants",
+    "agent",
+    "agents",
+    "summarize",
+    "summarise",
+    "summary",
+    "dialog",
+    "dialogue",
+    "thread",
+    "threads",
+    "session",
+    "sessions",
+    "context",
+    "eval",
+    "evaluate",
+    "evaluation",
+    "persona",
+    "personas",
+    "instruction",
+    "instructions",
+    "template",
+    "templates",
+    "tune",
+    "tuning",
+    "dataset",
+    "feedback",
+    "moderation",
+    "moderate",
+    "guardrail",
+    "guardrails",
+    "support",
+    "ticket",
+    "tickets",
+    "reply",
+    "replies",
+    "inbox",
+    "email",
+    "emails",
+    "comment",
+    "comments",
+    "note",
+    "notes",
+    "journal",
+    "log",
+    "logs",
+    "trace",
+    "traces",
+    "observability",
+    "analytics",
+    "ai",
+    "gpt",
+    "claude",
+    "openai",
+    "anthropic",
+    "gemini",
+    "mistral",
+    "ollama",
+    "langchain",
+    "embedding",
+    "embeddings",
+    "rag",
+    "response",
+    "responses",
+    "review",
+];
+
+/// A parameter whose name asks the model for its own context, on a tool that says nothing of
+/// it: `full_conversation_history_so_far` on a calculator, `env_vars_dump` on a weather tool
+/// (CyberArk's full-schema poisoning puts the order in the name itself). The model fills every
+/// parameter it is given, so the name is the instruction. Not when the tool's name or
+/// description speaks of such things (a chat-summary tool's `conversation_history`, a
+/// deployment tool's `environment_variables`).
+fn context_parameter(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
+    if text.text.len() > 96 {
+        return;
+    }
+    let ws = words(text.text);
+    let has = |set: &[&str]| ws.iter().any(|w| set.contains(&w.as_str()));
+    // An identifier of a conversation or a setting is a name, not the thing.
+    if has(&[
+        "id", "ids", "name", "names", "title", "type", "url", "uri", "key", "count", "limit",
+    ]) {
+        return;
+    }
+    let Some(ask) = CONTEXT_ASKS
+        .iter()
+        .find(|a| has(a.what) && has(a.with) && ws.len() >= 2)
+    else {
+        return;
+    };
+    let Some(tool) = text.tool.and_then(|i| doc.tools.get(i)) else {
+        return;
+    };
+    let mut about = String::new();
+    about.push_str(tool.name.unwrap_or(""));
+    about.push(' ');
+    if let Some(t) = tool.title() {
+        about.push_str(t);
+        about.push(' ');
+    }
+    if let Some((d, _)) = tool.description() {
+        about.push_str(d.get(..d.floor_char_boundary(4096)).unwrap_or(""));
+    }
+    if words(&about)
+        .iter()
+        .any(|w| ask.purpose.contains(&w.as_str()))
+    {
+        return;
+    }
+    out.push(
+        finding(doc, text, "P2")
+            .subcode("exfiltration")
+            // High, so firm: the classifier reads prose, and a calculator's ordinary words
+            // must not settle a name that is itself the order.
+            .confidence(Confidence::High)
+            .message(format!(
+                "exfiltration: a parameter whose name asks the model for {}, on a tool that \
+                 says nothing of it: \"{}\"",
+                ask.said,
+                visible(text.text)
+            ))
+            .text(visible(text.text))
+            .build(),
+    );
 }
 
 /// A property name, key or `required` entry that reads as a sentence (four words or more,
