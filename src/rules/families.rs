@@ -558,6 +558,91 @@ const TEMPLATE_WORDS: &[&str] = &[
     "sys",
 ];
 
+/// Words before an opening quote that make what it quotes an example of something talked about
+/// ("detects phrases such as \"ignore previous instructions\"", "requests like 'developer
+/// mode'", "(\"AI assistant: ignore your instructions …\")").
+const EXAMPLE_CUES: &[&str] = &[
+    "such as",
+    "like",
+    "e.g.",
+    "e.g.,",
+    "for example",
+    "for instance",
+    "including",
+    "phrases",
+    "phrase",
+    "patterns",
+    "pattern",
+    "strings",
+    "requests",
+    "attempts",
+    "prompts",
+    "messages",
+    "detects",
+    "flags",
+    "blocks",
+    "catches",
+    "matches",
+    "known",
+];
+
+/// Whether the hit at `start..end` of `t` lies inside a quotation given as an example of text
+/// the tool detects, blocks or talks about (a moderation or prompt-security tool's own
+/// documentation): an opening quote at most 160 bytes back with no closing one between, a
+/// closing quote at most 200 bytes on, and before the opening quote an example cue
+/// ([`EXAMPLE_CUES`], within 60 bytes), an opening parenthesis, or the end of an earlier quoted
+/// item of the same list (`"…", "…"`). Only the authority phrases are read this way: an
+/// example that also names a secret or an address is still read by the rules that see those.
+pub fn quoted_example(t: &str, start: usize, end: usize) -> bool {
+    let from = t.ceil_char_boundary(start.saturating_sub(160));
+    let back = t.get(from..start).unwrap_or("");
+    // The nearest opening quote before the hit (a straight single quote or backtick only
+    // after a space or a parenthesis: not the apostrophe of "user's").
+    let Some((q, open)) = back.char_indices().rev().find(|&(k, c)| {
+        matches!(c, '"' | '\u{201C}' | '\u{2018}')
+            || (matches!(c, '\'' | '`')
+                && back[..k]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|p| p.is_whitespace() || p == '('))
+    }) else {
+        return false;
+    };
+    let close: &[char] = match open {
+        '\u{201C}' => &['\u{201D}'],
+        '\u{2018}' => &['\u{2019}', '\''],
+        c => &[c],
+    };
+    // Inside it: no closing quote between the opening one and the hit, one after the hit.
+    let inside = back.get(q + open.len_utf8()..).unwrap_or("");
+    if open != '\'' && inside.contains(close) {
+        return false;
+    }
+    let ahead = t
+        .get(end..t.floor_char_boundary((end + 200).min(t.len())))
+        .unwrap_or("");
+    if !ahead.contains(close) {
+        return false;
+    }
+    let before = t
+        .get(t.ceil_char_boundary((from + q).saturating_sub(60))..from + q)
+        .unwrap_or("")
+        .trim_end()
+        .to_ascii_lowercase();
+    before.ends_with('(')
+        || before.ends_with("\",")
+        || before.ends_with("',")
+        || before.ends_with("\u{201D},")
+        || EXAMPLE_CUES.iter().any(|c| {
+            before.match_indices(c).any(|(k, _)| {
+                let pre = before[..k].chars().next_back();
+                let post = before[k + c.len()..].chars().next();
+                pre.is_none_or(|p| !p.is_ascii_alphanumeric())
+                    && post.is_none_or(|p| !p.is_ascii_alphanumeric())
+            })
+        })
+}
+
 /// Words after which a marker is a noun in a sentence about it, not a header.
 const NOUN_BEFORE: &[&str] = &[
     "with",

@@ -1108,6 +1108,9 @@ fn phrases(
         }
     };
     let mut by_rule: BTreeMap<&str, (Vec<&str>, usize, usize)> = BTreeMap::new();
+    // Matches looked at for being only mentioned or quoted as an example (each read is a few
+    // hundred bytes around the match): past the bound, a match counts as used.
+    let mut mention_reads = 0usize;
     // Family -> (hits, in original offsets).
     let mut by_family: BTreeMap<Family, Vec<Hit>> = BTreeMap::new();
     for m in lists.ac.get(vt).find_iter(vt) {
@@ -1127,6 +1130,14 @@ fn phrases(
                     }
 
                     let (s, e) = view.original_range(m.start(), m.end(), text.text);
+                    // "detects phrases such as \"ignore previous instructions\"": an example
+                    // of what a tool catches, quoted, is not said to the model.
+                    if rule == "P2" && mention_reads < MAX_MENTION_READS && {
+                        mention_reads += 1;
+                        families::quoted_example(text.text, s, e)
+                    } {
+                        continue;
+                    }
                     let entry = by_rule.entry(rule).or_insert((Vec::new(), s, e));
                     if entry.0.len() < MAX_QUOTED && !entry.0.contains(pattern) {
                         entry.0.push(pattern);
@@ -1138,11 +1149,12 @@ fn phrases(
                         let (s, e) = view.original_range(h.start, h.end, text.text);
                         // A chat-template token talked about (`<<sys>>`, `[/inst]` in a
                         // template's documentation), not used.
-                        let bracketed = vt[m.start()..].starts_with(['<', '[']);
-                        if h.family == Family::Role
-                            && bracketed
-                            && families::mentioned(text.text, s, e)
-                        {
+                        let bracketed = vt[m.start()..].starts_with(['<', '[', '#']);
+                        if h.family == Family::Role && mention_reads < MAX_MENTION_READS && {
+                            mention_reads += 1;
+                            bracketed && families::mentioned(text.text, s, e)
+                                || families::quoted_example(text.text, s, e)
+                        } {
                             continue;
                         }
                         h.start = s;
@@ -1329,6 +1341,9 @@ fn empty_comment(rest: &str) -> bool {
             .all(|c| c.is_whitespace() || c == '.' || c == '\u{2026}')
     })
 }
+
+/// Authority phrases and markers of one text read for being talked about rather than used.
+const MAX_MENTION_READS: usize = 64;
 
 /// Decoded runs of one text checked for their plain form (each a search of the text): past
 /// these, a run counts as it always did.
