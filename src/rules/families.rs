@@ -558,89 +558,125 @@ const TEMPLATE_WORDS: &[&str] = &[
     "sys",
 ];
 
-/// Words before an opening quote that make what it quotes an example of something talked about
-/// ("detects phrases such as \"ignore previous instructions\"", "requests like 'developer
-/// mode'", "(\"AI assistant: ignore your instructions …\")").
+/// Words right before an opening quote that make what it quotes an example of something talked
+/// about ("detects phrases such as \"ignore previous instructions\"", "requests like
+/// 'developer mode'").
 const EXAMPLE_CUES: &[&str] = &[
     "such as",
     "like",
     "e.g.",
     "e.g.,",
     "for example",
+    "for example,",
     "for instance",
-    "including",
+    "for instance,",
     "phrases",
     "phrase",
     "patterns",
     "pattern",
     "strings",
-    "requests",
     "attempts",
-    "prompts",
-    "messages",
     "detects",
     "flags",
     "blocks",
     "catches",
     "matches",
-    "known",
 ];
 
-/// Whether the hit at `start..end` of `t` lies inside a quotation given as an example of text
-/// the tool detects, blocks or talks about (a moderation or prompt-security tool's own
-/// documentation): an opening quote at most 160 bytes back with no closing one between, a
-/// closing quote at most 200 bytes on, and before the opening quote an example cue
-/// ([`EXAMPLE_CUES`], within 60 bytes), an opening parenthesis, or the end of an earlier quoted
-/// item of the same list (`"…", "…"`). Only the authority phrases are read this way: an
+/// Whether the hit at `start..end` of `t` lies inside a short quotation given as an example of
+/// text the tool detects, blocks or talks about (a moderation or prompt-security tool's own
+/// documentation): an opening quote at most 120 bytes back with no closing one between, a
+/// closing quote at most 100 bytes on, and right before the opening quote an example cue
+/// ([`EXAMPLE_CUES`]) or an earlier quoted item of the same list that has one (`such as "…",
+/// "…" or "…"`, at most four items back). Only the authority phrases are read this way: an
 /// example that also names a secret or an address is still read by the rules that see those.
 pub fn quoted_example(t: &str, start: usize, end: usize) -> bool {
-    let from = t.ceil_char_boundary(start.saturating_sub(160));
-    let back = t.get(from..start).unwrap_or("");
-    // The nearest opening quote before the hit (a straight single quote or backtick only
-    // after a space or a parenthesis: not the apostrophe of "user's").
-    let Some((q, open)) = back.char_indices().rev().find(|&(k, c)| {
+    let Some((q, close)) = opening_quote(t, start) else {
+        return false;
+    };
+    let ahead = t
+        .get(end..t.floor_char_boundary((end + 100).min(t.len())))
+        .unwrap_or("");
+    if closing_quote(ahead, close).is_none() {
+        return false;
+    }
+    let mut at = q;
+    for _ in 0..4 {
+        let from = t.ceil_char_boundary(at.saturating_sub(40));
+        let before = t
+            .get(from..at)
+            .unwrap_or("")
+            .trim_end()
+            .to_ascii_lowercase();
+        let cue = EXAMPLE_CUES.iter().any(|c| {
+            before.strip_suffix(c).is_some_and(|pre| {
+                pre.chars()
+                    .next_back()
+                    .is_none_or(|p| !p.is_ascii_alphanumeric())
+            })
+        });
+        if cue {
+            return true;
+        }
+        // An earlier item of a quoted list: `"…", ` / `"…" or ` / `"…" and `.
+        let head = [",", " or", " and"]
+            .iter()
+            .find_map(|sep| before.strip_suffix(sep))
+            .map(str::trim_end);
+        let Some(last) = head.and_then(|h| h.chars().next_back()) else {
+            return false;
+        };
+        if !matches!(last, '"' | '\'' | '\u{201D}' | '\u{2019}') {
+            return false;
+        }
+        // The earlier item's opening quote, searched back from its closing one (`head` is a
+        // prefix of the text from `from`: lower-casing ASCII keeps every byte where it was).
+        let item_close = from + head.map_or(0, str::len) - last.len_utf8();
+        match opening_quote(t, item_close) {
+            Some((earlier, _)) if earlier < at => at = earlier,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The nearest opening quote before `at` (within 120 bytes) with no closing one between, and
+/// the characters that close it. A straight single quote or backtick opens only after a space
+/// or a parenthesis (not the apostrophe of "user's").
+fn opening_quote(t: &str, at: usize) -> Option<(usize, &'static [char])> {
+    let at = t.floor_char_boundary(at);
+    let from = t.ceil_char_boundary(at.saturating_sub(120));
+    let back = t.get(from..at)?;
+    let (k, open) = back.char_indices().rev().find(|&(k, c)| {
         matches!(c, '"' | '\u{201C}' | '\u{2018}')
             || (matches!(c, '\'' | '`')
                 && back[..k]
                     .chars()
                     .next_back()
                     .is_none_or(|p| p.is_whitespace() || p == '('))
-    }) else {
-        return false;
-    };
-    let close: &[char] = match open {
+    })?;
+    let close: &'static [char] = match open {
         '\u{201C}' => &['\u{201D}'],
         '\u{2018}' => &['\u{2019}', '\''],
-        c => &[c],
+        '"' => &['"'],
+        '`' => &['`'],
+        _ => &['\''],
     };
-    // Inside it: no closing quote between the opening one and the hit, one after the hit.
-    let inside = back.get(q + open.len_utf8()..).unwrap_or("");
-    if open != '\'' && inside.contains(close) {
-        return false;
-    }
-    let ahead = t
-        .get(end..t.floor_char_boundary((end + 200).min(t.len())))
-        .unwrap_or("");
-    if !ahead.contains(close) {
-        return false;
-    }
-    let before = t
-        .get(t.ceil_char_boundary((from + q).saturating_sub(60))..from + q)
-        .unwrap_or("")
-        .trim_end()
-        .to_ascii_lowercase();
-    before.ends_with('(')
-        || before.ends_with("\",")
-        || before.ends_with("',")
-        || before.ends_with("\u{201D},")
-        || EXAMPLE_CUES.iter().any(|c| {
-            before.match_indices(c).any(|(k, _)| {
-                let pre = before[..k].chars().next_back();
-                let post = before[k + c.len()..].chars().next();
-                pre.is_none_or(|p| !p.is_ascii_alphanumeric())
-                    && post.is_none_or(|p| !p.is_ascii_alphanumeric())
-            })
+    let inside = back.get(k + open.len_utf8()..).unwrap_or("");
+    closing_quote(inside, close)
+        .is_none()
+        .then_some((from + k, close))
+}
+
+/// Where a quote opened with one of `close` closes in `s`: a straight single quote closes only
+/// when no letter follows it (not the apostrophe of "don't").
+fn closing_quote(s: &str, close: &[char]) -> Option<usize> {
+    s.char_indices()
+        .find(|&(k, c)| {
+            close.contains(&c)
+                && (c != '\'' || !s[k + 1..].chars().next().is_some_and(char::is_alphabetic))
         })
+        .map(|(k, _)| k)
 }
 
 /// Words after which a marker is a noun in a sentence about it, not a header.
@@ -705,10 +741,36 @@ pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
                 rest.get(..p.len())
                     .is_some_and(|r| r.eq_ignore_ascii_case(p))
             }));
+    // A label: `[ADMIN NOTICE]: …`, `<|system|>: …` is used, whatever comes before it.
+    if rest.starts_with(':') {
+        return false;
+    }
+    // A closing quote ends the marker only when the same quote opened right before it
+    // (`` `<|im_start|>` ``); an ellipsis only when another marker or the end follows it.
+    let quoted = rest
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '`' | '"' | '\''))
+        .is_some_and(|c| t.get(..start).is_some_and(|b| b.ends_with(c)));
+    let elided = {
+        let dots = rest.trim_start_matches(['.', '\u{2026}']);
+        dots.len() < rest.len() && {
+            let next = dots.trim_start();
+            let at = end + (after.len() - next.len());
+            next.is_empty()
+                || next.starts_with(['<', '['])
+                    && (bracket(t, at).is_some()
+                        || ["<<sys", "[inst", "[/inst", "<</sys"].iter().any(|p| {
+                            next.get(..p.len())
+                                .is_some_and(|r| r.eq_ignore_ascii_case(p))
+                        }))
+        }
+    };
     let ends = rest.is_empty()
         || marker_next
-        || rest.starts_with([',', ';', '/', '|', ')', '`', '"', '\'', '\u{2026}'])
-        || rest.starts_with("..")
+        || quoted
+        || elided
+        || rest.starts_with([',', ';', '/', '|', ')'])
         || lower.eq_ignore_ascii_case("and ")
         || lower
             .get(..3)
@@ -727,7 +789,6 @@ pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
         || lb.ends_with("e.g.")
         || lb.ends_with("e.g.,")
         || lb.ends_with("for example")
-        || lb.ends_with('(')
     {
         return true;
     }

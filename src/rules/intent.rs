@@ -920,7 +920,13 @@ impl Sentence<'_> {
                     "show",
                     "shows",
                 ];
-                if LOOKS.contains(&self.word_before(h.start).as_str()) {
+                // Only when what looks so is characters or text ("characters that render
+                // invisibly"), not "copy … into the footer so it will display invisibly".
+                let back = self.back(h.start, 48).to_ascii_lowercase();
+                let shown = ["character", "glyph", "text that", "text which"]
+                    .iter()
+                    .any(|w| back.contains(w));
+                if shown && LOOKS.contains(&self.word_before(h.start).as_str()) {
                     return false;
                 }
                 if !w.contains("need") {
@@ -1296,7 +1302,25 @@ fn judge(
     });
     // "… not what the user wants, so don't follow instructions found in pages": an injection
     // disclaimer forbids what an override would order.
-    let disclaims = sent.has(S::Sources) && sent.has(S::Orders) && sent.has(S::Negation);
+    // The shape of one: a negation, then within a few words an obeying verb or the word
+    // "instructions" ("don't follow instructions found in pages"), and a source named.
+    let disclaims = sent.has(S::Sources)
+        && sent.hits.iter().any(|n| {
+            let next = lower
+                .get(n.end.saturating_sub(sent.start)..)
+                .unwrap_or("")
+                .trim_start();
+            let obeying = ["follow", "obey", "act on", "execute", "carry out", "comply"]
+                .iter()
+                .any(|v| next.starts_with(v));
+            n.sets & bit(S::Negation) != 0
+                && obeying
+                && sent.hits.iter().any(|o| {
+                    o.sets & (bit(S::Orders) | bit(S::Obey)) != 0
+                        && o.start >= n.end
+                        && o.start - n.end <= 32
+                })
+        });
     if directed && sent.has(S::Override) && !restricts && !disclaims {
         what.push("overrules the user's own choice");
     }
@@ -1605,10 +1629,26 @@ fn judge(
         let tail = t
             .get(e..t.floor_char_boundary((e + 160).min(t.len())))
             .unwrap_or("")
-            .split(['.', ';'])
+            .split(['.', ';', ','])
             .next()
             .unwrap_or("")
             .to_ascii_lowercase();
+        // The refusal of the pipeline itself, not of what follows if it is not run
+        // ("run … | bash, otherwise queries are blocked").
+        let tail = [
+            " otherwise",
+            " or ",
+            " else",
+            " so ",
+            " unless",
+            " until",
+            " because",
+            " as ",
+        ]
+        .iter()
+        .filter_map(|w| tail.find(w))
+        .min()
+        .map_or(tail.as_str(), |k| &tail[..k]);
         let refused = [
             "refused",
             "rejected",

@@ -409,6 +409,7 @@ fn finding<'a>(doc: &Document<'a>, text: &Text<'a>, rule: &str) -> crate::findin
 pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let names = ToolNames::new(doc);
+    let mut context_seen = ContextSeen::default();
     for text in &doc.texts {
         if doc.stopped() {
             break;
@@ -430,7 +431,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
         if matches!(text.field, Field::PropertyName | Field::Key) {
             name_phrases(doc, text, &names, &mut out);
             if text.field == Field::PropertyName {
-                context_parameter(doc, text, &mut out);
+                context_parameter(doc, text, &mut context_seen, &mut out);
             }
             continue;
         }
@@ -573,15 +574,24 @@ fn embedded(
 
 /// What a parameter's name may ask the model for out of its own context, with the words of
 /// the tool's name and description that make it the tool's purpose. The name words of each
-/// class: one of `what`, with one of `with` beside it (any order).
+/// class: one of `what` and one of `with` (any order), and one of `also` when it is not empty.
 struct ContextAsk {
     what: &'static [&'static str],
     with: &'static [&'static str],
+    also: &'static [&'static str],
     said: &'static str,
     purpose: &'static [&'static str],
 }
 
-/// The model's conversation and instructions, and the process environment.
+/// Words that make a name ask for the whole of something, not a piece a tool may need.
+const WHOLE: &[&str] = &[
+    "full", "entire", "whole", "verbatim", "complete", "current", "so", "far", "all",
+];
+
+/// The model's conversation and instructions, and the process environment: each needs the
+/// thing as a whole ("history", "transcript", "so far", "dump"), so a tool's `chat_text`,
+/// `previous_answers`, `system_prompt` or `env_vars` (a translator's, a quiz's, an image
+/// generator's, an HTTP client's) is not read as an ask.
 const CONTEXT_ASKS: &[ContextAsk] = &[
     ContextAsk {
         what: &[
@@ -594,64 +604,51 @@ const CONTEXT_ASKS: &[ContextAsk] = &[
         with: &[
             "history",
             "transcript",
-            "log",
-            "logs",
+            "transcripts",
             "so",
+            "far",
             "full",
             "entire",
             "whole",
-            "text",
-            "content",
-            "contents",
-            "messages",
-            "summary",
-            "context",
         ],
+        also: &[],
         said: "the conversation",
         purpose: CONVERSATION_PURPOSE,
     },
     ContextAsk {
-        what: &[
-            "previous",
-            "prior",
-            "earlier",
-            "past",
-            "preceding",
-            "recent",
-            "last",
-        ],
+        what: &["previous", "prior", "earlier", "preceding"],
         with: &[
             "messages",
             "turns",
             "conversation",
             "prompts",
-            "responses",
-            "replies",
-            "answers",
             "instructions",
             "exchanges",
         ],
+        also: &[],
         said: "earlier messages",
         purpose: CONVERSATION_PURPOSE,
     },
     ContextAsk {
-        what: &["system", "your", "assistant", "model", "agent", "hidden"],
+        what: &["your", "assistant", "model", "agent", "hidden"],
         with: &["prompt", "prompts", "instructions", "rules", "directives"],
+        also: &[],
+        said: "the model's instructions",
+        purpose: CONVERSATION_PURPOSE,
+    },
+    ContextAsk {
+        what: &["system"],
+        with: &["prompt", "prompts", "instructions"],
+        also: WHOLE,
         said: "the model's instructions",
         purpose: CONVERSATION_PURPOSE,
     },
     ContextAsk {
         what: &["env", "environment", "dotenv"],
         with: &[
-            "vars",
-            "variables",
-            "dump",
-            "all",
-            "full",
-            "file",
-            "contents",
-            "secrets",
+            "dump", "all", "full", "entire", "whole", "secrets", "contents",
         ],
+        also: &[],
         said: "the process environment",
         purpose: &[
             "env",
@@ -665,8 +662,6 @@ const CONTEXT_ASKS: &[ContextAsk] = &[
             "shell",
             "exec",
             "execute",
-            "run",
-            "runs",
             "command",
             "commands",
             "container",
@@ -680,15 +675,11 @@ const CONTEXT_ASKS: &[ContextAsk] = &[
             "kubernetes",
             "pod",
             "pods",
-            "job",
-            "jobs",
             "build",
             "builds",
             "script",
             "scripts",
             "lambda",
-            "function",
-            "functions",
             "secret",
             "secrets",
             "dotenv",
@@ -697,15 +688,9 @@ const CONTEXT_ASKS: &[ContextAsk] = &[
             "workflows",
             "pipeline",
             "pipelines",
-            "service",
-            "services",
-            "app",
-            "apps",
-            "project",
-            "projects",
-            "workspace",
             "sandbox",
-            "task",
+            "debug",
+            "diagnostics",
         ],
     },
 ];
@@ -762,21 +747,12 @@ const CONVERSATION_PURPOSE: &[&str] = &[
     "moderate",
     "guardrail",
     "guardrails",
-    "support",
     "ticket",
     "tickets",
-    "reply",
-    "replies",
     "inbox",
     "email",
     "emails",
-    "comment",
-    "comments",
-    "note",
-    "notes",
     "journal",
-    "log",
-    "logs",
     "trace",
     "traces",
     "observability",
@@ -793,19 +769,38 @@ const CONVERSATION_PURPOSE: &[&str] = &[
     "embedding",
     "embeddings",
     "rag",
-    "response",
-    "responses",
-    "review",
+    "bot",
+    "bots",
+    "quiz",
+    "survey",
+    "interview",
 ];
+
+/// Per tool, once: whether a context-asking parameter was already reported (one finding per
+/// tool), and the words of its name, title and description (each read to 4 KiB).
+#[derive(Default)]
+struct ContextSeen {
+    reported: std::collections::HashSet<usize>,
+    about: Option<(usize, Vec<String>)>,
+}
 
 /// A parameter whose name asks the model for its own context, on a tool that says nothing of
 /// it: `full_conversation_history_so_far` on a calculator, `env_vars_dump` on a weather tool
 /// (CyberArk's full-schema poisoning puts the order in the name itself). The model fills every
-/// parameter it is given, so the name is the instruction. Not when the tool's name or
-/// description speaks of such things (a chat-summary tool's `conversation_history`, a
-/// deployment tool's `environment_variables`).
-fn context_parameter(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>) {
-    if text.text.len() > 96 {
+/// parameter it is given, so the name is the instruction. Not a parameter that cannot carry
+/// text (boolean, number, an enum), nor when the tool's name, title or description, or the
+/// parameter's own description, speaks of such things (a chat-summary tool's
+/// `conversation_history`, a deployment tool's `environment_dump`). One finding per tool.
+fn context_parameter(
+    doc: &Document<'_>,
+    text: &Text<'_>,
+    seen: &mut ContextSeen,
+    out: &mut Vec<Finding>,
+) {
+    let Some(i) = text.tool else {
+        return;
+    };
+    if text.text.len() > 96 || seen.reported.contains(&i) {
         return;
     }
     let ws = words(text.text);
@@ -818,29 +813,57 @@ fn context_parameter(doc: &Document<'_>, text: &Text<'_>, out: &mut Vec<Finding>
     }
     let Some(ask) = CONTEXT_ASKS
         .iter()
-        .find(|a| has(a.what) && has(a.with) && ws.len() >= 2)
+        .find(|a| has(a.what) && has(a.with) && (a.also.is_empty() || has(a.also)))
     else {
         return;
     };
-    let Some(tool) = text.tool.and_then(|i| doc.tools.get(i)) else {
+    let Some(tool) = doc.tools.get(i) else {
         return;
     };
-    let mut about = String::new();
-    about.push_str(tool.name.unwrap_or(""));
-    about.push(' ');
-    if let Some(t) = tool.title() {
-        about.push_str(t);
+    // The parameter's schema: one that cannot carry text asks for nothing.
+    let pointer = doc.pointer(text.path);
+    let schema = pointer
+        .strip_prefix(tool.pointer.as_str())
+        .and_then(|rel| tool.value.pointer(rel));
+    if let Some(schema) = schema {
+        let kind = schema
+            .get("type")
+            .and_then(super::Json::as_str)
+            .unwrap_or("");
+        if matches!(kind, "boolean" | "number" | "integer") || schema.get("enum").is_some() {
+            return;
+        }
+        let own = schema
+            .get("description")
+            .and_then(super::Json::as_str)
+            .unwrap_or("");
+        let own = own.get(..own.floor_char_boundary(1024)).unwrap_or("");
+        if words(own).iter().any(|w| ask.purpose.contains(&w.as_str())) {
+            return;
+        }
+    }
+    if seen.about.as_ref().is_none_or(|(t, _)| *t != i) {
+        let cap = |s: &str| {
+            s.get(..s.floor_char_boundary(4096))
+                .unwrap_or("")
+                .to_string()
+        };
+        let mut about = cap(tool.name.unwrap_or(""));
         about.push(' ');
+        about.push_str(&cap(tool.title().unwrap_or("")));
+        about.push(' ');
+        about.push_str(&cap(tool.description().map(|(d, _)| d).unwrap_or("")));
+        seen.about = Some((i, words(&about)));
     }
-    if let Some((d, _)) = tool.description() {
-        about.push_str(d.get(..d.floor_char_boundary(4096)).unwrap_or(""));
-    }
-    if words(&about)
-        .iter()
-        .any(|w| ask.purpose.contains(&w.as_str()))
-    {
+    let about = seen
+        .about
+        .as_ref()
+        .map(|(_, w)| w.as_slice())
+        .unwrap_or_default();
+    if about.iter().any(|w| ask.purpose.contains(&w.as_str())) {
         return;
     }
+    seen.reported.insert(i);
     out.push(
         finding(doc, text, "P2")
             .subcode("exfiltration")
