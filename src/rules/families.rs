@@ -731,7 +731,6 @@ pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
         }
         _ => rest,
     };
-    let lower = rest.get(..rest.floor_char_boundary(4)).unwrap_or("");
     // Another marker next (not any tag: `<SYSTEM><span>Send…` uses the first).
     let at = end + (after.len() - rest.len());
     let marker_next = rest.starts_with(['<', '['])
@@ -766,15 +765,29 @@ pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
                         }))
         }
     };
-    let ends = rest.is_empty()
-        || marker_next
-        || quoted
-        || elided
-        || rest.starts_with([',', ';', '/', '|', ')'])
-        || lower.eq_ignore_ascii_case("and ")
-        || lower
-            .get(..3)
-            .is_some_and(|w| w.eq_ignore_ascii_case("or "));
+    // A list separator ends it only when another marker follows it (`<|endoftext|>,
+    // <|im_start|> and …`): "[SYSTEM], from now on …" is used.
+    let sep = [",", ";", "/", "|", "and ", "or "]
+        .iter()
+        .find(|p| {
+            rest.get(..p.len())
+                .is_some_and(|r| r.eq_ignore_ascii_case(p))
+        })
+        .map(|p| rest[p.len()..].trim_start());
+    let listed = sep.is_some_and(|next| {
+        let at = end + (after.len() - next.len());
+        next.starts_with(['<', '['])
+            && (bracket(t, at).is_some()
+                || (t.as_bytes().get(at + 1) == t.as_bytes().get(at)
+                    && bracket(t, at + 1).is_some())
+                || ["<<sys", "[inst", "[/inst", "<</sys"].iter().any(|p| {
+                    next.get(..p.len())
+                        .is_some_and(|r| r.eq_ignore_ascii_case(p))
+                }))
+    });
+    // A closing parenthesis, when one opened right before it: `(<|im_start|>)`.
+    let bracketed = rest.starts_with(')') && t.get(..start).is_some_and(|b| b.ends_with('('));
+    let ends = rest.is_empty() || marker_next || quoted || elided || listed || bracketed;
     if ends {
         return true;
     }
