@@ -731,15 +731,10 @@ pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
         }
         _ => rest,
     };
+    // Where a suffix of `after` starts in `t`.
+    let at = |s: &str| end + (after.len() - s.len());
     // Another marker next (not any tag: `<SYSTEM><span>Send…` uses the first).
-    let at = end + (after.len() - rest.len());
-    let marker_next = rest.starts_with(['<', '['])
-        && (bracket(t, at).is_some()
-            || (t.as_bytes().get(at + 1) == t.as_bytes().get(at) && bracket(t, at + 1).is_some())
-            || ["<<sys", "[inst", "[/inst", "<</sys"].iter().any(|p| {
-                rest.get(..p.len())
-                    .is_some_and(|r| r.eq_ignore_ascii_case(p))
-            }));
+    let marker_next = marker_at(t, at(rest));
     // A label: `[ADMIN NOTICE]: …`, `<|system|>: …` is used, whatever comes before it.
     if rest.starts_with(':') {
         return false;
@@ -755,14 +750,7 @@ pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
         let dots = rest.trim_start_matches(['.', '\u{2026}']);
         dots.len() < rest.len() && {
             let next = dots.trim_start();
-            let at = end + (after.len() - next.len());
-            next.is_empty()
-                || next.starts_with(['<', '['])
-                    && (bracket(t, at).is_some()
-                        || ["<<sys", "[inst", "[/inst", "<</sys"].iter().any(|p| {
-                            next.get(..p.len())
-                                .is_some_and(|r| r.eq_ignore_ascii_case(p))
-                        }))
+            next.is_empty() || marker_at(t, at(next))
         }
     };
     // A list separator ends it only when another marker follows it (`<|endoftext|>,
@@ -774,17 +762,7 @@ pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
                 .is_some_and(|r| r.eq_ignore_ascii_case(p))
         })
         .map(|p| rest[p.len()..].trim_start());
-    let listed = sep.is_some_and(|next| {
-        let at = end + (after.len() - next.len());
-        next.starts_with(['<', '['])
-            && (bracket(t, at).is_some()
-                || (t.as_bytes().get(at + 1) == t.as_bytes().get(at)
-                    && bracket(t, at + 1).is_some())
-                || ["<<sys", "[inst", "[/inst", "<</sys"].iter().any(|p| {
-                    next.get(..p.len())
-                        .is_some_and(|r| r.eq_ignore_ascii_case(p))
-                }))
-    });
+    let listed = sep.is_some_and(|next| marker_at(t, at(next)));
     // A closing parenthesis, when one opened right before it: `(<|im_start|>)`.
     let bracketed = rest.starts_with(')') && t.get(..start).is_some_and(|b| b.ends_with('('));
     let ends = rest.is_empty() || marker_next || quoted || elided || listed || bracketed;
@@ -824,6 +802,24 @@ pub fn mentioned(t: &str, start: usize, end: usize) -> bool {
                 .filter(|h| h.ends_with(['>', ']', '|']))
         });
     head.is_some_and(|h| h.trim_end().ends_with(['>', ']', '|', '`']))
+}
+
+/// Whether a role or control marker starts at byte `at` of `t`: a bracketed one ([`bracket`],
+/// also one bracket in, `<<SYS>>`) or a template phrase of the `role-phrase` group.
+fn marker_at(t: &str, at: usize) -> bool {
+    let bytes = t.as_bytes();
+    if !matches!(bytes.get(at), Some(b'<' | b'[')) {
+        return false;
+    }
+    let rest = t
+        .get(at..t.floor_char_boundary((at + 8).min(t.len())))
+        .unwrap_or("");
+    bracket(t, at).is_some()
+        || (bytes.get(at + 1) == bytes.get(at) && bracket(t, at + 1).is_some())
+        || ["<<sys", "[inst", "[/inst", "<</sys"].iter().any(|p| {
+            rest.get(..p.len())
+                .is_some_and(|r| r.eq_ignore_ascii_case(p))
+        })
 }
 
 fn bracket(t: &str, i: usize) -> Option<Hit> {

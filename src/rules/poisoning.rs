@@ -1134,6 +1134,13 @@ fn phrases(
     // Matches looked at for being only mentioned or quoted as an example (each read is a few
     // hundred bytes around the match): past the bound, a match counts as used.
     let mut mention_reads = 0usize;
+    let mut talked_about = |s: usize, e: usize, marker: bool| {
+        if mention_reads >= MAX_MENTION_READS {
+            return false;
+        }
+        mention_reads += 1;
+        marker && families::mentioned(text.text, s, e) || families::quoted_example(text.text, s, e)
+    };
     // Family -> (hits, in original offsets).
     let mut by_family: BTreeMap<Family, Vec<Hit>> = BTreeMap::new();
     for m in lists.ac.get(vt).find_iter(vt) {
@@ -1155,10 +1162,7 @@ fn phrases(
                     let (s, e) = view.original_range(m.start(), m.end(), text.text);
                     // "detects phrases such as \"ignore previous instructions\"": an example
                     // of what a tool catches, quoted, is not said to the model.
-                    if rule == "P2" && mention_reads < MAX_MENTION_READS && {
-                        mention_reads += 1;
-                        families::quoted_example(text.text, s, e)
-                    } {
+                    if rule == "P2" && talked_about(s, e, false) {
                         continue;
                     }
                     let entry = by_rule.entry(rule).or_insert((Vec::new(), s, e));
@@ -1173,11 +1177,7 @@ fn phrases(
                         // A chat-template token talked about (`<<sys>>`, `[/inst]` in a
                         // template's documentation), not used.
                         let bracketed = vt[m.start()..].starts_with(['<', '[', '#']);
-                        if h.family == Family::Role && mention_reads < MAX_MENTION_READS && {
-                            mention_reads += 1;
-                            bracketed && families::mentioned(text.text, s, e)
-                                || families::quoted_example(text.text, s, e)
-                        } {
+                        if h.family == Family::Role && talked_about(s, e, bracketed) {
                             continue;
                         }
                         h.start = s;
