@@ -15,6 +15,10 @@ use toml::{Table, Value};
 const FILE: &str = "src/rules/families.toml";
 /// The engine keeps each window's tokens on the stack: no group may look further.
 const MAX_WINDOW: i64 = 24;
+/// The shapes src/rules/families.rs finds in Rust and hands to the group that names them
+/// (`shapes = [..]`): `env-secret`, a secret's environment variable (`GITHUB_TOKEN`,
+/// `$AWS_SECRET_ACCESS_KEY`, `process.env.STRIPE_KEY`).
+const SHAPES: &[&str] = &["env-secret"];
 
 pub fn generate(root: &Path) {
     println!("cargo:rerun-if-changed={FILE}");
@@ -257,6 +261,7 @@ impl<'a> Gen<'a> {
             .and_then(Value::as_array)
             .unwrap_or_else(|| fail("[[group]]", "missing"));
         let mut triggers: Vec<(String, usize, String)> = Vec::new();
+        let mut shapes: Vec<(String, usize)> = Vec::new();
         let mut names = BTreeSet::new();
         let mut case_ids: Vec<(String, bool, String)> = Vec::new();
         let mut body = String::new();
@@ -274,11 +279,25 @@ impl<'a> Gen<'a> {
                 fail(&entry, "defined twice");
             }
             for k in gt.keys() {
-                if !matches!(k.as_str(), "name" | "triggers" | "let" | "case") {
+                if !matches!(k.as_str(), "name" | "triggers" | "shapes" | "let" | "case") {
                     fail(
                         &entry,
-                        format!("unknown key `{k}` (name, triggers, let, case)"),
+                        format!("unknown key `{k}` (name, triggers, shapes, let, case)"),
                     );
+                }
+            }
+            if let Some(v) = gt.get("shapes") {
+                for shape in Self::words(&format!("{entry} shapes"), v) {
+                    if !SHAPES.contains(&shape.as_str()) {
+                        fail(
+                            &entry,
+                            format!("unknown shape {shape:?} (one of {SHAPES:?})"),
+                        );
+                    }
+                    if shapes.iter().any(|(s, _)| *s == shape) {
+                        fail(&entry, format!("shape {shape:?} is already in a group"));
+                    }
+                    shapes.push((shape, gi));
                 }
             }
             let phrases = Self::words(
@@ -402,6 +421,11 @@ impl<'a> Gen<'a> {
         out.push_str("/// The trigger phrases (lowercase; matched case-insensitively, whole words) and the index of\n/// their group in [`GROUPS`].\npub static TRIGGERS: &[(&str, usize)] = &[\n");
         for (p, gi, _) in &triggers {
             writeln!(out, "    ({p:?}, {gi}),").ok();
+        }
+        out.push_str("];\n\n");
+        out.push_str("/// The built-in shapes (found by Rust, not by a phrase) each group reads as a trigger.\npub static SHAPES: &[(&str, usize)] = &[\n");
+        for (shape, gi) in &shapes {
+            writeln!(out, "    ({shape:?}, {gi}),").ok();
         }
         out.push_str("];\n\n");
         out.push_str("/// Every case id, whether it produces a hit, and its group.\npub static CASE_IDS: &[(&str, bool, &str)] = &[\n");

@@ -307,6 +307,30 @@ pub fn check(
     is_tool: &dyn Fn(&str) -> Option<bool>,
 ) -> Option<Hit> {
     let &(phrase, group) = TRIGGERS.get(trigger)?;
+    run_cases(phrase, group, t, start, end, is_tool)
+}
+
+/// [`check`] for a built-in shape (`SHAPES`: found in Rust, not by a phrase) at `start..end`
+/// of `t`: the cases of the group that names the shape, with the shape's name as the phrase.
+pub fn check_shape(
+    shape: &str,
+    t: &str,
+    start: usize,
+    end: usize,
+    is_tool: &dyn Fn(&str) -> Option<bool>,
+) -> Option<Hit> {
+    let &(name, group) = SHAPES.iter().find(|(s, _)| *s == shape)?;
+    run_cases(name, group, t, start, end, is_tool)
+}
+
+fn run_cases(
+    phrase: &'static str,
+    group: usize,
+    t: &str,
+    start: usize,
+    end: usize,
+    is_tool: &dyn Fn(&str) -> Option<bool>,
+) -> Option<Hit> {
     let group = GROUPS.get(group)?;
     let mut m = Match {
         t,
@@ -446,6 +470,62 @@ fn iban_head(t: &str) -> bool {
     b.len() == 4
         && b[2..].iter().all(u8::is_ascii_digit)
         && IBAN_COUNTRIES.iter().any(|c| c.as_bytes() == &b[..2])
+}
+
+/// Parts of an environment variable's name that say it holds a secret.
+const SECRET_PARTS: &[&str] = &[
+    "KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "PASS", "CREDENTIALS",
+    "CREDENTIAL", "CREDS", "PAT", "PASSPHRASE", "MNEMONIC", "SEED",
+];
+/// Parts that make such a name something else: a database or cache key, a paging token, a
+/// limit (`PRIMARY_KEY`, `NEXT_PAGE_TOKEN`, `MAX_TOKENS`).
+const NOT_SECRET_PARTS: &[&str] = &[
+    "PRIMARY", "FOREIGN", "SORT", "PARTITION", "CACHE", "IDEMPOTENCY", "PAGE", "NEXT",
+    "CONTINUATION", "CURSOR", "MAX", "MIN", "NUM", "COUNT", "LIMIT", "PUBLIC", "PUBLISHABLE",
+    "HOTKEY", "SHORTCUT", "ROW", "SHARD", "LOOKUP", "MAP", "DEDUP", "RANDOM", "THROUGH",
+];
+/// At most this many environment variables are read per text: each is a window check.
+pub const MAX_ENV_SECRETS: usize = 16;
+
+/// The environment variables in `t` whose names say they hold a secret (the `env-secret`
+/// shape): an upper-case name with an underscore and a part of [`SECRET_PARTS`]
+/// (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`), with its `$`, `${`, `%` or `process.env.` /
+/// `os.environ` prefix when written. Spans in `t`, at most [`MAX_ENV_SECRETS`]; linear in `t`.
+pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
+    let bytes = t.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() && out.len() < MAX_ENV_SECRETS {
+        let starts = bytes[i].is_ascii_uppercase()
+            && (i == 0 || !super::text::is_word_byte(bytes[i - 1]) && bytes[i - 1] < 0x80);
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let end = bytes[i..]
+            .iter()
+            .position(|b| !(b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_'))
+            .map_or(bytes.len(), |n| i + n);
+        // A lower-case letter right after: a CamelCase word, not a variable.
+        let whole = bytes.get(end).is_none_or(|b| !b.is_ascii_alphanumeric() && *b < 0x80);
+        let name = t.get(i..end).unwrap_or("");
+        let parts = || name.split('_').filter(|p| !p.is_empty());
+        if whole
+            && name.len() >= 5
+            && name.contains('_')
+            && parts().any(|p| SECRET_PARTS.contains(&p))
+            && !parts().any(|p| NOT_SECRET_PARTS.contains(&p))
+        {
+            let before = t.get(..i).unwrap_or("");
+            let prefix = ["process.env.", "os.environ[\"", "os.environ['", "${", "$", "%", "env:"]
+                .iter()
+                .find(|p| before.ends_with(*p))
+                .map_or(0, |p| p.len());
+            out.push((i - prefix, end));
+        }
+        i = end.max(i + 1);
+    }
+    out
 }
 
 /// An argument as the channel: "as `auth`", "into the notes argument", "via the note parameter".
@@ -921,6 +1001,36 @@ mod tests {
             }
         }
         markers(text).map(|h| h.family)
+    }
+
+    #[test]
+    fn env_secrets_are_named_secrets_with_their_prefix() {
+        let found = |t: &str| -> Vec<String> {
+            env_secrets(t)
+                .into_iter()
+                .map(|(s, e)| t[s..e].to_string())
+                .collect()
+        };
+        assert_eq!(
+            found("read GITHUB_TOKEN, $AWS_SECRET_ACCESS_KEY and ${NPM_AUTH_TOKEN}"),
+            ["GITHUB_TOKEN", "$AWS_SECRET_ACCESS_KEY", "${NPM_AUTH_TOKEN"]
+        );
+        assert_eq!(
+            found("pass process.env.STRIPE_SECRET_KEY or os.environ['DB_PASSWORD'] or %API_KEY%"),
+            ["process.env.STRIPE_SECRET_KEY", "os.environ['DB_PASSWORD", "%API_KEY"]
+        );
+        // Limits, paging tokens, database keys, public keys, words that only look loud, a name
+        // inside another word, CamelCase: not secrets.
+        assert!(
+            found(
+                "MAX_TOKENS NEXT_PAGE_TOKEN PRIMARY_KEY STRIPE_PUBLISHABLE_KEY KEYBOARD_LAYOUT \
+                 TOKENS ACCESS KEY x_GITHUB_TOKEN GITHUB_TOKENs Api_KEY"
+            )
+            .is_empty()
+        );
+        // Bounded: a text of nothing else yields at most MAX_ENV_SECRETS.
+        let many = "A_KEY ".repeat(10_000);
+        assert_eq!(env_secrets(&many).len(), MAX_ENV_SECRETS);
     }
 
     #[test]

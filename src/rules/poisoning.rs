@@ -1191,6 +1191,21 @@ fn phrases(
             }
         }
     }
+    // A secret's environment variable (`GITHUB_TOKEN`, `$AWS_SECRET_ACCESS_KEY`): read by the
+    // cases of the group that names the `env-secret` shape, as its trigger phrases are.
+    if vt.as_bytes().contains(&b'_') {
+        for (s0, e0) in families::env_secrets(vt) {
+            if let Some(mut h) = families::check_shape("env-secret", vt, s0, e0, &is_tool) {
+                let (s, e) = view.original_range(h.start, h.end, text.text);
+                h.start = s;
+                h.end = e;
+                let hits = by_family.entry(h.family).or_default();
+                if hits.len() < MAX_HITS {
+                    hits.push(h);
+                }
+            }
+        }
+    }
     // A hidden file or folder in a home directory beyond the named ones: `~/.something` or
     // `$HOME/.something` (not `~/...`).
     if scan.marker_candidate
