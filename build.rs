@@ -1,5 +1,6 @@
 //! Generates the check catalogue and the check registry from `checks/`, and (in
-//! `build/families.rs`) the P2 families' tables from `src/rules/families.toml`.
+//! `build/families.rs`) the P2 families' tables from `src/rules/families.toml`, and (in
+//! `build/classifier.rs`) the META-02 classifier's model from `src/rules/classifier.tsv`.
 //!
 //! For every `checks/<kind>/<ID>.toml` this emits one catalogue entry that embeds the TOML
 //! text (`$OUT_DIR/catalogue.rs`, metadata only, for `crate::catalogue`) and one registry
@@ -16,11 +17,16 @@ use std::{env, fs};
 #[path = "build/families.rs"]
 mod families;
 
+/// The META-02 classifier's model from `src/rules/classifier.tsv`, as statics.
+#[path = "build/classifier.rs"]
+mod classifier;
+
 fn main() {
     let root = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let root = Path::new(&root);
     println!("cargo:rerun-if-changed=build");
     families::generate(root);
+    classifier::generate(root);
     println!("cargo:rerun-if-changed=checks");
     println!("cargo:rerun-if-changed=src/checks");
 

@@ -20,8 +20,12 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::sync::LazyLock;
+
+use super::classifier_data as data;
+use super::classifier_data::Class;
+pub use super::classifier_data::ModelError;
 
 use super::document::{Document, JSON_TYPES};
 use super::json::Json;
@@ -144,32 +148,25 @@ pub struct Model {
     pub settle: f64,
     /// Score below which a tool whose only findings are of the [`WEAK`] kinds is settled.
     pub weak: f64,
-    /// Every word that is a feature, part of one, or a word of a class, by id. (Looked up,
-    /// never filled from a server's text: a fast hash cannot be flooded through it.)
-    ids: FxHashMap<&'static str, u32>,
-    /// Words by id (for evidence).
-    words: Vec<&'static str>,
+    /// Every word that is a feature, part of one, or a word of a class, by id.
+    words: Cow<'static, [&'static str]>,
+    /// [`words`](Model::words) by [`data::word_hash`] in an open-addressing table (looked
+    /// up, never filled from a server's text: it cannot be flooded through it).
+    word_slots: Cow<'static, [u32]>,
     /// Weight of each word alone, by id (0 when only pairs hold it).
-    single: Vec<f64>,
-    /// Word pair -> index into `pair_weights`.
-    pairs: FxHashMap<(u32, u32), u32>,
-    pair_weights: Vec<f64>,
-    pair_words: Vec<(u32, u32)>,
-    /// Each word's classes (`@secret`, from classifier-classes.txt), by word id.
-    classes: Vec<Vec<Class>>,
+    single: Cow<'static, [f64]>,
+    /// The weighted word pairs, their weights, and the pairs by [`data::pair_hash`].
+    pair_words: Cow<'static, [(u32, u32)]>,
+    pair_weights: Cow<'static, [f64]>,
+    pair_slots: Cow<'static, [u32]>,
+    /// Each word's classes (`@secret`, from classifier-classes.txt): by word id, a range of
+    /// `class_list`.
+    class_spans: Cow<'static, [(u32, u32)]>,
+    class_list: Cow<'static, [Class]>,
     /// The class entries written in part (`*word*`, `word*`): an automaton over their cores,
     /// and by pattern whether the core must begin the word and its classes.
     partial: Option<aho_corasick::AhoCorasick>,
     partial_entries: Vec<(bool, Vec<Class>)>,
-}
-
-/// A word class as the model knows it: the id of its feature (`@secret`) and of its schema twin
-/// (`s@secret`, counted when the word is inside the tool's [`SCHEMA_PARTS`]), each when the model
-/// gave it a weight, alone or in a pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Class {
-    id: Option<u32>,
-    twin: Option<u32>,
 }
 
 /// The tool's keys whose values are schema and annotations (the trainer's `SCHEMA_PARTS`): an
@@ -177,208 +174,126 @@ struct Class {
 /// met there apart from the same class in a description.
 const SCHEMA_PARTS: &[&str] = &["inputSchema", "outputSchema", "_meta", "annotations"];
 
-/// Why `classifier.tsv` could not be read (a build defect; the tests read it).
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    #[error("classifier.tsv line {line}: {what}")]
-    Line { line: usize, what: &'static str },
-    #[error("classifier-classes.txt: {what}")]
-    Classes { what: &'static str },
+/// The model compiled in by build.rs (`$OUT_DIR/classifier_model.rs`: `BIAS`, `WORDS`,
+/// `WORD_SLOTS`, … from `classifier.tsv`, read by [`data::parse`]). Weights that happen to
+/// be near a constant such as 1/π are data, not approximations of it.
+#[allow(clippy::approx_constant)]
+mod compiled {
+    use super::Class;
+    include!(concat!(env!("OUT_DIR"), "/classifier_model.rs"));
 }
 
 impl Model {
     /// Reads the trainer's output (`bias`, `add`, `settle`, `weak` and `w FEATURE WEIGHT`
-    /// lines), then the word classes. Words borrow from the compiled-in text: nothing is copied.
+    /// lines), then the word classes ([`data::parse`]). The program uses [`Model::compiled`],
+    /// the same reading done at build time; this one is for the tests.
     pub fn parse(src: &'static str, classes: &'static str) -> Result<Model, ModelError> {
-        let lines = src.bytes().filter(|&b| b == b'\n').count() + 1;
-        let mut m = Model {
-            bias: 0.0,
-            add: f64::INFINITY,
-            settle: f64::NEG_INFINITY,
-            weak: f64::NEG_INFINITY,
-            ids: FxHashMap::with_capacity_and_hasher(lines, Default::default()),
-            words: Vec::with_capacity(lines),
-            single: Vec::with_capacity(lines),
-            pairs: FxHashMap::with_capacity_and_hasher(lines, Default::default()),
-            pair_weights: Vec::new(),
-            pair_words: Vec::new(),
-            classes: Vec::new(),
-            partial: None,
-            partial_entries: Vec::new(),
-        };
-        // (core, must begin the word) -> index into partial_entries, and the cores in order.
-        let mut partial_index: FxHashMap<(&'static str, bool), usize> = FxHashMap::default();
-        let mut partial_cores: Vec<&'static str> = Vec::new();
-        let mut seen = [false; 4];
-        for (n, line) in cut(src, b'\n').enumerate() {
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            let line_no = n + 1;
-            let bad = |what| ModelError::Line {
-                line: line_no,
-                what,
-            };
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let mut parts = cut(line, b'\t');
-            let kind = parts.next().unwrap_or("");
-            let number = |p: Option<&str>| -> Result<f64, ModelError> {
-                p.and_then(|v| v.parse::<f64>().ok())
-                    .filter(|v| v.is_finite())
-                    .ok_or_else(|| bad("not a finite number"))
-            };
-            match kind {
-                "bias" | "add" | "settle" | "weak" => {
-                    let v = number(parts.next())?;
-                    if parts.next().is_some() {
-                        return Err(bad("more than a value"));
-                    }
-                    let (slot, field) = match kind {
-                        "bias" => (0, &mut m.bias),
-                        "add" => (1, &mut m.add),
-                        "settle" => (2, &mut m.settle),
-                        _ => (3, &mut m.weak),
-                    };
-                    if seen[slot] {
-                        return Err(bad("a line given twice"));
-                    }
-                    seen[slot] = true;
-                    *field = v;
-                }
-                "w" => {
-                    let feature = parts
-                        .next()
-                        .ok_or_else(|| bad("a weight without a feature"))?;
-                    let v = number(parts.next())?;
-                    if parts.next().is_some() {
-                        return Err(bad("more than a feature and its weight"));
-                    }
-                    let mut words = cut(feature, b' ');
-                    let (a, b) = (words.next().unwrap_or(""), words.next());
-                    if a.is_empty() || words.next().is_some() || b == Some("") {
-                        return Err(bad("a feature is one word or two"));
-                    }
-                    let ia = m.id(a);
-                    match b {
-                        None if m.single[ia as usize] != 0.0 => {
-                            return Err(bad("a feature given twice"));
-                        }
-                        None => m.single[ia as usize] = v,
-                        Some(b) => {
-                            let ib = m.id(b);
-                            match m.pairs.get(&(ia, ib)) {
-                                Some(_) => return Err(bad("a feature given twice")),
-                                None => {
-                                    m.pairs.insert((ia, ib), m.pair_weights.len() as u32);
-                                    m.pair_weights.push(v);
-                                    m.pair_words.push((ia, ib));
-                                }
-                            }
-                        }
-                    }
-                }
-                _ => return Err(bad("unknown line kind")),
-            }
+        let p = data::parse(src, classes, is_word_char)?;
+        let hashes: Vec<u64> = p
+            .words
+            .iter()
+            .map(|w| data::word_hash(w.as_bytes()))
+            .collect();
+        let pair_hashes: Vec<u64> = p
+            .pair_words
+            .iter()
+            .map(|&(a, b)| data::pair_hash(a, b))
+            .collect();
+        let mut class_spans = Vec::with_capacity(p.classes.len());
+        let mut class_list = Vec::new();
+        for cs in &p.classes {
+            let start = class_list.len() as u32;
+            class_list.extend_from_slice(cs);
+            class_spans.push((start, class_list.len() as u32));
         }
-        for line in classes.lines() {
-            let mut parts = line.split_whitespace();
-            let Some(class) = parts.next().filter(|c| !c.starts_with('#')) else {
-                continue;
-            };
-            // A class the model gave no weight, alone, in a pair or as a twin, changes no score.
-            let c = Class {
-                id: m.ids.get(format!("@{class}").as_str()).copied(),
-                twin: m.ids.get(format!("s@{class}").as_str()).copied(),
-            };
-            let weighted = c.id.is_some() || c.twin.is_some();
-            for w in parts {
-                if let Some(stem) = w.strip_suffix('*') {
-                    let (core, at_start) = match stem.strip_prefix('*') {
-                        Some(core) => (core, false),
-                        None => (stem, true),
-                    };
-                    if core.is_empty() || core.contains('*') {
-                        return Err(ModelError::Classes {
-                            what: "an entry written in part has no letters between its stars",
-                        });
-                    }
-                    if !core.chars().all(is_word_char) || core.to_lowercase() != core {
-                        // A word is a lower-cased run of word characters: none could hold it.
-                        return Err(ModelError::Classes {
-                            what: "an entry written in part is not a lower-case run of word characters",
-                        });
-                    }
-                    if core.is_ascii() {
-                        // Only words with a character outside ASCII are tried in part.
-                        return Err(ModelError::Classes {
-                            what: "an entry written in part is all ASCII (list its words whole)",
-                        });
-                    }
-                    if !weighted {
-                        continue;
-                    }
-                    let next = partial_index.len();
-                    let k = *partial_index.entry((core, at_start)).or_insert(next);
-                    if k == next {
-                        partial_cores.push(core);
-                        m.partial_entries.push((at_start, Vec::new()));
-                    }
-                    if let Some((_, cs)) = m.partial_entries.get_mut(k)
-                        && !cs.contains(&c)
-                    {
-                        cs.push(c);
-                    }
-                    continue;
-                }
-                if !weighted {
-                    continue;
-                }
-                let word = m.id(w) as usize;
-                if let Some(cs) = m.classes.get_mut(word)
-                    && !cs.contains(&c)
-                {
-                    cs.push(c);
-                }
-            }
-        }
-        if !partial_cores.is_empty() {
-            let ac = aho_corasick::AhoCorasickBuilder::new()
-                .match_kind(aho_corasick::MatchKind::Standard)
-                .build(&partial_cores)
-                .map_err(|_| ModelError::Classes {
-                    what: "the entries written in part do not build an automaton",
-                })?;
-            m.partial = Some(ac);
-        }
-        if let Some(i) = seen.iter().position(|s| !s) {
-            return Err(ModelError::Line {
-                line: 0,
-                what: [
-                    "no bias line",
-                    "no add line",
-                    "no settle line",
-                    "no weak line",
-                ][i],
-            });
-        }
-        if !(m.settle <= m.weak && m.weak < m.add) {
-            return Err(ModelError::Line {
-                line: 0,
-                what: "the lines are out of order (settle <= weak < add)",
-            });
-        }
-        Ok(m)
+        let partial: Vec<(&'static str, bool, &[Class])> = p
+            .partial
+            .iter()
+            .map(|(core, at_start, cs)| (*core, *at_start, cs.as_slice()))
+            .collect();
+        let (ac, partial_entries) = Self::partial(&partial)?;
+        Ok(Model {
+            bias: p.bias,
+            add: p.add,
+            settle: p.settle,
+            weak: p.weak,
+            word_slots: data::slots(&hashes).into(),
+            words: p.words.into(),
+            single: p.single.into(),
+            pair_slots: data::slots(&pair_hashes).into(),
+            pair_words: p.pair_words.into(),
+            pair_weights: p.pair_weights.into(),
+            class_spans: class_spans.into(),
+            class_list: class_list.into(),
+            partial: ac,
+            partial_entries,
+        })
     }
 
-    fn id(&mut self, w: &'static str) -> u32 {
-        let next = self.words.len() as u32;
-        let i = *self.ids.entry(w).or_insert(next);
-        if i == next {
-            self.words.push(w);
-            self.single.push(0.0);
-            self.classes.push(Vec::new());
+    /// The model build.rs compiled in: its tables borrowed, only the small automaton of the
+    /// class entries written in part built here.
+    pub fn compiled() -> Result<Model, ModelError> {
+        let (ac, partial_entries) = Self::partial(compiled::PARTIAL)?;
+        Ok(Model {
+            bias: compiled::BIAS,
+            add: compiled::ADD,
+            settle: compiled::SETTLE,
+            weak: compiled::WEAK,
+            words: Cow::Borrowed(compiled::WORDS),
+            word_slots: Cow::Borrowed(compiled::WORD_SLOTS),
+            single: Cow::Borrowed(compiled::SINGLE),
+            pair_words: Cow::Borrowed(compiled::PAIR_WORDS),
+            pair_weights: Cow::Borrowed(compiled::PAIR_WEIGHTS),
+            pair_slots: Cow::Borrowed(compiled::PAIR_SLOTS),
+            class_spans: Cow::Borrowed(compiled::CLASS_SPANS),
+            class_list: Cow::Borrowed(compiled::CLASS_LIST),
+            partial: ac,
+            partial_entries,
+        })
+    }
+
+    /// The automaton over the cores of the entries written in part, and by pattern whether
+    /// the core must begin the word and its classes.
+    #[allow(clippy::type_complexity)]
+    fn partial(
+        entries: &[(&'static str, bool, &[Class])],
+    ) -> Result<(Option<aho_corasick::AhoCorasick>, Vec<(bool, Vec<Class>)>), ModelError> {
+        if entries.is_empty() {
+            return Ok((None, Vec::new()));
         }
-        i
+        let ac = aho_corasick::AhoCorasickBuilder::new()
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .build(entries.iter().map(|(core, _, _)| core))
+            .map_err(|_| ModelError::Classes {
+                what: "the entries written in part do not build an automaton",
+            })?;
+        let kept = entries
+            .iter()
+            .map(|(_, at_start, cs)| (*at_start, cs.to_vec()))
+            .collect();
+        Ok((Some(ac), kept))
+    }
+
+    /// The id of a word (lower-cased, as the scorer reads it), if the model knows it.
+    fn word_id(&self, w: &str) -> Option<u32> {
+        data::lookup(&self.word_slots, data::word_hash(w.as_bytes()), |i| {
+            self.words.get(i as usize) == Some(&w)
+        })
+    }
+
+    /// The index of the weighted pair `a b`, if the model weighs it.
+    fn pair_index(&self, a: u32, b: u32) -> Option<u32> {
+        data::lookup(&self.pair_slots, data::pair_hash(a, b), |i| {
+            self.pair_words.get(i as usize) == Some(&(a, b))
+        })
+    }
+
+    /// A word's classes.
+    fn classes_of(&self, id: u32) -> &[Class] {
+        self.class_spans
+            .get(id as usize)
+            .and_then(|&(s, e)| self.class_list.get(s as usize..e as usize))
+            .unwrap_or(&[])
     }
 
     /// Adds to `out` the classes of the entries written in part that the lower-cased word
@@ -607,25 +522,25 @@ impl Reader<'_> {
                 return;
             }
             self.tokens += 1;
-            let id = self.model.ids.get(self.lower.as_str()).copied();
+            let id = self.model.word_id(&self.lower);
             let m = self.model;
             if let Some(id) = id {
                 self.singles.push(id);
-                if let Some(k) = prev.and_then(|p| m.pairs.get(&(p, id))) {
-                    self.pairs.push(*k);
+                if let Some(k) = prev.and_then(|p| m.pair_index(p, id)) {
+                    self.pairs.push(k);
                 }
             }
             prev = id;
             self.classes.clear();
-            if let Some(cs) = id.and_then(|i| m.classes.get(i as usize)) {
-                self.classes.extend_from_slice(cs);
+            if let Some(i) = id {
+                self.classes.extend_from_slice(m.classes_of(i));
             }
             m.partial_classes(&self.lower, &mut self.classes);
             for c in &self.classes {
                 if let Some(id) = c.id {
                     self.singles.push(id);
                     for p in self.prev_classes.iter().filter_map(|p| p.id) {
-                        if let Some(&k) = m.pairs.get(&(p, id)) {
+                        if let Some(k) = m.pair_index(p, id) {
                             self.pairs.push(k);
                         }
                     }
@@ -815,34 +730,7 @@ fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model)
     }
 }
 
-/// `s` cut at every `sep` (an ASCII byte), as `str::split` cuts it, by a plain loop rather than
-/// a searcher per piece: the model's lines and fields are a few bytes long, and the model is
-/// read at every start of the program (this halved the time [`Model::parse`] takes).
-fn cut(s: &str, sep: u8) -> impl Iterator<Item = &str> {
-    debug_assert!(sep.is_ascii());
-    let mut rest = Some(s);
-    std::iter::from_fn(move || {
-        let r = rest?;
-        match r.bytes().position(|b| b == sep) {
-            Some(i) => {
-                rest = r.get(i + 1..);
-                r.get(..i)
-            }
-            None => {
-                rest = None;
-                Some(r)
-            }
-        }
-    })
-}
-
-static MODEL: LazyLock<Option<Model>> = LazyLock::new(|| {
-    Model::parse(
-        include_str!("classifier.tsv"),
-        include_str!("classifier-classes.txt"),
-    )
-    .ok()
-});
+static MODEL: LazyLock<Option<Model>> = LazyLock::new(|| Model::compiled().ok());
 
 /// The compiled-in model (None only if `classifier.tsv` is malformed, which a test rules out).
 pub fn model() -> Option<&'static Model> {
@@ -862,6 +750,43 @@ mod tests {
         assert!(m.is_ok(), "{:?}", m.err());
         let m = m.unwrap_or_else(|_| unreachable!());
         assert!(m.words.len() > 1000 && m.settle < m.add);
+    }
+
+    /// What build.rs compiled in is the text read with the scorer's own word characters: the
+    /// same words, weights, pairs, classes, tables and lines.
+    #[test]
+    fn the_compiled_model_is_the_text_read_now() {
+        let (Ok(read), Ok(built)) = (
+            Model::parse(
+                include_str!("classifier.tsv"),
+                include_str!("classifier-classes.txt"),
+            ),
+            Model::compiled(),
+        ) else {
+            panic!("the model does not read")
+        };
+        assert_eq!(
+            (read.bias, read.add, read.settle, read.weak),
+            (built.bias, built.add, built.settle, built.weak)
+        );
+        assert_eq!(read.words, built.words);
+        assert_eq!(read.word_slots, built.word_slots);
+        assert_eq!(read.single, built.single);
+        assert_eq!(read.pair_words, built.pair_words);
+        assert_eq!(read.pair_weights, built.pair_weights);
+        assert_eq!(read.pair_slots, built.pair_slots);
+        assert_eq!(read.class_spans, built.class_spans);
+        assert_eq!(read.class_list, built.class_list);
+        assert_eq!(read.partial_entries, built.partial_entries);
+        // Every word and pair is found where the tables put it, and a word not in the model
+        // is not found.
+        for (i, w) in read.words.iter().enumerate() {
+            assert_eq!(built.word_id(w), Some(i as u32), "{w}");
+        }
+        for (k, &(a, b)) in read.pair_words.iter().enumerate() {
+            assert_eq!(built.pair_index(a, b), Some(k as u32));
+        }
+        assert_eq!(built.word_id("zzqxv-not-a-word"), None);
     }
 
     /// The word characters of the trainer (`classifier-wordchars.txt`, read by
@@ -1002,7 +927,7 @@ mod tests {
         let Some(m) = model() else {
             panic!("classifier.tsv does not parse")
         };
-        let class = |name: &str| m.ids.get(format!("@{name}").as_str()).copied();
+        let class = |name: &str| m.word_id(&format!("@{name}"));
         let of = |w: &str| {
             let mut out = Vec::new();
             m.partial_classes(w, &mut out);

@@ -474,15 +474,51 @@ fn iban_head(t: &str) -> bool {
 
 /// Parts of an environment variable's name that say it holds a secret.
 const SECRET_PARTS: &[&str] = &[
-    "KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "PASS", "CREDENTIALS",
-    "CREDENTIAL", "CREDS", "PAT", "PASSPHRASE", "MNEMONIC", "SEED",
+    "KEY",
+    "APIKEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PWD",
+    "PASS",
+    "CREDENTIALS",
+    "CREDENTIAL",
+    "CREDS",
+    "PAT",
+    "PASSPHRASE",
+    "MNEMONIC",
+    "SEED",
 ];
 /// Parts that make such a name something else: a database or cache key, a paging token, a
 /// limit (`PRIMARY_KEY`, `NEXT_PAGE_TOKEN`, `MAX_TOKENS`).
 const NOT_SECRET_PARTS: &[&str] = &[
-    "PRIMARY", "FOREIGN", "SORT", "PARTITION", "CACHE", "IDEMPOTENCY", "PAGE", "NEXT",
-    "CONTINUATION", "CURSOR", "MAX", "MIN", "NUM", "COUNT", "LIMIT", "PUBLIC", "PUBLISHABLE",
-    "HOTKEY", "SHORTCUT", "ROW", "SHARD", "LOOKUP", "MAP", "DEDUP", "RANDOM", "THROUGH",
+    "PRIMARY",
+    "FOREIGN",
+    "SORT",
+    "PARTITION",
+    "CACHE",
+    "IDEMPOTENCY",
+    "PAGE",
+    "NEXT",
+    "CONTINUATION",
+    "CURSOR",
+    "MAX",
+    "MIN",
+    "NUM",
+    "COUNT",
+    "LIMIT",
+    "PUBLIC",
+    "PUBLISHABLE",
+    "HOTKEY",
+    "SHORTCUT",
+    "ROW",
+    "SHARD",
+    "LOOKUP",
+    "MAP",
+    "DEDUP",
+    "RANDOM",
+    "THROUGH",
 ];
 /// At most this many environment variables are read per text: each is a window check.
 pub const MAX_ENV_SECRETS: usize = 16;
@@ -507,7 +543,9 @@ pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
             .position(|b| !(b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_'))
             .map_or(bytes.len(), |n| i + n);
         // A lower-case letter right after: a CamelCase word, not a variable.
-        let whole = bytes.get(end).is_none_or(|b| !b.is_ascii_alphanumeric() && *b < 0x80);
+        let whole = bytes
+            .get(end)
+            .is_none_or(|b| !b.is_ascii_alphanumeric() && *b < 0x80);
         let name = t.get(i..end).unwrap_or("");
         let parts = || name.split('_').filter(|p| !p.is_empty());
         if whole
@@ -517,10 +555,18 @@ pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
             && !parts().any(|p| NOT_SECRET_PARTS.contains(&p))
         {
             let before = t.get(..i).unwrap_or("");
-            let prefix = ["process.env.", "os.environ[\"", "os.environ['", "${", "$", "%", "env:"]
-                .iter()
-                .find(|p| before.ends_with(*p))
-                .map_or(0, |p| p.len());
+            let prefix = [
+                "process.env.",
+                "os.environ[\"",
+                "os.environ['",
+                "${",
+                "$",
+                "%",
+                "env:",
+            ]
+            .iter()
+            .find(|p| before.ends_with(*p))
+            .map_or(0, |p| p.len());
             out.push((i - prefix, end));
         }
         i = end.max(i + 1);
@@ -1017,7 +1063,11 @@ mod tests {
         );
         assert_eq!(
             found("pass process.env.STRIPE_SECRET_KEY or os.environ['DB_PASSWORD'] or %API_KEY%"),
-            ["process.env.STRIPE_SECRET_KEY", "os.environ['DB_PASSWORD", "%API_KEY"]
+            [
+                "process.env.STRIPE_SECRET_KEY",
+                "os.environ['DB_PASSWORD",
+                "%API_KEY"
+            ]
         );
         // Limits, paging tokens, database keys, public keys, words that only look loud, a name
         // inside another word, CamelCase: not secrets.

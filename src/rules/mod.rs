@@ -10,6 +10,7 @@ pub mod agent_card;
 pub mod automaton;
 pub mod capabilities;
 pub mod classifier;
+mod classifier_data;
 pub mod cross;
 pub mod definitions;
 pub mod document;
