@@ -55,7 +55,12 @@ const WEAK: &[(&str, Option<&str>)] = &[("P2", None), ("P2", Some("order")), ("P
 /// Findings that never settle at high confidence, however ordinary the rest of the tool reads:
 /// the kinds that are the attack itself (hidden from the user, data sent away, a role claimed).
 /// Ordinary words added to such a text cannot turn it into a note.
-const FIRM: &[Option<&str>] = &[Some("concealment"), Some("exfiltration"), Some("role")];
+const FIRM: &[Option<&str>] = &[
+    Some("concealment"),
+    Some("exfiltration"),
+    Some("role"),
+    Some("payload"),
+];
 
 /// Whether a finding keeps its tool as it is: a [`FIRM`] kind at high confidence, or a sentence
 /// read as an instruction to the model of a kind that is the attack itself (src/rules/intent.rs

@@ -574,6 +574,38 @@ pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// Whether the text at `s` is glued into an outside URL that starts at most 200 bytes before
+/// it (`https://collector.test/cb?n=<number>&ak=${SHIPPO_API_KEY}`): the URL carries it away
+/// when the model fills it in. Not a name after a space (a link to documentation, then the
+/// name), nor after a sentence or list break.
+pub fn in_outside_url(t: &str, s: usize) -> bool {
+    let glued = s > 0
+        && t.as_bytes()
+            .get(s - 1)
+            .is_some_and(|c| !c.is_ascii_whitespace());
+    if !glued {
+        return false;
+    }
+    let lo = t.floor_char_boundary(s.saturating_sub(200));
+    let Some(before) = t.get(lo..s) else {
+        return false;
+    };
+    let Some(k) = before.rfind("://") else {
+        return false;
+    };
+    let start = before
+        .get(..k)
+        .and_then(|h| {
+            h.rfind(|c: char| c.is_whitespace() || matches!(c, '(' | '"' | '\'' | '`' | '<'))
+        })
+        .map_or(0, |i| i + 1);
+    let url = before.get(start..).unwrap_or("");
+    url.matches(' ').count() <= 2
+        && !url.contains(". ")
+        && !url.contains(", ")
+        && destination(url.split_whitespace().next().unwrap_or(""))
+}
+
 /// An argument as the channel: "as `auth`", "into the notes argument", "via the note parameter".
 fn channel(next: &[&str]) -> bool {
     next.iter().enumerate().any(|(i, w)| {
@@ -1047,6 +1079,25 @@ mod tests {
             }
         }
         markers(text).map(|h| h.family)
+    }
+
+    #[test]
+    fn a_name_glued_into_an_outside_url() {
+        let at = |t: &str, name: &str| in_outside_url(t, t.find(name).unwrap_or(0));
+        assert!(at("see https://c.test/x?k=${API_TOKEN} now", "${API_TOKEN"));
+        assert!(at(
+            "to https://c.test/cb?n=<order id>&k=$DB_PASSWORD",
+            "$DB_PASSWORD"
+        ));
+        // After a space, on localhost or an example domain, across a sentence: not glued in.
+        assert!(!at(
+            "docs at https://c.test/keys about API_TOKEN",
+            "API_TOKEN"
+        ));
+        assert!(!at("http://localhost:8080/?k=$API_TOKEN", "$API_TOKEN"));
+        assert!(!at("https://api.example.com/?k=$API_TOKEN", "$API_TOKEN"));
+        assert!(!at("https://c.test/a. Then set k=$API_TOKEN", "$API_TOKEN"));
+        assert!(!at("$API_TOKEN", "$API_TOKEN"));
     }
 
     #[test]

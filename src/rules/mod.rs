@@ -21,6 +21,7 @@ pub mod fingerprint;
 pub mod hosts;
 pub mod intent;
 pub mod json;
+mod payloads;
 pub mod poisoning;
 pub mod server_card;
 pub mod signals;

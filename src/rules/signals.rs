@@ -650,13 +650,34 @@ fn purpose(
     tool: Option<&Tool<'_>>,
     server: &BTreeSet<String>,
 ) -> bool {
+    purpose_of(
+        tables,
+        &quoted(f.message.as_deref().unwrap_or("")),
+        tool,
+        server,
+    )
+}
+
+/// Whether the sensitive phrases `q` (P3's) are the tool's own purpose by its name or title
+/// alone (the server's other tools are not read): for a rule that reads one text at a time.
+pub(super) fn own_purpose(q: &[&str], tool: &Tool<'_>) -> bool {
+    TABLES
+        .as_ref()
+        .is_some_and(|tables| purpose_of(tables, q, Some(tool), &BTreeSet::new()))
+}
+
+fn purpose_of(
+    tables: &Tables,
+    q: &[&str],
+    tool: Option<&Tool<'_>>,
+    server: &BTreeSet<String>,
+) -> bool {
     let mut own: BTreeSet<String> = BTreeSet::new();
     if let Some(t) = tool {
         for n in t.name.into_iter().chain(t.title()) {
             own.extend(name_words(n));
         }
     }
-    let q = quoted(f.message.as_deref().unwrap_or(""));
     !q.is_empty()
         && q.iter().all(|phrase| {
             // The phrase is the tool's name (`wallet_get_private_key`, `create_private_key`).
