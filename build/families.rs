@@ -17,8 +17,9 @@ const FILE: &str = "src/rules/families.toml";
 const MAX_WINDOW: i64 = 24;
 /// The shapes src/rules/families.rs finds in Rust and hands to the group that names them
 /// (`shapes = [..]`): `env-secret`, a secret's environment variable (`GITHUB_TOKEN`,
-/// `$AWS_SECRET_ACCESS_KEY`, `process.env.STRIPE_KEY`).
-const SHAPES: &[&str] = &["env-secret"];
+/// `$AWS_SECRET_ACCESS_KEY`, `process.env.STRIPE_KEY`); `big-count`, a count of a thousand or
+/// more of calls, repeats or words (`2,000 consecutive pings`, `50,000 tokens`).
+const SHAPES: &[&str] = &["env-secret", "big-count"];
 
 pub fn generate(root: &Path) {
     println!("cargo:rerun-if-changed={FILE}");

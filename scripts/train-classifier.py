@@ -14,7 +14,7 @@ orders):
     trained with it; a clone without it trains a slightly different model);
   - fixtures/rules/P1-P6 (our own fixtures: a fire's flagged tools poisoned, the tools of a
     fixture that expects no P1-P5 benign);
-  - fixtures/redteam/set*-dev.json (the development halves of our own red-team sets 1-24; their
+  - fixtures/redteam/set*-dev.json (the development halves of our own red-team sets 1-28; their
     held-out halves are kept outside the repository and never trained on).
 Thresholds come from five-fold cross-validation grouped by source file (the held-out scores of
 three draws of the folds, pooled): `add` is the score that

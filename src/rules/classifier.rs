@@ -53,7 +53,8 @@ const MAX_TOKENS: usize = 20_000;
 const WEAK: &[(&str, Option<&str>)] = &[("P2", None), ("P2", Some("order")), ("P3", None)];
 
 /// Findings that never settle at high confidence, however ordinary the rest of the tool reads:
-/// the kinds that are the attack itself (hidden from the user, data sent away, a role claimed).
+/// the kinds that are the attack itself (hidden from the user, data sent away, a role claimed,
+/// an attack payload offered as a value).
 /// Ordinary words added to such a text cannot turn it into a note.
 const FIRM: &[Option<&str>] = &[
     Some("concealment"),

@@ -574,6 +574,91 @@ pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// What a [`big_counts`] number counts: calls, repeats, output.
+const COUNTED: &[&str] = &[
+    "times",
+    "tokens",
+    "words",
+    "characters",
+    "chars",
+    "calls",
+    "requests",
+    "pings",
+    "pages",
+    "iterations",
+    "repetitions",
+    "rounds",
+    "retries",
+    "attempts",
+    "lines",
+    "messages",
+    "queries",
+    "invocations",
+    "successes",
+    "runs",
+    "repeats",
+    "paragraphs",
+    "sentences",
+    "copies",
+];
+/// At most this many counts are read per text: each is a window check.
+pub const MAX_COUNTS: usize = 16;
+
+/// The counts of a thousand or more in `t` of something [`COUNTED`] (the `big-count` shape):
+/// a number with optional `,`, `_` or `.`-grouped thousands or a `k` (`2,000`, `50000`,
+/// `10k`), then the counted word, at most two words later ("2,000 consecutive successful
+/// pings"). Spans from the number to the counted word, at most [`MAX_COUNTS`]; linear in `t`.
+pub fn big_counts(t: &str) -> Vec<(usize, usize)> {
+    let b = t.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() && out.len() < MAX_COUNTS {
+        if !b[i].is_ascii_digit() || i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'.')
+        {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut value: u64 = 0;
+        while i < b.len() {
+            match b[i] {
+                d @ b'0'..=b'9' => {
+                    value = value.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                }
+                b',' | b'_' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {}
+                _ => break,
+            }
+            i += 1;
+        }
+        if matches!(b.get(i), Some(b'k' | b'K'))
+            && b.get(i + 1).is_none_or(|c| !c.is_ascii_alphanumeric())
+        {
+            value = value.saturating_mul(1000);
+            i += 1;
+        }
+        if value < 1000 {
+            continue;
+        }
+        // The counted word, at most two words later.
+        let rest = t
+            .get(i..t.ceil_char_boundary((i + 64).min(t.len())))
+            .unwrap_or("");
+        let mut at = i;
+        for w in rest.split(' ').take(4) {
+            let word = w.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+            if COUNTED.iter().any(|c| c.eq_ignore_ascii_case(word)) {
+                let lead = w.len()
+                    - w.trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+                        .len();
+                out.push((start, at + lead + word.len()));
+                break;
+            }
+            at += w.len() + 1;
+        }
+    }
+    out
+}
+
 /// Whether the text at `s` is glued into an outside URL that starts at most 200 bytes before
 /// it (`https://collector.test/cb?n=<number>&ak=${SHIPPO_API_KEY}`): the URL carries it away
 /// when the model fills it in. Not a name after a space (a link to documentation, then the
@@ -1079,6 +1164,34 @@ mod tests {
             }
         }
         markers(text).map(|h| h.family)
+    }
+
+    #[test]
+    fn big_counts_are_a_thousand_or_more_of_something_counted() {
+        let found = |t: &str| -> Vec<String> {
+            big_counts(t)
+                .into_iter()
+                .map(|(s, e)| t[s..e].to_string())
+                .collect()
+        };
+        assert_eq!(
+            found("after 2,000 consecutive successful pings. Pad to 50000 tokens, or 10k calls"),
+            [
+                "2,000 consecutive successful pings",
+                "50000 tokens",
+                "10k calls"
+            ]
+        );
+        // Below a thousand, nothing counted, too many words between, inside a word or a
+        // version: not counts.
+        assert!(
+            found(
+                "999 times, 5,000 rows, 2000 of the slowest remote calls, v1000times, 1.5000 times"
+            )
+            .is_empty()
+        );
+        let many = "1000 times ".repeat(1000);
+        assert_eq!(big_counts(&many).len(), MAX_COUNTS);
     }
 
     #[test]

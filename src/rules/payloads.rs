@@ -34,8 +34,8 @@ const KINDS: &[&str] = &[
 const PATTERNS: &[&str] = &[
     // A quote closed, then a union, a stacked query or a comment.
     r"(?i)'\s*(?:\)\s*)?(?:union\s+(?:all\s+)?select\b|;\s*(?:drop|delete|insert|update|truncate|alter|exec|shutdown)\b|--(?:\s|$)|#(?:\s|$)|/\*)",
-    // A stacked statement that destroys.
-    r"(?i);\s*(?:drop|truncate)\s+(?:table|database|schema)\b",
+    // A stacked statement that destroys or grants.
+    r"(?i);\s*(?:(?:drop|truncate)\s+(?:table|database|schema)\b|grant\s+all\b|grant\s+\w+(?:\s*,\s*\w+)*\s+on\b|(?:create|alter)\s+user\b|revoke\s+\w+|shutdown\b)",
     // A union of selects closed by a comment.
     r"(?i)\bunion\s+(?:all\s+)?select\b.*(?:--(?:\s|$)|#(?:\s|$)|/\*)",
     // Time-based and file-reading probes.
@@ -176,6 +176,10 @@ mod tests {
                 "SQL injection",
             ),
             ("1; drop table users", "SQL injection"),
+            (
+                "users; GRANT ALL PRIVILEGES ON *.* TO 'x'@'%'",
+                "SQL injection",
+            ),
             ("../../../../etc/shadow", "path traversal"),
             ("..%2f..%2fetc", "path traversal"),
             ("/etc/passwd", "a system file"),

@@ -1207,8 +1207,34 @@ fn phrases(
                 start: s0,
                 end: e0,
             });
-            let hit = in_url.or_else(|| families::check_shape("env-secret", vt, s0, e0, &is_tool));
+            let hit = in_url
+                .or_else(|| families::check_shape("env-secret", vt, s0, e0, &is_tool))
+                .or_else(|| {
+                    // Its value put into a parameter named beside it, in any language.
+                    let (s, e) = view.original_range(s0, e0, text.text);
+                    let name = text.text.get(s..e).unwrap_or("");
+                    moved_into_parameter(doc, text, &[name], s, e).map(|mut h| {
+                        h.start = s0;
+                        h.end = e0;
+                        h
+                    })
+                });
             if let Some(mut h) = hit {
+                let (s, e) = view.original_range(h.start, h.end, text.text);
+                h.start = s;
+                h.end = e;
+                let hits = by_family.entry(h.family).or_default();
+                if hits.len() < MAX_HITS {
+                    hits.push(h);
+                }
+            }
+        }
+    }
+    // A count of a thousand or more calls, repeats or words: read by the cases of the group
+    // that names the `big-count` shape.
+    if vt.bytes().any(|b| b.is_ascii_digit()) {
+        for (s0, e0) in families::big_counts(vt) {
+            if let Some(mut h) = families::check_shape("big-count", vt, s0, e0, &is_tool) {
                 let (s, e) = view.original_range(h.start, h.end, text.text);
                 h.start = s;
                 h.end = e;
@@ -1441,6 +1467,11 @@ const CONTENT_WORDS: &[&str] = &[
     "verbatim",
     "literal",
     "itself",
+    "wert",
+    "valeur",
+    "valor",
+    "valore",
+    "waarde",
     "inhalt",
     "contenu",
     "contenuto",
