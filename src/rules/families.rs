@@ -605,8 +605,8 @@ const COUNTED: &[&str] = &[
 pub const MAX_COUNTS: usize = 16;
 
 /// The counts of a thousand or more in `t` of something [`COUNTED`] (the `big-count` shape):
-/// a number with optional `,`, `_` or `.`-grouped thousands or a `k` (`2,000`, `50000`,
-/// `10k`), then the counted word, at most two words later ("2,000 consecutive successful
+/// a number with optional `,`, `_` or `.`-grouped thousands or a `k` (`2,000`, `5.000`,
+/// `50000`, `10k`), then the counted word, at most two words later ("2,000 consecutive successful
 /// pings"). Spans from the number to the counted word, at most [`MAX_COUNTS`]; linear in `t`.
 pub fn big_counts(t: &str) -> Vec<(usize, usize)> {
     let b = t.as_bytes();
@@ -626,6 +626,11 @@ pub fn big_counts(t: &str) -> Vec<(usize, usize)> {
                     value = value.saturating_mul(10).saturating_add(u64::from(d - b'0'))
                 }
                 b',' | b'_' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {}
+                // `5.000`: a group of exactly three digits, not a decimal (`1.5`).
+                b'.' if b
+                    .get(i + 1..i + 4)
+                    .is_some_and(|g| g.iter().all(u8::is_ascii_digit))
+                    && b.get(i + 4).is_none_or(|c| !c.is_ascii_digit()) => {}
                 _ => break,
             }
             i += 1;

@@ -410,8 +410,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let names = ToolNames::new(doc);
     let mut context_seen = ContextSeen::default();
-    // The last tool whose words were read for being about payloads, and the answer.
-    let mut payload_seen: Option<(usize, bool)> = None;
+    let mut payload_seen = PayloadSeen::default();
     for text in &doc.texts {
         if doc.stopped() {
             break;
@@ -1199,18 +1198,33 @@ fn phrases(
     // A secret's environment variable (`GITHUB_TOKEN`, `$AWS_SECRET_ACCESS_KEY`): read by the
     // cases of the group that names the `env-secret` shape, as its trigger phrases are.
     if vt.as_bytes().contains(&b'_') {
+        // The sentence reading of a variable moved into a parameter, for the first few only.
+        let mut moved_reads = 0usize;
         for (s0, e0) in families::env_secrets(vt) {
             // Glued into an outside URL the model is to fill in: carried away with the request.
-            let in_url = families::in_outside_url(vt, s0).then_some(Hit {
-                family: Family::Exfiltration,
-                confidence: Confidence::High,
-                start: s0,
-                end: e0,
-            });
+            // Not the server's own configuration ("… ?key=$MAPS_KEY on the server side").
+            let near = vt
+                .get(
+                    vt.floor_char_boundary(s0.saturating_sub(160))
+                        ..vt.ceil_char_boundary((e0 + 160).min(vt.len())),
+                )
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let in_url =
+                (families::in_outside_url(vt, s0) && !near.contains("server")).then_some(Hit {
+                    family: Family::Exfiltration,
+                    confidence: Confidence::High,
+                    start: s0,
+                    end: e0,
+                });
             let hit = in_url
                 .or_else(|| families::check_shape("env-secret", vt, s0, e0, &is_tool))
                 .or_else(|| {
                     // Its value put into a parameter named beside it, in any language.
+                    moved_reads += 1;
+                    if moved_reads > MAX_MOVED_READS {
+                        return None;
+                    }
                     let (s, e) = view.original_range(s0, e0, text.text);
                     let name = text.text.get(s..e).unwrap_or("");
                     moved_into_parameter(doc, text, &[name], s, e).map(|mut h| {
@@ -1331,51 +1345,67 @@ fn phrases(
     shadow
 }
 
-/// An attack payload offered as a value the model fills in (a default, example, enum or const:
-/// src/rules/payloads.rs), unless the tool's own words make payloads its subject. The tool's
-/// words are read once per tool (`seen`).
-fn payload(
-    doc: &Document<'_>,
-    text: &Text<'_>,
-    seen: &mut Option<(usize, bool)>,
-    out: &mut Vec<Finding>,
-) {
+/// An attack payload offered as a value the model fills in (a default, example, enum or const of
+/// an input schema: src/rules/payloads.rs), unless the tool's own words make payloads of its
+/// kind the tool's subject. One finding per tool (a list of a million payloads is one
+/// finding, not a million); the tool's words are read once per tool (`seen`). Not in an
+/// output schema: the model fills in nothing there.
+fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PayloadSeen, out: &mut Vec<Finding>) {
+    if text.tool.is_some_and(|i| seen.reported.contains(&i)) {
+        return;
+    }
     let Some((s, e, kind)) = super::payloads::find(text.text) else {
         return;
     };
+    if doc.pointer(text.path).contains("/outputSchema") {
+        return;
+    }
     if let Some(i) = text.tool {
-        let about = match *seen {
-            Some((t, about)) if t == i => about,
-            _ => {
-                let about = doc.tools.get(i).is_some_and(|tool| {
-                    fn cap(s: &str) -> &str {
-                        s.get(..s.floor_char_boundary(4096)).unwrap_or("")
-                    }
-                    let mut all = words(cap(tool.name.unwrap_or("")));
-                    all.extend(words(cap(tool.title().unwrap_or(""))));
-                    all.extend(words(cap(tool.description().map(|(d, _)| d).unwrap_or(""))));
-                    super::payloads::about_payloads(&all)
-                });
-                *seen = Some((i, about));
-                about
+        if seen.words.as_ref().is_none_or(|(t, _)| *t != i) {
+            let mut all = Vec::new();
+            if let Some(tool) = doc.tools.get(i) {
+                fn cap(s: &str) -> &str {
+                    s.get(..s.floor_char_boundary(4096)).unwrap_or("")
+                }
+                all = words(cap(tool.name.unwrap_or("")));
+                all.extend(words(cap(tool.title().unwrap_or(""))));
+                all.extend(words(cap(tool.description().map(|(d, _)| d).unwrap_or(""))));
             }
-        };
+            seen.words = Some((i, all));
+        }
+        let about = seen
+            .words
+            .as_ref()
+            .is_some_and(|(_, w)| super::payloads::about(kind, w));
         if about {
             return;
         }
+        seen.reported.insert(i);
     }
     out.push(
         finding(doc, text, "P2")
             .subcode("payload")
             .confidence(Confidence::High)
             .message(format!(
-                "an attack payload offered as a value the model fills in ({kind}): \"{}\"",
+                "an attack payload offered as a value the model fills in ({}): \"{}\"",
+                kind.describe(),
                 visible(text.text.get(s..e).unwrap_or(""))
             ))
             .text(excerpt(text.text, s, e, CONTEXT))
             .build(),
     );
 }
+
+/// What [`payload`] keeps between texts: the tools already reported, and the last tool's words.
+#[derive(Default)]
+struct PayloadSeen {
+    reported: std::collections::HashSet<usize>,
+    words: Option<(usize, Vec<String>)>,
+}
+
+/// Variables of one text read for being moved into a parameter ([`moved_into_parameter`] reads
+/// their sentence, up to 800 bytes each).
+const MAX_MOVED_READS: usize = 4;
 
 /// Verbs that put something into the call, in the languages attacks have used (imperatives).
 const INTO_VERBS: &[&str] = &[
@@ -1542,9 +1572,12 @@ fn moved_into_parameter(
     let before = t.get(lo..s)?;
     let after = t.get(e..hi)?;
     let stop = |c: char| matches!(c, '\n' | '。' | '；');
+    // After the stop character, whatever its width (`。` is three bytes).
     let from = before
-        .rfind(|c: char| stop(c))
-        .map(|i| lo + i + 1)
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| stop(c))
+        .map(|(i, c)| lo + i + c.len_utf8())
         .into_iter()
         .chain(before.rfind(". ").map(|i| lo + i + 2))
         .chain(before.rfind("; ").map(|i| lo + i + 2))
@@ -1561,25 +1594,32 @@ fn moved_into_parameter(
     .map_or(hi, |i| e + i);
     let sentence = t.get(from..to)?;
     let lower = sentence.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let has = |list: &[&str]| {
+    // The sentence up to the secret: a negation or a return there governs the move ("never
+    // paste …", "returns the value of …"); one after it is another clause's ("… so tickets do
+    // not bounce").
+    let lead = t.get(from..s).unwrap_or("").to_lowercase();
+    let split = |l: &str| -> Vec<String> {
+        l.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let (words, lead_words) = (split(&lower), split(&lead));
+    let has = |list: &[&str], text: &str, ws: &[String]| {
         list.iter().any(|x| {
             if x.is_ascii() {
-                words.contains(x)
+                ws.iter().any(|w| w == x)
             } else {
-                lower.contains(x)
+                text.contains(x)
             }
         })
     };
-    if !has(INTO_VERBS)
-        || !has(CONTENT_WORDS)
-        || has(MOVE_FORBIDDEN)
-        || words
+    if !has(INTO_VERBS, &lower, &words)
+        || !has(CONTENT_WORDS, &lower, &words)
+        || has(MOVE_FORBIDDEN, &lead, &lead_words)
+        || lead_words
             .iter()
-            .any(|w| matches!(*w, "return" | "returns" | "returned"))
+            .any(|w| matches!(w.as_str(), "return" | "returns" | "returned"))
     {
         return None;
     }
