@@ -1357,7 +1357,16 @@ fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PayloadSeen, out: &mu
     let Some((s, e, kind)) = super::payloads::find(text.text) else {
         return;
     };
-    if doc.pointer(text.path).contains("/outputSchema") {
+    // Under the tool's own output schema (not a property that happens to be named so).
+    let pointer = doc.pointer(text.path);
+    let tool_pointer = text
+        .tool
+        .and_then(|i| doc.tools.get(i))
+        .map_or("", |t| t.pointer.as_str());
+    if pointer
+        .strip_prefix(tool_pointer)
+        .is_some_and(|rel| rel.starts_with("/outputSchema/"))
+    {
         return;
     }
     if let Some(i) = text.tool {
