@@ -49,24 +49,8 @@ pub fn generate(root: &Path) {
         }
         out.push_str("];\n");
     };
-    let hashes: Vec<u64> = m
-        .words
-        .iter()
-        .map(|w| data::word_hash(w.as_bytes()))
-        .collect();
-    let pair_hashes: Vec<u64> = m
-        .pair_words
-        .iter()
-        .map(|&(a, b)| data::pair_hash(a, b))
-        .collect();
+    let t = m.tables();
     let class = |c: &data::Class| format!("Class {{ id: {:?}, twin: {:?} }}", c.id, c.twin);
-    let mut spans = Vec::new();
-    let mut class_list = Vec::new();
-    for cs in &m.classes {
-        let start = class_list.len();
-        class_list.extend(cs.iter().map(class));
-        spans.push(format!("({start}, {})", class_list.len()));
-    }
     list(
         &mut out,
         "WORDS",
@@ -80,7 +64,7 @@ pub fn generate(root: &Path) {
         m.single.iter().map(|v| format!("{v:?}")).collect(),
     );
     let nums = |v: Vec<u32>| v.into_iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    list(&mut out, "WORD_SLOTS", "u32", nums(data::slots(&hashes)));
+    list(&mut out, "WORD_SLOTS", "u32", nums(t.word_slots));
     list(
         &mut out,
         "PAIR_WORDS",
@@ -96,14 +80,22 @@ pub fn generate(root: &Path) {
         "f64",
         m.pair_weights.iter().map(|v| format!("{v:?}")).collect(),
     );
+    list(&mut out, "PAIR_SLOTS", "u32", nums(t.pair_slots));
     list(
         &mut out,
-        "PAIR_SLOTS",
-        "u32",
-        nums(data::slots(&pair_hashes)),
+        "CLASS_SPANS",
+        "(u32, u32)",
+        t.class_spans
+            .iter()
+            .map(|(s, e)| format!("({s}, {e})"))
+            .collect(),
     );
-    list(&mut out, "CLASS_SPANS", "(u32, u32)", spans);
-    list(&mut out, "CLASS_LIST", "Class", class_list);
+    list(
+        &mut out,
+        "CLASS_LIST",
+        "Class",
+        t.class_list.iter().map(class).collect(),
+    );
     list(
         &mut out,
         "PARTIAL",

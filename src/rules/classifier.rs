@@ -195,23 +195,7 @@ impl Model {
     /// the same reading done at build time; this one is for the tests.
     pub fn parse(src: &'static str, classes: &'static str) -> Result<Model, ModelError> {
         let p = data::parse(src, classes, is_word_char)?;
-        let hashes: Vec<u64> = p
-            .words
-            .iter()
-            .map(|w| data::word_hash(w.as_bytes()))
-            .collect();
-        let pair_hashes: Vec<u64> = p
-            .pair_words
-            .iter()
-            .map(|&(a, b)| data::pair_hash(a, b))
-            .collect();
-        let mut class_spans = Vec::with_capacity(p.classes.len());
-        let mut class_list = Vec::new();
-        for cs in &p.classes {
-            let start = class_list.len() as u32;
-            class_list.extend_from_slice(cs);
-            class_spans.push((start, class_list.len() as u32));
-        }
+        let t = p.tables();
         let partial: Vec<(&'static str, bool, &[Class])> = p
             .partial
             .iter()
@@ -223,14 +207,14 @@ impl Model {
             add: p.add,
             settle: p.settle,
             weak: p.weak,
-            word_slots: data::slots(&hashes).into(),
+            word_slots: t.word_slots.into(),
             words: p.words.into(),
             single: p.single.into(),
-            pair_slots: data::slots(&pair_hashes).into(),
+            pair_slots: t.pair_slots.into(),
             pair_words: p.pair_words.into(),
             pair_weights: p.pair_weights.into(),
-            class_spans: class_spans.into(),
-            class_list: class_list.into(),
+            class_spans: t.class_spans.into(),
+            class_list: t.class_list.into(),
             partial: ac,
             partial_entries,
         })

@@ -260,6 +260,41 @@ pub fn parse<'s>(
     Ok(m)
 }
 
+/// The lookup tables of a model as the scorer reads them: its words and its pairs by hash
+/// ([`slots`]), and each word's classes as a range of one list. The build compiles them in; the
+/// tests build them from the text read now, so both are made here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tables {
+    pub word_slots: Vec<u32>,
+    pub pair_slots: Vec<u32>,
+    pub class_spans: Vec<(u32, u32)>,
+    pub class_list: Vec<Class>,
+}
+
+impl Parsed<'_> {
+    pub fn tables(&self) -> Tables {
+        let hashes: Vec<u64> = self.words.iter().map(|w| word_hash(w.as_bytes())).collect();
+        let pair_hashes: Vec<u64> = self
+            .pair_words
+            .iter()
+            .map(|&(a, b)| pair_hash(a, b))
+            .collect();
+        let mut class_spans = Vec::with_capacity(self.classes.len());
+        let mut class_list = Vec::new();
+        for cs in &self.classes {
+            let start = class_list.len() as u32;
+            class_list.extend_from_slice(cs);
+            class_spans.push((start, class_list.len() as u32));
+        }
+        Tables {
+            word_slots: slots(&hashes),
+            pair_slots: slots(&pair_hashes),
+            class_spans,
+            class_list,
+        }
+    }
+}
+
 /// The hash of a word for [`slots`] and [`lookup`]: FNV-1a, then mixed so that the low bits
 /// (the slot) depend on every byte. Fixed, so the build's tables are the program's.
 pub fn word_hash(w: &[u8]) -> u64 {
