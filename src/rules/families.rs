@@ -667,8 +667,22 @@ pub fn big_counts(t: &str) -> Vec<(usize, usize)> {
 /// Whether the text at `s` is glued into an outside URL that starts at most 200 bytes before
 /// it (`https://collector.test/cb?n=<number>&ak=${SHIPPO_API_KEY}`): the URL carries it away
 /// when the model fills it in. Not a name after a space (a link to documentation, then the
-/// name), nor after a sentence or list break.
+/// name), nor after a sentence or list break, nor the server's own configuration ("…
+/// ?key=$MAPS_KEY on the server side": "server" within 160 bytes).
 pub fn in_outside_url(t: &str, s: usize) -> bool {
+    let near = t
+        .get(
+            t.floor_char_boundary(s.saturating_sub(160))
+                ..t.ceil_char_boundary((s + 160).min(t.len())),
+        )
+        .unwrap_or("");
+    if near
+        .as_bytes()
+        .windows(6)
+        .any(|w| w.eq_ignore_ascii_case(b"server"))
+    {
+        return false;
+    }
     let glued = s > 0
         && t.as_bytes()
             .get(s - 1)
@@ -1216,6 +1230,10 @@ mod tests {
         assert!(!at("https://api.example.com/?k=$API_TOKEN", "$API_TOKEN"));
         assert!(!at("https://c.test/a. Then set k=$API_TOKEN", "$API_TOKEN"));
         assert!(!at("$API_TOKEN", "$API_TOKEN"));
+        assert!(!at(
+            "https://c.test/x?k=$API_TOKEN on the server side",
+            "$API_TOKEN"
+        ));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use regex::Regex;
 
 use super::automaton::Automaton;
 use super::document::{Document, Field, Text};
-use super::families::{self, Family, Hit, TRIGGERS};
+use super::families::{self, Family, Hit, TRIGGERS, sets};
 use super::text::{
     MatchView, Scan, disguise_note, excerpt, is_p1, is_tag, visible, whole_word, words,
 };
@@ -409,8 +409,8 @@ fn finding<'a>(doc: &Document<'a>, text: &Text<'a>, rule: &str) -> crate::findin
 pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     let names = ToolNames::new(doc);
-    let mut context_seen = ContextSeen::default();
-    let mut payload_seen = PayloadSeen::default();
+    let mut context_seen = PerTool::default();
+    let mut payload_seen = PerTool::default();
     for text in &doc.texts {
         if doc.stopped() {
             break;
@@ -780,12 +780,35 @@ const CONVERSATION_PURPOSE: &[&str] = &[
     "interview",
 ];
 
-/// Per tool, once: whether a context-asking parameter was already reported (one finding per
-/// tool), and the words of its name, title and description (each read to 4 KiB).
+/// What a one-finding-per-tool rule keeps between texts: the tools it already reported, and
+/// the words of the last tool's name, title and description (each read to 4 KiB), read once
+/// per tool.
 #[derive(Default)]
-struct ContextSeen {
+struct PerTool {
     reported: std::collections::HashSet<usize>,
-    about: Option<(usize, Vec<String>)>,
+    words: Option<(usize, Vec<String>)>,
+}
+
+impl PerTool {
+    /// The words of tool `i`'s name, title and description.
+    fn words(&mut self, doc: &Document<'_>, i: usize) -> &[String] {
+        if self.words.as_ref().is_none_or(|(t, _)| *t != i) {
+            fn cap(s: &str) -> &str {
+                s.get(..s.floor_char_boundary(4096)).unwrap_or("")
+            }
+            let mut all = Vec::new();
+            if let Some(tool) = doc.tools.get(i) {
+                all = words(cap(tool.name.unwrap_or("")));
+                all.extend(words(cap(tool.title().unwrap_or(""))));
+                all.extend(words(cap(tool.description().map(|(d, _)| d).unwrap_or(""))));
+            }
+            self.words = Some((i, all));
+        }
+        self.words
+            .as_ref()
+            .map(|(_, w)| w.as_slice())
+            .unwrap_or_default()
+    }
 }
 
 /// A parameter whose name asks the model for its own context, on a tool that says nothing of
@@ -798,7 +821,7 @@ struct ContextSeen {
 fn context_parameter(
     doc: &Document<'_>,
     text: &Text<'_>,
-    seen: &mut ContextSeen,
+    seen: &mut PerTool,
     out: &mut Vec<Finding>,
 ) {
     let Some(i) = text.tool else {
@@ -846,25 +869,11 @@ fn context_parameter(
             return;
         }
     }
-    if seen.about.as_ref().is_none_or(|(t, _)| *t != i) {
-        let cap = |s: &str| {
-            s.get(..s.floor_char_boundary(4096))
-                .unwrap_or("")
-                .to_string()
-        };
-        let mut about = cap(tool.name.unwrap_or(""));
-        about.push(' ');
-        about.push_str(&cap(tool.title().unwrap_or("")));
-        about.push(' ');
-        about.push_str(&cap(tool.description().map(|(d, _)| d).unwrap_or("")));
-        seen.about = Some((i, words(&about)));
-    }
-    let about = seen
-        .about
-        .as_ref()
-        .map(|(_, w)| w.as_slice())
-        .unwrap_or_default();
-    if about.iter().any(|w| ask.purpose.contains(&w.as_str())) {
+    if seen
+        .words(doc, i)
+        .iter()
+        .any(|w| ask.purpose.contains(&w.as_str()))
+    {
         return;
     }
     seen.reported.insert(i);
@@ -1186,76 +1195,52 @@ fn phrases(
                         }
                         h.start = s;
                         h.end = e;
-                        let hits = by_family.entry(h.family).or_default();
-                        if hits.len() < MAX_HITS {
-                            hits.push(h);
-                        }
+                        keep(&mut by_family, h);
                     }
                 }
             }
         }
     }
-    // A secret's environment variable (`GITHUB_TOKEN`, `$AWS_SECRET_ACCESS_KEY`): read by the
-    // cases of the group that names the `env-secret` shape, as its trigger phrases are.
+    // The built-in shapes, read by the cases of the group that names each; their hits in
+    // original offsets.
+    let original = |mut h: Hit| {
+        (h.start, h.end) = view.original_range(h.start, h.end, text.text);
+        h
+    };
+    // A secret's environment variable (`GITHUB_TOKEN`, `$AWS_SECRET_ACCESS_KEY`): glued into an
+    // outside URL the model is to fill in (carried away with the request), read by the
+    // `env-secret` cases, or its value put into a parameter named beside it, in any language
+    // (that sentence reading for the first few only).
     if vt.as_bytes().contains(&b'_') {
-        // The sentence reading of a variable moved into a parameter, for the first few only.
         let mut moved_reads = 0usize;
         for (s0, e0) in families::env_secrets(vt) {
-            // Glued into an outside URL the model is to fill in: carried away with the request.
-            // Not the server's own configuration ("… ?key=$MAPS_KEY on the server side").
-            let near = vt
-                .get(
-                    vt.floor_char_boundary(s0.saturating_sub(160))
-                        ..vt.ceil_char_boundary((e0 + 160).min(vt.len())),
-                )
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            let in_url =
-                (families::in_outside_url(vt, s0) && !near.contains("server")).then_some(Hit {
+            let (s, e) = view.original_range(s0, e0, text.text);
+            let hit = if families::in_outside_url(vt, s0) {
+                Some(Hit {
                     family: Family::Exfiltration,
                     confidence: Confidence::High,
-                    start: s0,
-                    end: e0,
-                });
-            let hit = in_url
-                .or_else(|| families::check_shape("env-secret", vt, s0, e0, &is_tool))
-                .or_else(|| {
-                    // Its value put into a parameter named beside it, in any language.
-                    moved_reads += 1;
-                    if moved_reads > MAX_MOVED_READS {
-                        return None;
-                    }
-                    let (s, e) = view.original_range(s0, e0, text.text);
-                    let name = text.text.get(s..e).unwrap_or("");
-                    moved_into_parameter(doc, text, &[name], s, e).map(|mut h| {
-                        h.start = s0;
-                        h.end = e0;
-                        h
-                    })
-                });
-            if let Some(mut h) = hit {
-                let (s, e) = view.original_range(h.start, h.end, text.text);
-                h.start = s;
-                h.end = e;
-                let hits = by_family.entry(h.family).or_default();
-                if hits.len() < MAX_HITS {
-                    hits.push(h);
-                }
+                    start: s,
+                    end: e,
+                })
+            } else if let Some(h) = families::check_shape("env-secret", vt, s0, e0, &is_tool) {
+                Some(original(h))
+            } else if moved_reads < MAX_MOVED_READS {
+                moved_reads += 1;
+                let name = text.text.get(s..e).unwrap_or("");
+                moved_into_parameter(doc, text, &[name], s, e)
+            } else {
+                None
+            };
+            if let Some(h) = hit {
+                keep(&mut by_family, h);
             }
         }
     }
-    // A count of a thousand or more calls, repeats or words: read by the cases of the group
-    // that names the `big-count` shape.
+    // A count of a thousand or more calls, repeats or words (`big-count`).
     if vt.bytes().any(|b| b.is_ascii_digit()) {
         for (s0, e0) in families::big_counts(vt) {
-            if let Some(mut h) = families::check_shape("big-count", vt, s0, e0, &is_tool) {
-                let (s, e) = view.original_range(h.start, h.end, text.text);
-                h.start = s;
-                h.end = e;
-                let hits = by_family.entry(h.family).or_default();
-                if hits.len() < MAX_HITS {
-                    hits.push(h);
-                }
+            if let Some(h) = families::check_shape("big-count", vt, s0, e0, &is_tool) {
+                keep(&mut by_family, original(h));
             }
         }
     }
@@ -1350,7 +1335,7 @@ fn phrases(
 /// kind the tool's subject. One finding per tool (a list of a million payloads is one
 /// finding, not a million); the tool's words are read once per tool (`seen`). Not in an
 /// output schema: the model fills in nothing there.
-fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PayloadSeen, out: &mut Vec<Finding>) {
+fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PerTool, out: &mut Vec<Finding>) {
     if text.tool.is_some_and(|i| seen.reported.contains(&i)) {
         return;
     }
@@ -1370,23 +1355,7 @@ fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PayloadSeen, out: &mu
         return;
     }
     if let Some(i) = text.tool {
-        if seen.words.as_ref().is_none_or(|(t, _)| *t != i) {
-            let mut all = Vec::new();
-            if let Some(tool) = doc.tools.get(i) {
-                fn cap(s: &str) -> &str {
-                    s.get(..s.floor_char_boundary(4096)).unwrap_or("")
-                }
-                all = words(cap(tool.name.unwrap_or("")));
-                all.extend(words(cap(tool.title().unwrap_or(""))));
-                all.extend(words(cap(tool.description().map(|(d, _)| d).unwrap_or(""))));
-            }
-            seen.words = Some((i, all));
-        }
-        let about = seen
-            .words
-            .as_ref()
-            .is_some_and(|(_, w)| super::payloads::about(kind, w));
-        if about {
+        if super::payloads::about(kind, seen.words(doc, i)) {
             return;
         }
         seen.reported.insert(i);
@@ -1405,151 +1374,17 @@ fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PayloadSeen, out: &mu
     );
 }
 
-/// What [`payload`] keeps between texts: the tools already reported, and the last tool's words.
-#[derive(Default)]
-struct PayloadSeen {
-    reported: std::collections::HashSet<usize>,
-    words: Option<(usize, Vec<String>)>,
+/// Adds a family hit, at most [`MAX_HITS`] of each family in one text.
+fn keep(by_family: &mut BTreeMap<Family, Vec<Hit>>, h: Hit) {
+    let hits = by_family.entry(h.family).or_default();
+    if hits.len() < MAX_HITS {
+        hits.push(h);
+    }
 }
 
 /// Variables of one text read for being moved into a parameter ([`moved_into_parameter`] reads
 /// their sentence, up to 800 bytes each).
 const MAX_MOVED_READS: usize = 4;
-
-/// Verbs that put something into the call, in the languages attacks have used (imperatives).
-const INTO_VERBS: &[&str] = &[
-    "paste",
-    "copy",
-    "include",
-    "insert",
-    "put",
-    "add",
-    "attach",
-    "fill",
-    "set",
-    "pass",
-    "send",
-    "provide",
-    "supply",
-    "enter",
-    "append",
-    "embed",
-    "place",
-    "write",
-    "dump",
-    "copia",
-    "incolla",
-    "inserisci",
-    "aggiungi",
-    "allega",
-    "metti",
-    "ekle",
-    "ekleyin",
-    "ekleyiniz",
-    "yapıştır",
-    "kopyala",
-    "füge",
-    "einfügen",
-    "kopiere",
-    "kopieren",
-    "trage",
-    "copie",
-    "copiez",
-    "colle",
-    "collez",
-    "ajoute",
-    "ajoutez",
-    "mets",
-    "mettez",
-    "incluez",
-    "pega",
-    "pegue",
-    "añade",
-    "añada",
-    "incluye",
-    "incluya",
-    "coloca",
-    "cole",
-    "adicione",
-    "inclua",
-    "coloque",
-    "вставь",
-    "вставьте",
-    "добавь",
-    "добавьте",
-    "скопируй",
-    "скопируйте",
-    "复制",
-    "粘贴",
-    "添加",
-    "填入",
-    "貼り付け",
-    "コピー",
-    "追加",
-    "추가",
-    "복사",
-    "붙여",
-];
-/// Words that say a secret's content or value is taken (not its path or its name).
-const CONTENT_WORDS: &[&str] = &[
-    "content",
-    "contents",
-    "value",
-    "values",
-    "output",
-    "outputs",
-    "section",
-    "dump",
-    "body",
-    "lines",
-    "entries",
-    "verbatim",
-    "literal",
-    "itself",
-    "wert",
-    "valeur",
-    "valor",
-    "valore",
-    "waarde",
-    "inhalt",
-    "contenu",
-    "contenuto",
-    "contenido",
-    "conteúdo",
-    "conteudo",
-    "değer",
-    "değerini",
-    "değeri",
-    "içeriğini",
-    "içeriği",
-    "содержимое",
-    "значение",
-    "内容",
-    "値",
-    "내용",
-];
-/// Negations, in the same languages: a sentence that forbids the move is a safety note.
-const MOVE_FORBIDDEN: &[&str] = &[
-    "never",
-    "not",
-    "don't",
-    "dont",
-    "mustn't",
-    "no",
-    "non",
-    "nicht",
-    "nie",
-    "niemals",
-    "ne",
-    "jamais",
-    "nunca",
-    "asla",
-    "не",
-    "никогда",
-    "不要",
-    "しない",
-    "하지",
-];
 
 /// A sensitive file or secret (a P3 phrase at `s..e`) whose content the tool's description
 /// tells the model to put into one of the tool's own parameters, named in the same sentence
@@ -1623,9 +1458,9 @@ fn moved_into_parameter(
             }
         })
     };
-    if !has(INTO_VERBS, &lower, &words)
-        || !has(CONTENT_WORDS, &lower, &words)
-        || has(MOVE_FORBIDDEN, &lead, &lead_words)
+    if !has(sets::INTO_VERBS, &lower, &words)
+        || !has(sets::CONTENT_WORDS, &lower, &words)
+        || has(sets::MOVE_FORBIDDEN, &lead, &lead_words)
         || lead_words
             .iter()
             .any(|w| matches!(w.as_str(), "return" | "returns" | "returned"))
