@@ -26,6 +26,7 @@ pub enum Kind {
     Shell,
     Delete,
     Metadata,
+    Script,
 }
 
 impl Kind {
@@ -36,6 +37,7 @@ impl Kind {
             Kind::Shell => "a reverse shell or a download run as code",
             Kind::Delete => "a recursive delete of the root or home folder",
             Kind::Metadata => "a cloud metadata address",
+            Kind::Script => "a script that reads the page's secrets or sends its data away",
         }
     }
 
@@ -94,13 +96,41 @@ const PATTERNS: &[(Kind, &str)] = &[
     (Kind::Shell, r"(?i)\$\(\s*(?:curl|wget|nc)(?-u:\b)"),
     (
         Kind::Delete,
-        r#"(?i)(?-u:\b)rm\s+-(?:rf|fr|r\s+-f|f\s+-r)\s+(?:--no-preserve-root\s+)?(?:/|/\*|~|~/|~/\*|\$home/?\*?)(?:\s|$|;|&|\|)|--no-preserve-root|"rm"\s*,\s*"-(?:rf|fr)"\s*,\s*"/""#,
+        r#"(?i)(?-u:\b)rm\s+-(?:rf|fr|r\s+-f|f\s+-r)\s+(?:--no-preserve-root\s+)?(?:/|/\*|~|~/|~/\*|~/\.\*|\$home/?\*?|/(?:etc|usr|var|var/lib|home|boot|root|opt|srv|lib|bin)/?\*?)(?:\s|$|;|&|\||`)|--no-preserve-root|"rm"\s*,\s*"-(?:rf|fr)"\s*,\s*"/""#,
+    ),
+    // A disk overwritten or formatted.
+    (
+        Kind::Delete,
+        r"(?i)(?-u:\b)mkfs(?:\.[a-z0-9]+)?\s+/dev/[a-z]|(?-u:\b)dd\s+if=/dev/(?:zero|u?random)\s+of=/dev/[a-z]|(?-u:\b)format\s+c:|(?-u:\b)rd\s+/s\s+/q\s+c:\\",
+    ),
+    // PowerShell run hidden or from an encoded command, or a download run as code.
+    (
+        Kind::Shell,
+        r"(?i)(?-u:\b)(?:powershell|pwsh)(?:\.exe)?(?:\s+-[a-z]+(?:\s+[a-z0-9]+)?){0,6}?\s+-(?:e|ec|enc|encodedcommand)\s+[A-Za-z0-9+/=]{16,}|(?-u:\b)(?:powershell|pwsh)(?:\.exe)?\s[^\n]*?-w(?:indowstyle)?\s+hidden(?-u:\b)|(?-u:\b)iex\s*\(\s*\(?\s*(?:new-object|iwr|invoke-webrequest|irm|invoke-restmethod)(?-u:\b)|\.downloadstring\s*\(",
+    ),
+    // Script in an HTML event handler, a `<script>` or a `javascript:` URL that reads what the
+    // page keeps (cookies, storage) or sends the page's data away.
+    (
+        Kind::Script,
+        r#"(?i)(?:(?-u:\b)on[a-z]{3,20}\s*=\s*["']?|<script[^>]{0,80}>|javascript:)[^<>\n]*?(?:document\.cookie|localstorage|sessionstorage|sendbeacon|xmlhttprequest|fetch\s*\(|\.submit\s*\(|document\.forms|new\s+image|window\.location\s*=|location\.href\s*=|eval\s*\(|atob\s*\()"#,
     ),
     (
         Kind::Metadata,
         r"(?i)(?-u:\b)169\.254\.169\.254(?-u:\b)|(?-u:\b)metadata\.google\.internal(?-u:\b)|(?-u:\b)100\.100\.100\.200(?-u:\b)|fd00:ec2::254|(?-u:\b)169\.254\.170\.2(?-u:\b)|//metadata/computemetadata|//2852039166(?-u:\b)",
     ),
 ];
+
+/// Patterns read in prose too (descriptions, titles, schema texts): a shape that is an attack
+/// wherever it stands. Not the anchored SQL shapes (a whole value broken out of), the
+/// tautology, the time-based probes, a bare system file's path or a download piped into a
+/// shell, which prose names ordinarily ("never reads /etc/shadow", "waits with pg_sleep", "the
+/// CLI's installer is `curl … | sh`"; an instruction to run one is the intent reading's). By
+/// index into [`PATTERNS`].
+const IN_PROSE: &[usize] = &[0, 4, 5, 6, 8, 9, 11, 12, 13, 14, 15, 16];
+
+/// Prose's own SQL shape: a statement that destroys, stacked after a `;` and followed by a
+/// comment that cuts off the rest (`'; DROP TABLE audit_log; --`).
+const PROSE_SQL: &str = r"(?i)['`]?\s*;\s*(?:drop\s+(?:table|database|schema)|truncate\s+table|delete\s+from)\s+[`'\x22]?[0-9A-Za-z_.]+[`'\x22]?\s*;?\s*(?:--|#)";
 
 static SET: LazyLock<Option<RegexSet>> =
     LazyLock::new(|| RegexSet::new(PATTERNS.iter().map(|(_, p)| p)).ok());
@@ -250,6 +280,186 @@ pub fn find(value: &str) -> Option<(usize, usize, Kind)> {
         return Some((m.start(), m.end(), kind));
     }
     None
+}
+
+/// Prose is read this far for payloads.
+pub const MAX_PROSE: usize = 64 * 1024;
+
+static PROSE_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
+    RegexSet::new(
+        IN_PROSE
+            .iter()
+            .filter_map(|&i| PATTERNS.get(i).map(|(_, p)| *p))
+            .chain([PROSE_SQL]),
+    )
+    .ok()
+});
+
+/// Words before a payload, in its sentence, that make it something named rather than asked
+/// for: a negation, a guard ("blocks", "rejects", "escapes"), an example's introduction.
+const GUARD_BEFORE: &[&str] = &[
+    "never",
+    "not",
+    "no",
+    "don't",
+    "dont",
+    "doesn't",
+    "without",
+    "cannot",
+    "can't",
+    "won't",
+    "block",
+    "blocks",
+    "blocked",
+    "blocking",
+    "reject",
+    "rejects",
+    "rejected",
+    "deny",
+    "denies",
+    "denied",
+    "refuse",
+    "refuses",
+    "refused",
+    "prevent",
+    "prevents",
+    "detect",
+    "detects",
+    "detected",
+    "flag",
+    "flags",
+    "flagged",
+    "catch",
+    "catches",
+    "strip",
+    "strips",
+    "escape",
+    "escapes",
+    "escaped",
+    "sanitize",
+    "sanitizes",
+    "sanitise",
+    "sanitises",
+    "neutralize",
+    "neutralizes",
+    "like",
+    "such",
+    "e.g",
+    "eg",
+    "example",
+    "examples",
+    "dangerous",
+    "unsafe",
+    "malicious",
+    "forbidden",
+    "disallowed",
+    "avoid",
+    "avoids",
+    "against",
+    "harmless",
+];
+
+/// Words after a payload, in its sentence, that say it is refused.
+const GUARD_AFTER: &[&str] = &[
+    "rejected",
+    "blocked",
+    "refused",
+    "denied",
+    "escaped",
+    "sanitized",
+    "sanitised",
+    "stripped",
+    "forbidden",
+    "disallowed",
+    "harmless",
+    "neutralized",
+    "never",
+    "not",
+];
+
+/// Words of a tool that make payloads in its prose its subject (a command guard's
+/// description names the commands it stops), besides [`Kind::subject`]'s.
+const PROSE_SUBJECT: &[&str] = &[
+    "dangerous",
+    "destructive",
+    "blocklist",
+    "denylist",
+    "unsafe",
+    "linter",
+    "lint",
+    "shellcheck",
+    "csp",
+];
+
+/// Lower-case words of `s` (letters, digits, `'`, `.` inside a word).
+fn lower_words(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '.'))
+        .map(|w| w.trim_matches(|c| c == '.' || c == '\'').to_lowercase())
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether the payload at `s..e` of `text` is named, not asked for (see [`GUARD_BEFORE`]).
+fn guarded(text: &str, s: usize, e: usize) -> bool {
+    let from = text.floor_char_boundary(s.saturating_sub(160));
+    let before = text.get(from..s).unwrap_or("");
+    let start = before
+        .rfind(['\n', '!', '?'])
+        .into_iter()
+        .chain(before.rfind(". "))
+        .max()
+        .map_or(0, |i| i + 1);
+    let clause = before.get(start..).unwrap_or("");
+    if lower_words(clause).any(|w| GUARD_BEFORE.contains(&w.as_str())) {
+        return true;
+    }
+    let to = text.floor_char_boundary(e.saturating_add(80).min(text.len()));
+    let after = text.get(e..to).unwrap_or("");
+    let end = after
+        .find(['\n', '!', '?'])
+        .into_iter()
+        .chain(after.find(". "))
+        .min();
+    let after = after.get(..end.unwrap_or(after.len())).unwrap_or("");
+    lower_words(after).any(|w| GUARD_AFTER.contains(&w.as_str()))
+}
+
+/// The first attack payload in prose (a description, a title, a schema's text) that the text
+/// asks for rather than names: its span and its kind. Read up to [`MAX_PROSE`] bytes, at most
+/// eight places of each shape.
+pub fn find_in_prose(text: &str) -> Option<(usize, usize, Kind)> {
+    let v = text
+        .get(..text.floor_char_boundary(MAX_PROSE))
+        .unwrap_or("");
+    let set = PROSE_SET.as_ref()?;
+    if !set.is_match(v) {
+        return None;
+    }
+    for i in set.matches(v).iter() {
+        let (kind, re) = match IN_PROSE.get(i) {
+            Some(&j) => (PATTERNS.get(j).map(|(k, _)| *k)?, EACH.get(j)?),
+            None => (Kind::Sql, PROSE_SQL_RE.as_ref()?),
+        };
+        for m in re.find_iter(v).take(8) {
+            let local = m.as_str().to_ascii_lowercase();
+            if local.starts_with("/dev/tcp/") || local.starts_with("/dev/udp/") {
+                let host = v.get(m.end()..).unwrap_or("").to_ascii_lowercase();
+                if host.starts_with("localhost") || host.starts_with("127.") {
+                    continue;
+                }
+            }
+            if !guarded(v, m.start(), m.end()) {
+                return Some((m.start(), m.end(), kind));
+            }
+        }
+    }
+    None
+}
+
+static PROSE_SQL_RE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(PROSE_SQL).ok());
+
+/// Whether the tool's words make a payload of `kind` in its prose its subject.
+pub fn about_in_prose(kind: Kind, words: &[String]) -> bool {
+    about(kind, words) || words.iter().any(|w| PROSE_SUBJECT.contains(&w.as_str()))
 }
 
 /// Whether the tool's own words (name, title, description) make payloads of `kind` its subject.

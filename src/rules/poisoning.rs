@@ -481,7 +481,16 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
                 );
             }
         }
-        if text.field == Field::SchemaValue {
+        if matches!(
+            text.field,
+            Field::SchemaValue
+                | Field::ToolDescription
+                | Field::ToolTitle
+                | Field::SchemaText
+                | Field::Instructions
+                | Field::PromptOrResource
+                | Field::CardText
+        ) {
             payload(doc, text, &mut payload_seen, &mut out);
         }
         if scan.p5_candidate || super::encodings::separated_candidate(text.text.as_bytes()) {
@@ -1331,7 +1340,10 @@ fn phrases(
 }
 
 /// An attack payload offered as a value the model fills in (a default, example, enum or const of
-/// an input schema: src/rules/payloads.rs), unless the tool's own words make payloads of its
+/// an input schema: src/rules/payloads.rs), or written into the tool's prose for the model to
+/// use (`append '; DROP TABLE audit_log; --'`, an `onload` that posts the page's storage; not
+/// one the sentence names as refused or as an example, [`super::payloads::find_in_prose`]),
+/// unless the tool's own words make payloads of its
 /// kind the tool's subject. One finding per tool (a list of a million payloads is one
 /// finding, not a million); the tool's words are read once per tool (`seen`). Not in an
 /// output schema: the model fills in nothing there.
@@ -1339,7 +1351,13 @@ fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PerTool, out: &mut Ve
     if text.tool.is_some_and(|i| seen.reported.contains(&i)) {
         return;
     }
-    let Some((s, e, kind)) = super::payloads::find(text.text) else {
+    let value = text.field == Field::SchemaValue;
+    let found = if value {
+        super::payloads::find(text.text)
+    } else {
+        super::payloads::find_in_prose(text.text)
+    };
+    let Some((s, e, kind)) = found else {
         return;
     };
     // Under the tool's own output schema (not a property that happens to be named so).
@@ -1355,7 +1373,13 @@ fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PerTool, out: &mut Ve
         return;
     }
     if let Some(i) = text.tool {
-        if super::payloads::about(kind, seen.words(doc, i)) {
+        let words = seen.words(doc, i);
+        let subject = if value {
+            super::payloads::about(kind, words)
+        } else {
+            super::payloads::about_in_prose(kind, words)
+        };
+        if subject {
             return;
         }
         seen.reported.insert(i);
@@ -1365,7 +1389,12 @@ fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PerTool, out: &mut Ve
             .subcode("payload")
             .confidence(Confidence::High)
             .message(format!(
-                "an attack payload offered as a value the model fills in ({}): \"{}\"",
+                "an attack payload {} ({}): \"{}\"",
+                if value {
+                    "offered as a value the model fills in"
+                } else {
+                    "written into the text for the model to use"
+                },
                 kind.describe(),
                 visible(text.text.get(s..e).unwrap_or(""))
             ))
