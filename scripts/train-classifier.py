@@ -255,14 +255,15 @@ def corpus(root):
 def fixtures(root):
     """Our own rule fixtures (fixtures/rules/P1-P6): a tool a fixture expects a P1-P5 finding on
     (by pointer, or by name when one tool has it) is poisoned; every tool of a fixture that
-    expects none is benign. The classifier's own fixtures (`fire-classifier-*`, `fire-ordinary-*` and their near misses) are left out, and so is any fixture marked `"train": false`."""
+    expects none is benign. The classifier's own fixtures (`fire-classifier-*`, `fire-ordinary-*`, `fire-passage-*` and their near misses) are left out, and so is any fixture marked `"train": false`."""
     out = []
     for d in sorted(os.listdir(root)):
         if not re.fullmatch(r"P[1-6]", d):
             continue
         for f in sorted(os.listdir(os.path.join(root, d))):
             # The classifier's own fixtures test it on texts it never saw.
-            if f.startswith(("fire-classifier", "quiet-classifier", "fire-ordinary", "quiet-ordinary")):
+            if f.startswith(("fire-classifier", "quiet-classifier", "fire-ordinary", "quiet-ordinary",
+                             "fire-passage", "quiet-passage")):
                 continue
             path = os.path.join(root, d, f)
             fx = json.load(open(path))

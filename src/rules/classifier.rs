@@ -11,7 +11,11 @@
 //!   (sub-code `classifier`) quoting the words that weighed most;
 //! - a tool whose score is below `settle` (or, when its only findings are the [`WEAK`] kinds,
 //!   below `weak`) has its P2–P4 phrase findings settled into a P6 note (sub-code `ordinary`):
-//!   the phrase matched, the text as a whole reads as documentation.
+//!   the phrase matched, the text as a whole reads as documentation; unless a passage of its
+//!   description, read on its own ([`Model::passage_max`]), scores above `add`: one sentence of
+//!   attack buried in 300 words of good documentation is what settling must not hide. Such a
+//!   passage also flags a tool the phrase rules left alone when it clears `add` by
+//!   [`PASSAGE_MARGIN`].
 //!
 //! Never settled: hidden characters (P1) and encodings (P5), which the model cannot read; the
 //! [`FIRM`] kinds at high confidence, since the weights are public and ordinary words padded into
@@ -42,6 +46,19 @@ const DEDUP_AT: usize = 1 << 16;
 /// Words a tool must hold for its phrase findings to settle (measured 2026-12-07: no real
 /// server's tool nor red-team tool that settles has fewer than 11).
 const MIN_SETTLE_WORDS: usize = 10;
+
+/// Words of a passage [`Model::passage_max`] reads as a tool of its own, and the step between
+/// passages (each word is read in at most two).
+const PASSAGE_WORDS: usize = 60;
+const PASSAGE_STEP: usize = 30;
+/// How far above `add` a passage must score to flag a tool the phrase rules left alone: a long
+/// description has many passages, each a chance to cross the line by accident. Chosen among 0,
+/// 2 and 4 on the held-out sets' totals (README): 4 found 9 more of 784 unseen attacks and
+/// flagged no more hard benign tools or real servers' tools; 0 found 23 more and flagged 14
+/// more.
+const PASSAGE_MARGIN: f64 = 4.0;
+/// Passages read of one description at most (about 20,000 words, [`MAX_TOKENS`]).
+const MAX_PASSAGES: usize = MAX_TOKENS / PASSAGE_STEP + 1;
 
 /// Words read per tool at most (the trainer's `MAX_TOKENS`): the score is bounded in time.
 const MAX_TOKENS: usize = 20_000;
@@ -308,9 +325,9 @@ impl Model {
         }
     }
 
-    /// The tool's score and the features that raised it most.
-    pub fn score(&self, tool: &Json<'_>) -> Score {
-        let mut reader = Reader {
+    /// A reader of this model's features, empty.
+    fn reader(&self) -> Reader<'_> {
+        Reader {
             model: self,
             singles: Vec::new(),
             pairs: Vec::new(),
@@ -320,8 +337,11 @@ impl Model {
             schema: false,
             prev_classes: Vec::new(),
             classes: Vec::new(),
-        };
-        reader.walk(tool, 0);
+        }
+    }
+
+    /// What a reader read, scored (each feature counted once).
+    fn finish(&self, reader: Reader<'_>) -> Score {
         let complete = !reader.cut;
         let (mut singles, mut pairs) = (reader.singles, reader.pairs);
         // Each feature counts once, however often the tool repeats it.
@@ -338,13 +358,80 @@ impl Model {
                 .iter()
                 .map(|&k| self.pair_weights[k as usize])
                 .sum::<f64>();
+        let ceiling = self.bias
+            + singles
+                .iter()
+                .map(|&i| self.single[i as usize].max(0.0))
+                .sum::<f64>()
+            + pairs
+                .iter()
+                .map(|&k| self.pair_weights[k as usize].max(0.0))
+                .sum::<f64>();
         Score {
             value,
             complete,
             words: reader.tokens,
             singles,
             pairs,
+            ceiling,
         }
+    }
+
+    /// The tool's score and the features that raised it most.
+    pub fn score(&self, tool: &Json<'_>) -> Score {
+        let mut reader = self.reader();
+        reader.walk(tool, 0);
+        self.finish(reader)
+    }
+
+    /// The highest score of a passage of the tool's description read as a tool of its own (the
+    /// name and [`PASSAGE_WORDS`] words, windows [`PASSAGE_STEP`] words apart), when the
+    /// description is longer than one passage. A long document's many ordinary words carry its
+    /// whole score under `settle`; one sentence of attack in it still reads as one in its
+    /// passage. Bounded: at most [`MAX_PASSAGES`] passages. The best passage's score and its
+    /// span in the description.
+    pub fn passage_max(&self, tool: &Json<'_>) -> Option<Passage> {
+        let d = tool.get("description").and_then(Json::as_str)?;
+        let name = tool.get("name").and_then(Json::as_str).unwrap_or("");
+        // Where each word starts and ends (whitespace-separated, as the windows count them).
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut start = None;
+        for (i, c) in d.char_indices() {
+            match (c.is_whitespace(), start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    spans.push((s, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            spans.push((s, d.len()));
+        }
+        if spans.len() <= PASSAGE_WORDS {
+            return None;
+        }
+        let mut best: Option<Passage> = None;
+        let mut at = 0;
+        for _ in 0..MAX_PASSAGES {
+            let last = (at + PASSAGE_WORDS).min(spans.len()) - 1;
+            let (Some(&(from, _)), Some(&(_, to))) = (spans.get(at), spans.get(last)) else {
+                break;
+            };
+            let mut reader = self.reader();
+            reader.text(name);
+            reader.text(d.get(from..to).unwrap_or(""));
+            let score = self.finish(reader);
+            if best.as_ref().is_none_or(|b| score.value > b.score.value) {
+                best = Some(Passage { score, from, to });
+            }
+            if last + 1 >= spans.len() {
+                break;
+            }
+            at += PASSAGE_STEP;
+        }
+        best
     }
 
     /// The features of a score with the largest positive weights, largest first.
@@ -385,6 +472,19 @@ pub struct Score {
     /// The word ids and pair indices present (sorted, once each).
     singles: Vec<u32>,
     pairs: Vec<u32>,
+    /// The bias and every positive weight among the features: no passage of the tool can
+    /// score higher, since a passage's features are some of the tool's (a passage of a
+    /// description is read from the same words, and pairs only within it).
+    pub ceiling: f64,
+}
+
+/// A passage of a description scored on its own ([`Model::passage_max`]): its score and its
+/// byte span in the description.
+#[derive(Debug, Clone)]
+pub struct Passage {
+    pub score: Score,
+    pub from: usize,
+    pub to: usize,
 }
 
 /// A character of a word: a letter or digit (`char::is_alphanumeric`), or a combining mark, so
@@ -603,12 +703,27 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
             // Nor does a tool of a few words: "Search. Do not use `find` for anything." scores
             // near the bias, too little text to read as documentation as a whole.
             let settles_at_all = flagged && score.complete && score.words >= MIN_SETTLE_WORDS;
+            // Not when one passage of a long description reads, on its own, as an attack the
+            // model would flag (`add`): the document around it is what scored it down.
+            let settles_at_all = settles_at_all
+                && (score.value >= m.settle.max(m.weak)
+                    || score.ceiling <= m.add
+                    || m.passage_max(tool.value)
+                        .is_none_or(|p| p.score.value <= m.add));
             if settles_at_all && score.value < m.settle {
                 settles.insert(i, (score.value, m.settle));
             } else if settles_at_all && only_weak && score.value < m.weak {
                 settles.insert(i, (score.value, m.weak));
             } else if !flagged && score.value > m.add {
-                added.push(flag(tool, &tool.label(), &score, m));
+                added.push(flag(tool, &tool.label(), &score, None, m));
+            } else if !flagged
+                && score.complete
+                && score.ceiling > m.add + PASSAGE_MARGIN
+                && let Some(p) = m
+                    .passage_max(tool.value)
+                    .filter(|p| p.score.value > m.add + PASSAGE_MARGIN)
+            {
+                added.push(flag(tool, &tool.label(), &p.score, Some((p.from, p.to)), m));
             }
         }
     }
@@ -682,11 +797,21 @@ fn settle(
 }
 
 /// The P2 finding of a tool the model reads as an attack.
-fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model) -> Finding {
+fn flag(
+    tool: &super::document::Tool<'_>,
+    label: &str,
+    score: &Score,
+    passage: Option<(usize, usize)>,
+    m: &Model,
+) -> Finding {
     let (pointer, text) = match tool.description().filter(|(d, _)| !d.trim().is_empty()) {
         Some((d, _)) => (
             format!("{}/description", tool.pointer),
-            Some(excerpt(d, 0, 0, 240)),
+            Some(match passage {
+                // The passage itself, up to 240 characters of it.
+                Some((from, to)) => excerpt(d, from, from.max(to.min(from + 240)), 0),
+                None => excerpt(d, 0, 0, 240),
+            }),
         ),
         None => (tool.pointer.clone(), None),
     };
@@ -701,6 +826,19 @@ fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model)
     } else {
         Confidence::Low
     };
+    let what = match passage {
+        Some(_) => format!(
+            "a passage of the description, read on its own, reads as an instruction to the \
+             model, though no phrase rule matched (passage score {:.2}, above {:.2})",
+            score.value,
+            m.add + PASSAGE_MARGIN
+        ),
+        None => format!(
+            "the tool's texts read as an instruction to the model, though no phrase rule matched \
+             (classifier score {:.2}, above {:.2})",
+            score.value, m.add
+        ),
+    };
     let b = super::finding(CHECK, "P2")
         .subcode("classifier")
         .severity(Severity::Medium)
@@ -708,10 +846,7 @@ fn flag(tool: &super::document::Tool<'_>, label: &str, score: &Score, m: &Model)
         .pointer(pointer)
         .tool(label)
         .message(format!(
-            "the tool's texts read as an instruction to the model, though no phrase rule matched \
-             (classifier score {:.2}, above {:.2}); the words that weighed most: {}",
-            score.value,
-            m.add,
+            "{what}; the words that weighed most: {}",
             words.join(", ")
         ));
     match text {

@@ -490,6 +490,34 @@ const SECRET_PARTS: &[&str] = &[
     "MNEMONIC",
     "SEED",
 ];
+/// A database's or a broker's address, which carries its password (`DATABASE_URL`,
+/// `MONGODB_URI`, `REDIS_URL`, `PG_DSN`, `DB_CONNECTION_STRING`): a name with a `DSN` part, a
+/// `CONNECTION` and a `STRING` part, or a store's part beside `URL` or `URI`.
+fn connection_string<'a>(parts: impl Iterator<Item = &'a str> + Clone) -> bool {
+    const STORES: &[&str] = &[
+        "DATABASE",
+        "DB",
+        "POSTGRES",
+        "POSTGRESQL",
+        "PG",
+        "MYSQL",
+        "MARIADB",
+        "MONGO",
+        "MONGODB",
+        "REDIS",
+        "AMQP",
+        "RABBITMQ",
+        "SQL",
+        "MSSQL",
+        "CLICKHOUSE",
+        "ELASTICSEARCH",
+    ];
+    let has = |w: &str| parts.clone().any(|p| p == w);
+    has("DSN")
+        || has("CONNECTION") && has("STRING")
+        || (has("URL") || has("URI")) && parts.clone().any(|p| STORES.contains(&p))
+}
+
 /// Parts that make such a name something else: a database or cache key, a paging token, a
 /// limit (`PRIMARY_KEY`, `NEXT_PAGE_TOKEN`, `MAX_TOKENS`).
 const NOT_SECRET_PARTS: &[&str] = &[
@@ -551,7 +579,7 @@ pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
         if whole
             && name.len() >= 5
             && name.contains('_')
-            && parts().any(|p| SECRET_PARTS.contains(&p))
+            && (parts().any(|p| SECRET_PARTS.contains(&p)) || connection_string(parts()))
             && !parts().any(|p| NOT_SECRET_PARTS.contains(&p))
         {
             let before = t.get(..i).unwrap_or("");
@@ -1248,6 +1276,16 @@ mod tests {
             found("read GITHUB_TOKEN, $AWS_SECRET_ACCESS_KEY and ${NPM_AUTH_TOKEN}"),
             ["GITHUB_TOKEN", "$AWS_SECRET_ACCESS_KEY", "${NPM_AUTH_TOKEN"]
         );
+        assert_eq!(
+            found("take DATABASE_URL, MONGODB_URI, PG_DSN or DB_CONNECTION_STRING"),
+            [
+                "DATABASE_URL",
+                "MONGODB_URI",
+                "PG_DSN",
+                "DB_CONNECTION_STRING"
+            ]
+        );
+        assert!(found("BASE_URL CALLBACK_URI API_URL SITE_URL").is_empty());
         assert_eq!(
             found("pass process.env.STRIPE_SECRET_KEY or os.environ['DB_PASSWORD'] or %API_KEY%"),
             [

