@@ -394,13 +394,12 @@ impl Model {
         let d = tool.get("description").and_then(Json::as_str)?;
         let name = tool.get("name").and_then(Json::as_str).unwrap_or("");
         // Where each word starts and ends (whitespace-separated, as the windows count them).
+        // No more are kept than the passages read (a description of a million punctuation
+        // runs would hold a million spans).
         let mut spans: Vec<(usize, usize)> = Vec::new();
         let mut start = None;
-        for (i, c) in d.char_indices() {
-            // Words past the last passage read are not needed (a description of a million
-            // punctuation runs holds no token, and would hold a million spans).
+        for (i, c) in d.char_indices().chain([(d.len(), ' ')]) {
             if spans.len() > MAX_PASSAGES * PASSAGE_STEP + PASSAGE_WORDS {
-                start = None;
                 break;
             }
             match (c.is_whitespace(), start) {
@@ -412,21 +411,20 @@ impl Model {
                 _ => {}
             }
         }
-        if let Some(s) = start {
-            spans.push((s, d.len()));
-        }
         if spans.len() <= PASSAGE_WORDS {
             return None;
         }
         let mut best: Option<Passage> = None;
+        // The name is read once; each passage starts from what it gave.
+        let mut named = self.reader();
+        named.text(name);
         let mut at = 0;
         for _ in 0..MAX_PASSAGES {
             let last = (at + PASSAGE_WORDS).min(spans.len()) - 1;
             let (Some(&(from, _)), Some(&(_, to))) = (spans.get(at), spans.get(last)) else {
                 break;
             };
-            let mut reader = self.reader();
-            reader.text(name);
+            let mut reader = named.clone();
             reader.text(d.get(from..to).unwrap_or(""));
             let score = self.finish(reader);
             if best.as_ref().is_none_or(|b| score.value > b.score.value) {
@@ -527,6 +525,7 @@ fn unmask(word: &str) -> std::borrow::Cow<'_, str> {
         .collect()
 }
 
+#[derive(Clone)]
 struct Reader<'m> {
     model: &'m Model,
     /// Word ids seen (repeats kept until the end: a sort is cheaper than a set per word).
@@ -815,7 +814,10 @@ fn flag(
             format!("{}/description", tool.pointer),
             Some(match passage {
                 // The passage itself, up to 240 characters of it.
-                Some((from, to)) => excerpt(d, from, from.max(to.min(from + 240)), 0),
+                Some((from, to)) => crate::util::escape::escape_trimmed(
+                    d.get(from..to.min(d.len())).unwrap_or(""),
+                    240,
+                ),
                 None => excerpt(d, 0, 0, 240),
             }),
         ),

@@ -513,7 +513,8 @@ fn connection_string<'a>(parts: impl Iterator<Item = &'a str> + Clone) -> bool {
         "ELASTICSEARCH",
     ];
     let has = |w: &str| parts.clone().any(|p| p == w);
-    has("DSN")
+    // A Sentry DSN is a public client key.
+    has("DSN") && !has("SENTRY")
         || has("CONNECTION") && has("STRING")
         || (has("URL") || has("URI")) && parts.clone().any(|p| STORES.contains(&p))
 }
@@ -1285,7 +1286,7 @@ mod tests {
                 "DB_CONNECTION_STRING"
             ]
         );
-        assert!(found("BASE_URL CALLBACK_URI API_URL SITE_URL").is_empty());
+        assert!(found("BASE_URL CALLBACK_URI API_URL SITE_URL SENTRY_DSN").is_empty());
         assert_eq!(
             found("pass process.env.STRIPE_SECRET_KEY or os.environ['DB_PASSWORD'] or %API_KEY%"),
             [

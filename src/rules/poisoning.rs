@@ -796,6 +796,9 @@ const CONVERSATION_PURPOSE: &[&str] = &[
 struct PerTool {
     reported: std::collections::HashSet<usize>,
     words: Option<(usize, Vec<String>)>,
+    /// Whether a text outside every tool (instructions, prompts, resources, a card) was
+    /// reported: one finding for them all.
+    server: bool,
 }
 
 impl PerTool {
@@ -1348,7 +1351,10 @@ fn phrases(
 /// finding, not a million); the tool's words are read once per tool (`seen`). Not in an
 /// output schema: the model fills in nothing there.
 fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PerTool, out: &mut Vec<Finding>) {
-    if text.tool.is_some_and(|i| seen.reported.contains(&i)) {
+    if text
+        .tool
+        .map_or(seen.server, |i| seen.reported.contains(&i))
+    {
         return;
     }
     let value = text.field == Field::SchemaValue;
@@ -1383,6 +1389,8 @@ fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PerTool, out: &mut Ve
             return;
         }
         seen.reported.insert(i);
+    } else {
+        seen.server = true;
     }
     out.push(
         finding(doc, text, "P2")
@@ -1396,7 +1404,7 @@ fn payload(doc: &Document<'_>, text: &Text<'_>, seen: &mut PerTool, out: &mut Ve
                     "written into the text for the model to use"
                 },
                 kind.describe(),
-                visible(text.text.get(s..e).unwrap_or(""))
+                crate::util::escape::escape_trimmed(text.text.get(s..e).unwrap_or(""), 120)
             ))
             .text(excerpt(text.text, s, e, CONTEXT))
             .build(),
