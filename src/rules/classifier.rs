@@ -358,22 +358,12 @@ impl Model {
                 .iter()
                 .map(|&k| self.pair_weights[k as usize])
                 .sum::<f64>();
-        let ceiling = self.bias
-            + singles
-                .iter()
-                .map(|&i| self.single[i as usize].max(0.0))
-                .sum::<f64>()
-            + pairs
-                .iter()
-                .map(|&k| self.pair_weights[k as usize].max(0.0))
-                .sum::<f64>();
         Score {
             value,
             complete,
             words: reader.tokens,
             singles,
             pairs,
-            ceiling,
         }
     }
 
@@ -476,10 +466,6 @@ pub struct Score {
     /// The word ids and pair indices present (sorted, once each).
     singles: Vec<u32>,
     pairs: Vec<u32>,
-    /// The bias and every positive weight among the features: no passage of the tool can
-    /// score higher, since a passage's features are some of the tool's (a passage of a
-    /// description is read from the same words, and pairs only within it).
-    pub ceiling: f64,
 }
 
 /// A passage of a description scored on its own ([`Model::passage_max`]): its score and its
@@ -712,7 +698,6 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
             // model would flag (`add`): the document around it is what scored it down.
             let settles_at_all = settles_at_all
                 && (score.value >= m.settle.max(m.weak)
-                    || score.ceiling <= m.add
                     || m.passage_max(tool.value)
                         .is_none_or(|p| p.score.value <= m.add));
             if settles_at_all && score.value < m.settle {
@@ -723,7 +708,6 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
                 added.push(flag(tool, &tool.label(), &score, None, m));
             } else if !flagged
                 && score.complete
-                && score.ceiling > m.add + PASSAGE_MARGIN
                 && let Some(p) = m
                     .passage_max(tool.value)
                     .filter(|p| p.score.value > m.add + PASSAGE_MARGIN)
