@@ -337,13 +337,25 @@ impl Model {
             schema: false,
             prev_classes: Vec::new(),
             classes: Vec::new(),
+            description: None,
+            tape: None,
+            marks: None,
         }
     }
 
     /// What a reader read, scored (each feature counted once).
     fn finish(&self, reader: Reader<'_>) -> Score {
-        let complete = !reader.cut;
-        let (mut singles, mut pairs) = (reader.singles, reader.pairs);
+        self.total(reader.singles, reader.pairs, reader.tokens, !reader.cut)
+    }
+
+    /// The score of these features (repeats counted once).
+    fn total(
+        &self,
+        mut singles: Vec<u32>,
+        mut pairs: Vec<u32>,
+        words: usize,
+        complete: bool,
+    ) -> Score {
         // Each feature counts once, however often the tool repeats it.
         singles.sort_unstable();
         singles.dedup();
@@ -361,7 +373,7 @@ impl Model {
         Score {
             value,
             complete,
-            words: reader.tokens,
+            words,
             singles,
             pairs,
         }
@@ -369,18 +381,38 @@ impl Model {
 
     /// The tool's score and the features that raised it most.
     pub fn score(&self, tool: &Json<'_>) -> Score {
+        self.read(tool).0
+    }
+
+    /// The tool's score, and its description read word by word ([`Tape`]) for its passages:
+    /// the description is read once for both.
+    fn read(&self, tool: &Json<'_>) -> (Score, Option<Tape>) {
         let mut reader = self.reader();
+        reader.description = tool
+            .get("description")
+            .map(|d| std::ptr::from_ref(d).cast::<()>());
         reader.walk(tool, 0);
-        self.finish(reader)
+        let tape = reader.tape.take();
+        (self.finish(reader), tape)
     }
 
     /// The highest score of a passage of the tool's description read as a tool of its own (the
     /// name and [`PASSAGE_WORDS`] words, windows [`PASSAGE_STEP`] words apart), when the
     /// description is longer than one passage. A long document's many ordinary words carry its
     /// whole score under `settle`; one sentence of attack in it still reads as one in its
-    /// passage. Bounded: at most [`MAX_PASSAGES`] passages. The best passage's score and its
-    /// span in the description.
+    /// passage. Bounded: at most [`MAX_PASSAGES`] passages over the description's first
+    /// [`MAX_TOKENS`] words. The best passage's score and its span in the description.
     pub fn passage_max(&self, tool: &Json<'_>) -> Option<Passage> {
+        let d = tool.get("description").and_then(Json::as_str)?;
+        let mut reader = self.reader();
+        let tape = reader.taped(d);
+        self.passages(tool, &tape)
+    }
+
+    /// [`Model::passage_max`] over a description already read: each passage is scored from
+    /// the features its words gave (a word's pairs with the word before it left out at the
+    /// passage's first word, where a passage read alone has no word before).
+    fn passages(&self, tool: &Json<'_>, tape: &Tape) -> Option<Passage> {
         let d = tool.get("description").and_then(Json::as_str)?;
         let name = tool.get("name").and_then(Json::as_str).unwrap_or("");
         // Where each word starts and ends (whitespace-separated, as the windows count them).
@@ -404,19 +436,38 @@ impl Model {
         if spans.len() <= PASSAGE_WORDS {
             return None;
         }
-        let mut best: Option<Passage> = None;
-        // The name is read once; each passage starts from what it gave.
         let mut named = self.reader();
         named.text(name);
+        let room = MAX_TOKENS.saturating_sub(named.tokens);
+        let mut best: Option<Passage> = None;
         let mut at = 0;
         for _ in 0..MAX_PASSAGES {
             let last = (at + PASSAGE_WORDS).min(spans.len()) - 1;
             let (Some(&(from, _)), Some(&(_, to))) = (spans.get(at), spans.get(last)) else {
                 break;
             };
-            let mut reader = named.clone();
-            reader.text(d.get(from..to).unwrap_or(""));
-            let score = self.finish(reader);
+            // The passage's words: those that start inside its span (a word never crosses
+            // whitespace), no more than a reader holds beside the name.
+            let a = tape.marks.partition_point(|m| m.0 < from);
+            let b = tape.marks.partition_point(|m| m.0 < to);
+            let cut = b - a > room;
+            let b = if cut { a + room } else { b };
+            let mut singles = named.singles.clone();
+            let mut pairs = named.pairs.clone();
+            if b > a {
+                let s0 = a
+                    .checked_sub(1)
+                    .and_then(|i| tape.marks.get(i))
+                    .map_or(0, |m| m.1);
+                let (s1, p0, p1) = match (tape.marks.get(a), tape.marks.get(b - 1)) {
+                    (Some(first), Some(lastm)) => (lastm.1, first.2, lastm.2),
+                    _ => (s0, 0, 0),
+                };
+                singles
+                    .extend_from_slice(tape.singles.get(s0 as usize..s1 as usize).unwrap_or(&[]));
+                pairs.extend_from_slice(tape.pairs.get(p0 as usize..p1 as usize).unwrap_or(&[]));
+            }
+            let score = self.total(singles, pairs, named.tokens + (b - a), !cut && !named.cut);
             if best.as_ref().is_none_or(|b| score.value > b.score.value) {
                 best = Some(Passage { score, from, to });
             }
@@ -511,6 +562,17 @@ fn unmask(word: &str) -> std::borrow::Cow<'_, str> {
         .collect()
 }
 
+/// A description read once, word by word: where each word starts and where its features end,
+/// so that any run of its words is scored as a passage without being read again.
+#[derive(Debug, Default, Clone)]
+struct Tape {
+    /// Per word read: its byte offset in the text, and the end of its features in `singles`
+    /// and in `pairs` (a word's pairs are those with the word before it).
+    marks: Vec<(usize, u32, u32)>,
+    singles: Vec<u32>,
+    pairs: Vec<u32>,
+}
+
 #[derive(Clone)]
 struct Reader<'m> {
     model: &'m Model,
@@ -527,6 +589,12 @@ struct Reader<'m> {
     /// The previous word's classes and this word's (buffers kept between strings).
     prev_classes: Vec<Class>,
     classes: Vec<Class>,
+    /// The tool's description (its address, compared, never read through): the walk tapes it.
+    description: Option<*const ()>,
+    /// The description's words, when the walk read it.
+    tape: Option<Tape>,
+    /// While a text is taped, each word's mark.
+    marks: Option<Vec<(usize, u32, u32)>>,
 }
 
 impl Reader<'_> {
@@ -547,6 +615,16 @@ impl Reader<'_> {
                     if k == "type" && is_type_name(x) || DIALECT.contains(&k) {
                         continue;
                     }
+                    if let Json::String(s) = x
+                        && depth == 0
+                        && self.tape.is_none()
+                        && self.tokens < MAX_TOKENS
+                        && self.description == Some(std::ptr::from_ref(x).cast::<()>())
+                    {
+                        let tape = self.taped(s);
+                        self.tape = Some(tape);
+                        continue;
+                    }
                     self.walk(x, depth + 1);
                 }
                 self.schema = outer;
@@ -557,6 +635,38 @@ impl Reader<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Reads one string as [`Reader::text`] does, and keeps each word's features apart in a
+    /// [`Tape`] (repeats kept: bounded by the words a reader reads).
+    fn taped(&mut self, s: &str) -> Tape {
+        let singles = std::mem::take(&mut self.singles);
+        let pairs = std::mem::take(&mut self.pairs);
+        self.marks = Some(Vec::new());
+        self.text(s);
+        let tape = Tape {
+            marks: self.marks.take().unwrap_or_default(),
+            singles: std::mem::replace(&mut self.singles, singles),
+            pairs: std::mem::replace(&mut self.pairs, pairs),
+        };
+        self.singles.extend_from_slice(&tape.singles);
+        self.pairs.extend_from_slice(&tape.pairs);
+        self.compact();
+        tape
+    }
+
+    /// Drops repeated features once there are many (a long text of words with many classes
+    /// each is held to its distinct features on the way); never while taping.
+    fn compact(&mut self) {
+        if self.marks.is_some() {
+            return;
+        }
+        for v in [&mut self.singles, &mut self.pairs] {
+            if v.len() >= DEDUP_AT {
+                v.sort_unstable();
+                v.dedup();
+            }
         }
     }
 
@@ -631,14 +741,10 @@ impl Reader<'_> {
                 }
             }
             std::mem::swap(&mut self.prev_classes, &mut self.classes);
-            // Repeats are dropped at the end; a long text of words with many classes each is
-            // held to its distinct features on the way.
-            for v in [&mut self.singles, &mut self.pairs] {
-                if v.len() >= DEDUP_AT {
-                    v.sort_unstable();
-                    v.dedup();
-                }
+            if let Some(marks) = self.marks.as_mut() {
+                marks.push((from, self.singles.len() as u32, self.pairs.len() as u32));
             }
+            self.compact();
         }
     }
 }
@@ -683,7 +789,14 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
             if firm.contains(&i) {
                 continue;
             }
-            let score = m.score(tool.value);
+            let (score, tape) = m.read(tool.value);
+            // The best passage, read at most once and only when asked for.
+            let passage = std::cell::OnceCell::new();
+            let best = || {
+                passage
+                    .get_or_init(|| tape.as_ref().and_then(|t| m.passages(tool.value, t)))
+                    .as_ref()
+            };
             let found = by_tool.get(&i).map(Vec::as_slice).unwrap_or_default();
             let flagged = !found.is_empty();
             let only_weak = found
@@ -698,8 +811,7 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
             // model would flag (`add`): the document around it is what scored it down.
             let settles_at_all = settles_at_all
                 && (score.value >= m.settle.max(m.weak)
-                    || m.passage_max(tool.value)
-                        .is_none_or(|p| p.score.value <= m.add));
+                    || best().is_none_or(|p| p.score.value <= m.add));
             if settles_at_all && score.value < m.settle {
                 settles.insert(i, (score.value, m.settle));
             } else if settles_at_all && only_weak && score.value < m.weak {
@@ -708,9 +820,7 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
                 added.push(flag(tool, &tool.label(), &score, None, m));
             } else if !flagged
                 && score.complete
-                && let Some(p) = m
-                    .passage_max(tool.value)
-                    .filter(|p| p.score.value > m.add + PASSAGE_MARGIN)
+                && let Some(p) = best().filter(|p| p.score.value > m.add + PASSAGE_MARGIN)
             {
                 added.push(flag(tool, &tool.label(), &p.score, Some((p.from, p.to)), m));
             }
@@ -1059,6 +1169,131 @@ mod tests {
             p.is_some_and(|p| p.from < end && p.to > at),
             "the best passage misses the attack"
         );
+    }
+
+    /// Each passage read alone, as the scorer did before descriptions were taped: the
+    /// reference the taped passages are held to.
+    fn passage_max_by_reading(m: &Model, tool: &Json<'_>) -> Option<(f64, usize, usize)> {
+        let d = tool.get("description").and_then(Json::as_str)?;
+        let name = tool.get("name").and_then(Json::as_str).unwrap_or("");
+        let spans: Vec<(usize, usize)> = d
+            .split_whitespace()
+            .map(|w| {
+                let from = w.as_ptr() as usize - d.as_ptr() as usize;
+                (from, from + w.len())
+            })
+            .collect();
+        if spans.len() <= PASSAGE_WORDS {
+            return None;
+        }
+        let mut best: Option<(f64, usize, usize)> = None;
+        let mut at = 0;
+        loop {
+            let last = (at + PASSAGE_WORDS).min(spans.len()) - 1;
+            let (from, to) = (spans[at].0, spans[last].1);
+            let mut reader = m.reader();
+            reader.text(name);
+            reader.text(&d[from..to]);
+            let v = m.finish(reader).value;
+            if best.is_none_or(|b| v > b.0) {
+                best = Some((v, from, to));
+            }
+            if last + 1 >= spans.len() {
+                return best;
+            }
+            at += PASSAGE_STEP;
+        }
+    }
+
+    /// The passages scored from the description's tape, whether the walk taped it or it was
+    /// read alone, are the passages read one by one: on descriptions of the model's own words
+    /// mixed with punctuation, letters in disguise, combining marks, invisible characters and
+    /// the many kinds of whitespace.
+    #[test]
+    fn taped_passages_are_the_passages_read_alone() {
+        let Some(m) = model() else {
+            panic!("classifier.tsv does not parse")
+        };
+        let odd = [
+            "\u{00A0}",
+            "\u{3000}",
+            "\u{2029}",
+            "\t",
+            "\n",
+            "\u{AD}",
+            "\u{200B}",
+            "\u{0301}",
+            "\u{0456}",
+            "\u{FF49}",
+            "\u{1D41E}",
+            "-",
+            "'",
+            ".",
+            "://",
+            "_",
+            "\u{FE0F}",
+            "\u{0939}\u{094D}",
+            "\u{3164}",
+            "",
+        ];
+        let mut seed: u64 = 0x2026_1207;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 33) as usize) % n.max(1)
+        };
+        let mut compared = 0;
+        for case in 0..300 {
+            let words = 40 + next(300);
+            let mut d = String::new();
+            for _ in 0..words {
+                let w = m.words[next(m.words.len())];
+                d.push_str(w.trim_start_matches('@'));
+                if next(4) == 0 {
+                    d.push_str(odd[next(odd.len())]);
+                }
+                d.push_str(if next(9) == 0 { odd[next(3)] } else { " " });
+            }
+            let name = format!("{}_{case}", m.words[next(m.words.len())]);
+            let tool = serde_json::json!({
+                "name": name,
+                "description": d,
+                "inputSchema": {"type": "object", "properties": {"q": {"type": "string", "description": "A query."}}},
+            })
+            .to_string();
+            let Ok(json) = Json::parse(tool.as_bytes()) else {
+                panic!("case {case} does not parse")
+            };
+            let want = passage_max_by_reading(m, &json);
+            let alone = m.passage_max(&json).map(|p| (p.score.value, p.from, p.to));
+            let (score, tape) = m.read(&json);
+            let walked = tape
+                .as_ref()
+                .and_then(|t| m.passages(&json, t))
+                .map(|p| (p.score.value, p.from, p.to));
+            for got in [alone, walked] {
+                match (want, got) {
+                    (None, None) => {}
+                    (Some(w), Some(g)) => {
+                        assert!(
+                            (w.0 - g.0).abs() < 1e-9 && (w.1, w.2) == (g.1, g.2),
+                            "case {case}: {w:?} != {g:?}"
+                        );
+                        compared += 1;
+                    }
+                    _ => panic!("case {case}: {want:?} != {got:?}"),
+                }
+            }
+            // The walk's score is the score read without a tape.
+            let mut plain = m.reader();
+            plain.walk(&json, 0);
+            assert!(
+                (m.finish(plain).value - score.value).abs() < 1e-9,
+                "case {case}"
+            );
+        }
+        assert!(compared > 300, "only {compared} passages compared");
     }
 
     #[test]
