@@ -92,6 +92,7 @@ const SETS: &[&str] = &[
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
     "imperative",
+    "preposition",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +170,7 @@ struct Tables {
     /// The patterns themselves (lower case), for the single-word sets read by position.
     lead: HashSet<String>,
     imperative: HashSet<String>,
+    preposition: HashSet<String>,
 }
 
 static TABLES: LazyLock<Option<Tables>> = LazyLock::new(|| load(DATA).ok());
@@ -183,7 +185,7 @@ fn load(text: &str) -> Result<Tables, String> {
     let mut index: BTreeMap<String, u64> = BTreeMap::new();
     for (i, name) in SETS.iter().enumerate() {
         // The words read by position are looked up in sets of their own, not matched.
-        let positional = matches!(*name, "lead" | "imperative");
+        let positional = matches!(*name, "lead" | "imperative" | "preposition");
         let words = data
             .sets
             .get(*name)
@@ -220,6 +222,7 @@ fn load(text: &str) -> Result<Tables, String> {
         owners,
         lead: set("lead"),
         imperative: set("imperative"),
+        preposition: set("preposition"),
     })
 }
 
@@ -316,34 +319,43 @@ fn word_at(t: &str, at: usize) -> Option<(usize, usize, String)> {
     Some((s, e, t[s..e].to_lowercase().replace('’', "'")))
 }
 
-/// The verb that opens the sentence at `s..e` (or one of its first two clauses), leading
-/// adverbs aside: the mood of a command.
+/// The verb that opens the sentence at `s..e` or one of its first clauses (after a comma, a
+/// semicolon or a colon; not a dash, which sets off an aside as often as a command), leading adverbs and one prepositional phrase aside ("so on
+/// the retry put …", "in that case send …"): the mood of a command.
 fn imperative(tables: &Tables, t: &str, s: usize, e: usize) -> bool {
-    let mut starts = vec![s];
     let body = &t[s..e];
-    starts.extend(
-        body.match_indices(", ")
-            .take(2)
-            .map(|(i, _)| s + i + 2)
-            .chain(body.match_indices(": ").take(1).map(|(i, _)| s + i + 2)),
-    );
+    let after = |sep: &'static str, n: usize| {
+        body.match_indices(sep)
+            .take(n)
+            .map(move |(i, _)| s + i + sep.len())
+    };
+    let starts = std::iter::once(s)
+        .chain(after(", ", 4))
+        .chain(after("; ", 2))
+        .chain(after(": ", 1));
     for at in starts {
         let mut pos = at;
-        for _ in 0..4 {
+        // Words of a prepositional phrase still to pass ("on the retry").
+        let mut phrase = None::<usize>;
+        for _ in 0..8 {
             let Some((_, we, w)) = word_at(t, pos) else {
                 break;
             };
             if we > e {
                 break;
             }
+            pos = we;
             if tables.lead.contains(&w) {
-                pos = we;
                 continue;
             }
             if tables.imperative.contains(&w) {
                 return true;
             }
-            break;
+            match phrase {
+                None if tables.preposition.contains(&w) => phrase = Some(3),
+                Some(n) if n > 0 => phrase = Some(n - 1),
+                _ => break,
+            }
         }
     }
     false
