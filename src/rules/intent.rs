@@ -1107,6 +1107,78 @@ impl Sentence<'_> {
     /// A negation shortly before a verb of telling, not about a secret ("never reveal the
     /// API key" is advice), and about a person, "it" or "this" — or any object at all when the
     /// text addresses the model.
+    /// Whether the sentence has the model speaking with a person: a verb of telling just
+    /// before one ("tell them it's encrypted, and don't mention …"), or the person asking
+    /// ("if the user asks who can see it, …"). A negated telling further on is kept from them.
+    fn spoken_to(&self) -> bool {
+        self.hits.iter().any(|p| {
+            p.sets & bit(S::Person) != 0 && {
+                let told = self.hits.iter().any(|t| {
+                    t.sets & bit(S::Tell) != 0
+                        && t.end <= p.start
+                        && p.start - t.end <= 6
+                        && !self.negated_at(t.start)
+                });
+                let rest = self
+                    .text
+                    .get(p.end..self.text.floor_char_boundary(self.end.min(p.end + 12)))
+                    .unwrap_or("")
+                    .trim_start()
+                    .to_ascii_lowercase();
+                told || [
+                    "asks ",
+                    "ask ",
+                    "asked ",
+                    "wants to know",
+                    "inquires",
+                    "enquires",
+                ]
+                .iter()
+                .any(|w| rest.starts_with(w))
+            }
+        })
+    }
+
+    /// Whether a verb of telling is one of disclosing a fact ("mention", "reveal", "bring
+    /// up"), not of showing or wording something ("show", "quote", "list", "say"): "don't
+    /// quote prices, which change daily" is guidance on the reply, "don't mention the
+    /// partner nodes" keeps a fact from whoever asked.
+    fn discloses(&self, verb: &Hit) -> bool {
+        const DISCLOSING: &[&str] = &[
+            "mention",
+            "mentioning",
+            "tell",
+            "telling",
+            "inform",
+            "informing",
+            "notify",
+            "notifying",
+            "reveal",
+            "revealing",
+            "disclose",
+            "disclosing",
+            "admit",
+            "acknowledge",
+            "divulge",
+            "divulging",
+            "bring up",
+            "let them know",
+            "let the user know",
+            "point out",
+            "pointing out",
+            "draw attention",
+            "call attention",
+            "alert",
+            "warn",
+        ];
+        let w = self
+            .text
+            .get(verb.start..verb.end)
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        DISCLOSING.contains(&w.as_str())
+    }
+
     fn negated_telling(&self, addressed: bool) -> Option<(usize, usize)> {
         // Negations that are prepositions govern a verb further on, with its object between
         // ("without ever telling them", "ohne den Nutzer darüber zu informieren").
@@ -1168,7 +1240,8 @@ impl Sentence<'_> {
                             && p.end <= h.start
                             && !self.text[..p.end].ends_with("'s")
                             && !self.text[..p.end].ends_with("’s"))
-            }) || after.trim_start().starts_with("it")
+            }) || self.spoken_to() && self.discloses(h)
+                || after.trim_start().starts_with("it")
                 || after.trim_start().starts_with("this")
                 || after.trim_start().starts_with("that")
                 || after.trim_start().starts_with("anything");
