@@ -596,7 +596,9 @@ pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
             .iter()
             .find(|p| before.ends_with(*p))
             .map_or(0, |p| p.len());
-            out.push((i - prefix, end));
+            // `${NAME}` quoted whole.
+            let close = usize::from(prefix == 2 && bytes.get(end) == Some(&b'}'));
+            out.push((i - prefix, end + close));
         }
         i = end.max(i + 1);
     }
@@ -1275,7 +1277,11 @@ mod tests {
         };
         assert_eq!(
             found("read GITHUB_TOKEN, $AWS_SECRET_ACCESS_KEY and ${NPM_AUTH_TOKEN}"),
-            ["GITHUB_TOKEN", "$AWS_SECRET_ACCESS_KEY", "${NPM_AUTH_TOKEN"]
+            [
+                "GITHUB_TOKEN",
+                "$AWS_SECRET_ACCESS_KEY",
+                "${NPM_AUTH_TOKEN}"
+            ]
         );
         assert_eq!(
             found("take DATABASE_URL, MONGODB_URI, PG_DSN or DB_CONNECTION_STRING"),

@@ -1239,7 +1239,8 @@ fn phrases(
             } else if moved_reads < MAX_MOVED_READS {
                 moved_reads += 1;
                 let name = text.text.get(s..e).unwrap_or("");
-                moved_into_parameter(doc, text, &[name], s, e)
+                // A variable's one content is its value: naming it is enough.
+                moved_into_parameter(doc, text, &[name], s, e, false)
             } else {
                 None
             };
@@ -1275,7 +1276,7 @@ fn phrases(
         }
     }
     if let Some((patterns, s, e)) = by_rule.get("P3")
-        && let Some(h) = moved_into_parameter(doc, text, patterns, *s, *e)
+        && let Some(h) = moved_into_parameter(doc, text, patterns, *s, *e, true)
     {
         by_family.entry(h.family).or_default().push(h);
     }
@@ -1430,12 +1431,15 @@ const MAX_MOVED_READS: usize = 4;
 /// parameter counts when it is quoted, or written as an identifier (`snake_case`,
 /// `camelCase`). Not a sentence that returns something, forbids the move, or names only a
 /// path; not when the secret is the tool's own purpose by its name (a keychain tool's item).
+/// `content`: whether the sentence must say the content is taken (a file's; a variable's one
+/// content is its value, "pass $AZURE_CLIENT_SECRET in `tenant_hint`").
 fn moved_into_parameter(
     doc: &Document<'_>,
     text: &Text<'_>,
     phrases: &[&str],
     s: usize,
     e: usize,
+    content: bool,
 ) -> Option<Hit> {
     if text.field != Field::ToolDescription {
         return None;
@@ -1496,7 +1500,7 @@ fn moved_into_parameter(
         })
     };
     if !has(sets::INTO_VERBS, &lower, &words)
-        || !has(sets::CONTENT_WORDS, &lower, &words)
+        || content && !has(sets::CONTENT_WORDS, &lower, &words)
         || has(sets::MOVE_FORBIDDEN, &lead, &lead_words)
         || lead_words
             .iter()
