@@ -124,6 +124,22 @@ pub const STORES: &[&str] = &[
     "gh/hosts.yml",
     ".config/gh",
     ".git/config",
+    // Commands whose output is a secret (what "run … and pass the output in `x`" hands over).
+    "--export-secret-keys",
+    "--export-secret-subkeys",
+    "gh auth token",
+    "--show-token",
+    "print-access-token",
+    "print-identity-token",
+    "get-access-token",
+    "get-session-token",
+    "aws configure get",
+    "config view --raw",
+    "find-generic-password",
+    "find-internet-password",
+    "heroku auth:token",
+    "vault kv get",
+    "op read op://",
     // The same files spelled as words, as in a property name (`content_of_ssh_id_rsa`).
     "id rsa",
     "id ed25519",
@@ -1499,8 +1515,9 @@ fn moved_into_parameter(
             }
         })
     };
+    let took_content = has(sets::CONTENT_WORDS, &lower, &words);
     if !has(sets::INTO_VERBS, &lower, &words)
-        || content && !has(sets::CONTENT_WORDS, &lower, &words)
+        || content && !took_content
         || has(sets::MOVE_FORBIDDEN, &lead, &lead_words)
         || lead_words
             .iter()
@@ -1523,7 +1540,14 @@ fn moved_into_parameter(
     }
     Some(Hit {
         family: Family::Exfiltration,
-        confidence: Confidence::Medium,
+        // Four signals in one sentence (a secret, a verb that puts it, its content said to be
+        // taken, the tool's own parameter named): the theft itself, which the classifier never
+        // settles. A variable's value taken without the word is left to the classifier.
+        confidence: if took_content {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
         start: s,
         end: e,
     })
