@@ -1110,33 +1110,41 @@ impl Sentence<'_> {
     /// Whether the sentence has the model speaking with a person: a verb of telling just
     /// before one ("tell them it's encrypted, and don't mention …"), or the person asking
     /// ("if the user asks who can see it, …"). A negated telling further on is kept from them.
+    /// One pass over the hits (in order of start), a negation looked for only where a verb of
+    /// telling stands just before a person.
     fn spoken_to(&self) -> bool {
-        self.hits.iter().any(|p| {
-            p.sets & bit(S::Person) != 0 && {
-                let told = self.hits.iter().any(|t| {
-                    t.sets & bit(S::Tell) != 0
-                        && t.end <= p.start
-                        && p.start - t.end <= 6
-                        && !self.negated_at(t.start)
+        let mut tell: Option<&Hit> = None;
+        for h in &self.hits {
+            if h.sets & bit(S::Person) != 0 {
+                let told = tell.is_some_and(|t| {
+                    t.end <= h.start && h.start - t.end <= 6 && !self.negated_at(t.start)
                 });
                 let rest = self
                     .text
-                    .get(p.end..self.text.floor_char_boundary(self.end.min(p.end + 12)))
+                    .get(h.end..self.text.floor_char_boundary(self.end.min(h.end + 12)))
                     .unwrap_or("")
                     .trim_start()
                     .to_ascii_lowercase();
-                told || [
-                    "asks ",
-                    "ask ",
-                    "asked ",
-                    "wants to know",
-                    "inquires",
-                    "enquires",
-                ]
-                .iter()
-                .any(|w| rest.starts_with(w))
+                if told
+                    || [
+                        "asks ",
+                        "ask ",
+                        "asked ",
+                        "wants to know",
+                        "inquires",
+                        "enquires",
+                    ]
+                    .iter()
+                    .any(|w| rest.starts_with(w))
+                {
+                    return true;
+                }
             }
-        })
+            if h.sets & bit(S::Tell) != 0 && tell.is_none_or(|t| h.end > t.end) {
+                tell = Some(h);
+            }
+        }
+        false
     }
 
     /// Whether a verb of telling is one of disclosing a fact ("mention", "reveal", "bring
@@ -1185,6 +1193,8 @@ impl Sentence<'_> {
         const PREPOSITIONS: &[&str] = &[
             "without", "ohne", "sans", "sin", "sem", "senza", "без", "zonder",
         ];
+        // Whether the model speaks with a person in the sentence, read once when asked.
+        let mut spoken: Option<bool> = None;
         for h in self.hits.iter().filter(|h| h.sets & bit(S::Tell) != 0) {
             // The negation governs the verb: at most two words between them (five after a
             // preposition), no punctuation.
@@ -1240,7 +1250,7 @@ impl Sentence<'_> {
                             && p.end <= h.start
                             && !self.text[..p.end].ends_with("'s")
                             && !self.text[..p.end].ends_with("’s"))
-            }) || self.spoken_to() && self.discloses(h)
+            }) || self.discloses(h) && *spoken.get_or_insert_with(|| self.spoken_to())
                 || after.trim_start().starts_with("it")
                 || after.trim_start().starts_with("this")
                 || after.trim_start().starts_with("that")
