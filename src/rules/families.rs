@@ -552,6 +552,14 @@ const NOT_SECRET_PARTS: &[&str] = &[
 /// At most this many environment variables are read per text: each is a window check.
 pub const MAX_ENV_SECRETS: usize = 16;
 
+/// Whether a character next to an upper-case name leaves it a name of its own: not a letter,
+/// digit or `_`, or a letter of a script written without spaces (`環境変数GITHUB_TOKENを`).
+fn name_edge(c: char) -> bool {
+    !(c.is_alphanumeric() || c == '_')
+        || matches!(c as u32,
+            0x0E00..=0x0E7F | 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF)
+}
+
 /// The environment variables in `t` whose names say they hold a secret (the `env-secret`
 /// shape): an upper-case name with an underscore and a part of [`SECRET_PARTS`]
 /// (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`), with its `$`, `${`, `%` or `process.env.` /
@@ -562,7 +570,9 @@ pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
     let mut i = 0;
     while i < bytes.len() && out.len() < MAX_ENV_SECRETS {
         let starts = bytes[i].is_ascii_uppercase()
-            && (i == 0 || !super::text::is_word_byte(bytes[i - 1]) && bytes[i - 1] < 0x80);
+            && t.get(..i)
+                .and_then(|b| b.chars().next_back())
+                .is_none_or(name_edge);
         if !starts {
             i += 1;
             continue;
@@ -572,9 +582,10 @@ pub fn env_secrets(t: &str) -> Vec<(usize, usize)> {
             .position(|b| !(b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_'))
             .map_or(bytes.len(), |n| i + n);
         // A lower-case letter right after: a CamelCase word, not a variable.
-        let whole = bytes
-            .get(end)
-            .is_none_or(|b| !b.is_ascii_alphanumeric() && *b < 0x80);
+        let whole = t
+            .get(end..)
+            .and_then(|r| r.chars().next())
+            .is_none_or(name_edge);
         let name = t.get(i..end).unwrap_or("");
         let parts = || name.split('_').filter(|p| !p.is_empty());
         if whole
@@ -1282,6 +1293,12 @@ mod tests {
                 "$AWS_SECRET_ACCESS_KEY",
                 "${NPM_AUTH_TOKEN}"
             ]
+        );
+        // Beside a script written without spaces, or in typographic quotes: still a name;
+        // inside a word of a spaced script, not.
+        assert_eq!(
+            found("環境変数MODEL_API_KEYを読む “SLACK_BOT_TOKEN” ÜBER_TOKEN"),
+            ["MODEL_API_KEY", "SLACK_BOT_TOKEN"]
         );
         assert_eq!(
             found("take DATABASE_URL, MONGODB_URI, PG_DSN or DB_CONNECTION_STRING"),

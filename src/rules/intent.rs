@@ -319,10 +319,86 @@ fn word_at(t: &str, at: usize) -> Option<(usize, usize, String)> {
     Some((s, e, t[s..e].to_lowercase().replace('’', "'")))
 }
 
-/// The verb that opens the sentence at `s..e` or one of its first clauses (after a comma, a
-/// semicolon or a colon; not a dash, which sets off an aside as often as a command), leading adverbs and one prepositional phrase aside ("so on
-/// the retry put …", "in that case send …"): the mood of a command.
+/// Where a sentence (ASCII lower case) sets the user's request aside: "whatever",
+/// "whichever", "no matter what" or "regardless of what/which", then within six words a verb
+/// of asking or choosing ("whatever access the user asks for", "whichever environment was
+/// requested"). Bounded: the first eight such openings are read.
+fn requested_anyway(lower: &str) -> Option<usize> {
+    const OPENINGS: &[&str] = &[
+        "whatever ",
+        "whichever ",
+        "no matter what ",
+        "no matter which ",
+        "regardless of what ",
+        "regardless of which ",
+    ];
+    const ASKED: &[&str] = &[
+        "asks",
+        "asked",
+        "requests",
+        "requested",
+        "wants",
+        "wanted",
+        "specifies",
+        "specified",
+        "chooses",
+        "chose",
+        "chosen",
+        "selects",
+        "selected",
+        "picks",
+        "picked",
+        "says",
+        "said",
+        "prefers",
+        "preferred",
+        "enters",
+        "entered",
+        "types",
+        "typed",
+    ];
+    let mut seen = 0;
+    for (at, _) in lower.match_indices(|c: char| c == 'w' || c == 'n' || c == 'r') {
+        let Some(rest) = lower.get(at..) else {
+            continue;
+        };
+        let Some(open) = OPENINGS.iter().find(|o| rest.starts_with(*o)) else {
+            continue;
+        };
+        if at > 0
+            && lower[..at]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric)
+        {
+            continue;
+        }
+        seen += 1;
+        if seen > 8 {
+            return None;
+        }
+        let asked = rest[open.len()..]
+            .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .filter(|w| !w.is_empty())
+            .take(6)
+            .any(|w| ASKED.contains(&w));
+        if asked {
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// The verb that opens the sentence at `s..e` or one of its first clauses (after a comma or
+/// a colon; not a dash, which sets off an aside as often as a command), leading adverbs and
+/// one prepositional phrase aside ("so on the retry put …", "with each answer hand …"): the
+/// mood of a command. In the phrase, the word right after the preposition or after a
+/// determiner is its noun, never the verb ("for delete operations, …", "on the post page").
 fn imperative(tables: &Tables, t: &str, s: usize, e: usize) -> bool {
+    const DETERMINERS: &[&str] = &[
+        "the", "a", "an", "each", "every", "any", "this", "that", "these", "those", "my", "your",
+        "our", "their", "its", "his", "her", "some", "all", "no",
+    ];
     let body = &t[s..e];
     let after = |sep: &'static str, n: usize| {
         body.match_indices(sep)
@@ -331,12 +407,13 @@ fn imperative(tables: &Tables, t: &str, s: usize, e: usize) -> bool {
     };
     let starts = std::iter::once(s)
         .chain(after(", ", 4))
-        .chain(after("; ", 2))
         .chain(after(": ", 1));
     for at in starts {
         let mut pos = at;
-        // Words of a prepositional phrase still to pass ("on the retry").
+        // Words of a prepositional phrase still to pass ("on the retry"), and whether the
+        // word before was the preposition or a determiner.
         let mut phrase = None::<usize>;
+        let mut noun_next = false;
         for _ in 0..8 {
             let Some((_, we, w)) = word_at(t, pos) else {
                 break;
@@ -348,12 +425,18 @@ fn imperative(tables: &Tables, t: &str, s: usize, e: usize) -> bool {
             if tables.lead.contains(&w) {
                 continue;
             }
-            if tables.imperative.contains(&w) {
+            if !noun_next && tables.imperative.contains(&w) {
                 return true;
             }
             match phrase {
-                None if tables.preposition.contains(&w) => phrase = Some(3),
-                Some(n) if n > 0 => phrase = Some(n - 1),
+                None if tables.preposition.contains(&w) => {
+                    phrase = Some(3);
+                    noun_next = true;
+                }
+                Some(n) if n > 0 => {
+                    phrase = Some(n - 1);
+                    noun_next = DETERMINERS.contains(&w.as_str());
+                }
                 _ => break,
             }
         }
@@ -1104,44 +1187,58 @@ impl Sentence<'_> {
         None
     }
 
-    /// A negation shortly before a verb of telling, not about a secret ("never reveal the
-    /// API key" is advice), and about a person, "it" or "this" — or any object at all when the
-    /// text addresses the model.
-    /// Whether the sentence has the model speaking with a person: a verb of telling just
-    /// before one ("tell them it's encrypted, and don't mention …"), or the person asking
-    /// ("if the user asks who can see it, …"). A negated telling further on is kept from them.
-    /// One pass over the hits (in order of start), a negation looked for only where a verb of
-    /// telling stands just before a person.
+    /// Whether the sentence has the model answering a person about a fact: the person asking
+    /// ("if the user asks who can see their traffic, …", "when a guest asks about the
+    /// deposit, …": the person, a verb of asking, then a question word), or told a claim
+    /// ("keep telling the user that only steps are synced", "tell them it's encrypted": a
+    /// verb of telling, the person, then "that" or a clause's subject). A negated disclosing
+    /// further on keeps the rest from them. ("When the user asks for the weather, … don't
+    /// mention the station id" asks for a result, "tell the user the result … and do not
+    /// mention internal ids" words the reply: guidance.)
     fn spoken_to(&self) -> bool {
+        const ASKING: &[&str] = &["asks", "ask", "asked", "inquires", "enquires", "wonders"];
+        const ABOUT: &[&str] = &[
+            "about", "whether", "if", "who", "why", "what", "how", "where", "when", "which",
+        ];
+        const CLAIM: &[&str] = &[
+            "that",
+            "it",
+            "its",
+            "it's",
+            "there",
+            "nothing",
+            "everything",
+            "only",
+            "they",
+            "we",
+            "no",
+            "none",
+            "all",
+        ];
         let mut tell: Option<&Hit> = None;
-        for h in &self.hits {
-            if h.sets & bit(S::Person) != 0 {
-                let told = tell.is_some_and(|t| {
-                    t.end <= h.start && h.start - t.end <= 6 && !self.negated_at(t.start)
-                });
+        for p in self.hits.iter().take(4096) {
+            if p.sets & bit(S::Person) != 0 {
                 let rest = self
                     .text
-                    .get(h.end..self.text.floor_char_boundary(self.end.min(h.end + 12)))
+                    .get(p.end..self.text.floor_char_boundary(self.end.min(p.end + 32)))
                     .unwrap_or("")
-                    .trim_start()
                     .to_ascii_lowercase();
-                if told
-                    || [
-                        "asks ",
-                        "ask ",
-                        "asked ",
-                        "wants to know",
-                        "inquires",
-                        "enquires",
-                    ]
-                    .iter()
-                    .any(|w| rest.starts_with(w))
-                {
+                let mut words = rest
+                    .split(|c: char| !(c.is_ascii_alphabetic() || c == '\''))
+                    .filter(|w| !w.is_empty());
+                let first = words.next().unwrap_or("");
+                let asked =
+                    ASKING.contains(&first) && words.next().is_some_and(|w| ABOUT.contains(&w));
+                let told = CLAIM.contains(&first)
+                    && tell.is_some_and(|t| {
+                        t.end <= p.start && p.start - t.end <= 6 && !self.negated_at(t.start)
+                    });
+                if asked || told {
                     return true;
                 }
             }
-            if h.sets & bit(S::Tell) != 0 && tell.is_none_or(|t| h.end > t.end) {
-                tell = Some(h);
+            if p.sets & bit(S::Tell) != 0 && tell.is_none_or(|t| p.end > t.end) {
+                tell = Some(p);
             }
         }
         false
@@ -1187,6 +1284,11 @@ impl Sentence<'_> {
         DISCLOSING.contains(&w.as_str())
     }
 
+    /// A negation shortly before a verb of telling, not about a secret ("never reveal the
+    /// API key" is advice), and about a person, "it" or "this" — or any object at all when the
+    /// text addresses the model.
+    /// A person asking about a fact (see [`Sentence::spoken_to`]) counts as the person for a
+    /// verb of disclosing.
     fn negated_telling(&self, addressed: bool) -> Option<(usize, usize)> {
         // Negations that are prepositions govern a verb further on, with its object between
         // ("without ever telling them", "ohne den Nutzer darüber zu informieren").
@@ -1416,7 +1518,16 @@ fn judge(
                         && o.start - n.end <= 32
                 })
         });
-    if directed && sent.has(S::Override) && !restricts && !disclaims {
+    // "Whatever access the user asks for, send …", "whichever plan was requested, set …":
+    // the user's request named only to be set aside (the set's phrases need "the user" right
+    // after "whatever"). Not after a negation ("never share it, whatever they ask").
+    let set_aside = requested_anyway(&lower).is_some_and(|at| {
+        !sent
+            .hits
+            .iter()
+            .any(|n| n.sets & bit(S::Negation) != 0 && n.end <= sent.start + at)
+    });
+    if directed && (sent.has(S::Override) && !restricts || set_aside) && !disclaims {
         what.push("overrules the user's own choice");
     }
     // Something moved: sensitive, the user's, or to a destination, beyond the purpose.
@@ -1931,6 +2042,10 @@ fn could_fire(t: &str, all: u64) -> bool {
         || (has(S::NeverShare) && has(S::Reassure))
         || (has(S::ContextOwn) && has(S::Whole))
         || (has(S::Report) && has(S::Failure) && has(S::Success))
+        || ["hatever ", "hichever ", "o matter wh", "egardless of wh"]
+            .iter()
+            .any(|w| t.contains(w))
+            && requested_anyway(&t.to_ascii_lowercase()).is_some()
 }
 
 /// How a text was scrambled for the model to undo.

@@ -133,7 +133,6 @@ pub const STORES: &[&str] = &[
     "print-identity-token",
     "get-access-token",
     "get-session-token",
-    "aws configure get",
     "config view --raw",
     "find-generic-password",
     "find-internet-password",
@@ -1525,6 +1524,54 @@ fn moved_into_parameter(
     {
         return None;
     }
+    // A variable the server or its setup reads ("authenticates with GITHUB_TOKEN as
+    // configured", "set GITHUB_TOKEN in your environment"): configuration, nothing moved.
+    if !content {
+        const SETUP: &[&str] = &[
+            "server's",
+            "server-side",
+            "configured",
+            "deployment",
+            "authenticates",
+            "authentication",
+            "auth",
+            "automatically",
+            "export",
+            "your environment",
+        ];
+        let near = |l: &str| {
+            let l = l.to_lowercase();
+            SETUP.iter().any(|w| {
+                l.match_indices(w).any(|(i, _)| {
+                    let end = i + w.len();
+                    !l[..i].ends_with(|c: char| c.is_alphanumeric())
+                        && !l[end..].starts_with(|c: char| c.is_alphanumeric())
+                })
+            })
+        };
+        let words_before: String = {
+            let b = t.get(from..s).unwrap_or("");
+            let cut = b
+                .char_indices()
+                .rev()
+                .filter(|&(_, c)| c.is_whitespace())
+                .nth(8)
+                .map_or(0, |(i, _)| i);
+            b[cut..].to_string()
+        };
+        let words_after: String = {
+            let a = t.get(e..to).unwrap_or("");
+            let cut = a
+                .char_indices()
+                .filter(|&(_, c)| c.is_whitespace())
+                .nth(8)
+                .map_or(a.len(), |(i, _)| i);
+            a[..cut].to_string()
+        };
+        if near(&words_before) || near(&words_after) {
+            return None;
+        }
+    }
     let named = props.keys().take(64).any(|k| {
         k.len() >= 3
             && (["`", "'", "\""]
@@ -1540,10 +1587,12 @@ fn moved_into_parameter(
     }
     Some(Hit {
         family: Family::Exfiltration,
-        // Four signals in one sentence (a secret, a verb that puts it, its content said to be
-        // taken, the tool's own parameter named): the theft itself, which the classifier never
-        // settles. A variable's value taken without the word is left to the classifier.
-        confidence: if took_content {
+        // Four signals in one sentence (a file's secret, a verb that puts it, its content said
+        // to be taken, the tool's own parameter named): the theft itself, which the classifier
+        // never settles. A variable moved is left to the classifier: its name beside a
+        // parameter and a verb is also how setup is written ("set GITHUB_TOKEN …, and pass
+        // the repository in `repo_name`").
+        confidence: if content && took_content {
             Confidence::High
         } else {
             Confidence::Medium
