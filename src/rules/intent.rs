@@ -358,7 +358,7 @@ fn requested_anyway(lower: &str) -> Option<usize> {
         "typed",
     ];
     let mut seen = 0;
-    for (at, _) in lower.match_indices(|c: char| c == 'w' || c == 'n' || c == 'r') {
+    for (at, _) in lower.match_indices(['w', 'n', 'r']) {
         let Some(rest) = lower.get(at..) else {
             continue;
         };
