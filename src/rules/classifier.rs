@@ -12,7 +12,8 @@
 //! - a tool whose score is below `settle` (or, when its only findings are the [`WEAK`] kinds,
 //!   below `weak`) has its P2–P4 phrase findings settled into a P6 note (sub-code `ordinary`):
 //!   the phrase matched, the text as a whole reads as documentation; unless a passage of its
-//!   description, read on its own ([`Model::passage_max`]), scores above `add`: one sentence of
+//!   description, read on its own ([`Model::passage_max`]; the walk keeps the description's
+//!   words so that its passages need no second reading), scores above `add`: one sentence of
 //!   attack buried in 300 words of good documentation is what settling must not hide. Such a
 //!   passage also flags a tool the phrase rules left alone when it clears `add` by
 //!   [`PASSAGE_MARGIN`].
@@ -60,6 +61,9 @@ const PASSAGE_MARGIN: f64 = 4.0;
 /// Passages read of one description at most (about 20,000 words, [`MAX_TOKENS`]).
 const MAX_PASSAGES: usize = MAX_TOKENS / PASSAGE_STEP + 1;
 
+/// Features a description's [`Tape`] keeps at most (4 bytes each, about 4 MB): past it, its
+/// passages are read one by one.
+const TAPE_MAX: usize = 1 << 20;
 /// Words read per tool at most (the trainer's `MAX_TOKENS`): the score is bounded in time.
 const MAX_TOKENS: usize = 20_000;
 /// The phrase findings that alone are the weakest evidence (measured by cross-validation: as a
@@ -339,6 +343,7 @@ impl Model {
             classes: Vec::new(),
             description: None,
             tape: None,
+            taped_once: false,
             marks: None,
         }
     }
@@ -388,8 +393,13 @@ impl Model {
     /// the description is read once for both.
     fn read(&self, tool: &Json<'_>) -> (Score, Option<Tape>) {
         let mut reader = self.reader();
+        // Only a description longer than one passage has passages.
         reader.description = tool
             .get("description")
+            .filter(|d| {
+                d.as_str()
+                    .is_some_and(|t| t.split_whitespace().nth(PASSAGE_WORDS).is_some())
+            })
             .map(|d| std::ptr::from_ref(d).cast::<()>());
         reader.walk(tool, 0);
         let tape = reader.tape.take();
@@ -404,15 +414,15 @@ impl Model {
     /// [`MAX_TOKENS`] words. The best passage's score and its span in the description.
     pub fn passage_max(&self, tool: &Json<'_>) -> Option<Passage> {
         let d = tool.get("description").and_then(Json::as_str)?;
-        let mut reader = self.reader();
-        let tape = reader.taped(d);
-        self.passages(tool, &tape)
+        let tape = self.reader().taped(d);
+        self.passages(tool, tape.as_ref())
     }
 
     /// [`Model::passage_max`] over a description already read: each passage is scored from
     /// the features its words gave (a word's pairs with the word before it left out at the
-    /// passage's first word, where a passage read alone has no word before).
-    fn passages(&self, tool: &Json<'_>, tape: &Tape) -> Option<Passage> {
+    /// passage's first word, where a passage read alone has no word before); without a tape
+    /// (one too large to keep, [`TAPE_MAX`]), each passage is read alone.
+    fn passages(&self, tool: &Json<'_>, tape: Option<&Tape>) -> Option<Passage> {
         let d = tool.get("description").and_then(Json::as_str)?;
         let name = tool.get("name").and_then(Json::as_str).unwrap_or("");
         // Where each word starts and ends (whitespace-separated, as the windows count them).
@@ -445,6 +455,19 @@ impl Model {
             let last = (at + PASSAGE_WORDS).min(spans.len()) - 1;
             let (Some(&(from, _)), Some(&(_, to))) = (spans.get(at), spans.get(last)) else {
                 break;
+            };
+            let Some(tape) = tape else {
+                let mut reader = named.clone();
+                reader.text(d.get(from..to).unwrap_or(""));
+                let score = self.finish(reader);
+                if best.as_ref().is_none_or(|b| score.value > b.score.value) {
+                    best = Some(Passage { score, from, to });
+                }
+                if last + 1 >= spans.len() {
+                    break;
+                }
+                at += PASSAGE_STEP;
+                continue;
             };
             // The passage's words: those that start inside its span (a word never crosses
             // whitespace), no more than a reader holds beside the name.
@@ -591,8 +614,9 @@ struct Reader<'m> {
     classes: Vec<Class>,
     /// The tool's description (its address, compared, never read through): the walk tapes it.
     description: Option<*const ()>,
-    /// The description's words, when the walk read it.
+    /// The description's words, when the walk read it (and they were not too many to keep).
     tape: Option<Tape>,
+    taped_once: bool,
     /// While a text is taped, each word's mark.
     marks: Option<Vec<(usize, u32, u32)>>,
 }
@@ -617,12 +641,12 @@ impl Reader<'_> {
                     }
                     if let Json::String(s) = x
                         && depth == 0
-                        && self.tape.is_none()
+                        && !self.taped_once
                         && self.tokens < MAX_TOKENS
                         && self.description == Some(std::ptr::from_ref(x).cast::<()>())
                     {
-                        let tape = self.taped(s);
-                        self.tape = Some(tape);
+                        self.tape = self.taped(s);
+                        self.taped_once = true;
                         continue;
                     }
                     self.walk(x, depth + 1);
@@ -639,21 +663,24 @@ impl Reader<'_> {
     }
 
     /// Reads one string as [`Reader::text`] does, and keeps each word's features apart in a
-    /// [`Tape`] (repeats kept: bounded by the words a reader reads).
-    fn taped(&mut self, s: &str) -> Tape {
+    /// [`Tape`] (repeats kept); None when they outgrow [`TAPE_MAX`] (the features are still
+    /// read, and held to their distinct ones from there on).
+    fn taped(&mut self, s: &str) -> Option<Tape> {
         let singles = std::mem::take(&mut self.singles);
         let pairs = std::mem::take(&mut self.pairs);
         self.marks = Some(Vec::new());
         self.text(s);
-        let tape = Tape {
-            marks: self.marks.take().unwrap_or_default(),
-            singles: std::mem::replace(&mut self.singles, singles),
-            pairs: std::mem::replace(&mut self.pairs, pairs),
-        };
-        self.singles.extend_from_slice(&tape.singles);
-        self.pairs.extend_from_slice(&tape.pairs);
+        let marks = self.marks.take();
+        let tape_singles = std::mem::replace(&mut self.singles, singles);
+        let tape_pairs = std::mem::replace(&mut self.pairs, pairs);
+        self.singles.extend_from_slice(&tape_singles);
+        self.pairs.extend_from_slice(&tape_pairs);
         self.compact();
-        tape
+        marks.map(|marks| Tape {
+            marks,
+            singles: tape_singles,
+            pairs: tape_pairs,
+        })
     }
 
     /// Drops repeated features once there are many (a long text of words with many classes
@@ -743,6 +770,11 @@ impl Reader<'_> {
             std::mem::swap(&mut self.prev_classes, &mut self.classes);
             if let Some(marks) = self.marks.as_mut() {
                 marks.push((from, self.singles.len() as u32, self.pairs.len() as u32));
+                // Too much to keep (a word of every class, twenty thousand times): no tape,
+                // the passages are read one by one.
+                if self.singles.len() + self.pairs.len() > TAPE_MAX {
+                    self.marks = None;
+                }
             }
             self.compact();
         }
@@ -794,7 +826,7 @@ pub fn apply(doc: &Document<'_>, out: &mut Vec<Finding>) {
             let passage = std::cell::OnceCell::new();
             let best = || {
                 passage
-                    .get_or_init(|| tape.as_ref().and_then(|t| m.passages(tool.value, t)))
+                    .get_or_init(|| m.passages(tool.value, tape.as_ref()))
                     .as_ref()
             };
             let found = by_tool.get(&i).map(Vec::as_slice).unwrap_or_default();
@@ -1234,6 +1266,11 @@ mod tests {
             "\u{FE0F}",
             "\u{0939}\u{094D}",
             "\u{3164}",
+            "\u{0085}",
+            "\u{1680}",
+            "\u{2000}",
+            "\u{202F}",
+            "\u{205F}",
             "",
         ];
         let mut seed: u64 = 0x2026_1207;
@@ -1256,23 +1293,41 @@ mod tests {
                 d.push_str(if next(9) == 0 { odd[next(3)] } else { " " });
             }
             let name = format!("{}_{case}", m.words[next(m.words.len())]);
-            let tool = serde_json::json!({
-                "name": name,
-                "description": d,
-                "inputSchema": {"type": "object", "properties": {"q": {"type": "string", "description": "A query."}}},
-            })
-            .to_string();
+            // Half the tools carry text before the description (the walk reads in document
+            // order, so the description's tape starts after other words).
+            let tool = if case % 2 == 0 {
+                serde_json::json!({
+                    "name": name,
+                    "description": d,
+                    "inputSchema": {"type": "object", "properties": {"q": {"type": "string", "description": "A query."}}},
+                })
+                .to_string()
+            } else {
+                format!(
+                    r#"{{"name":{},"inputSchema":{{"type":"object","properties":{{"note":{{"type":"string","description":"Free text to keep."}}}}}},"description":{}}}"#,
+                    serde_json::json!(name),
+                    serde_json::json!(d)
+                )
+            };
             let Ok(json) = Json::parse(tool.as_bytes()) else {
                 panic!("case {case} does not parse")
             };
             let want = passage_max_by_reading(m, &json);
             let alone = m.passage_max(&json).map(|p| (p.score.value, p.from, p.to));
             let (score, tape) = m.read(&json);
-            let walked = tape
-                .as_ref()
-                .and_then(|t| m.passages(&json, t))
+            // A description of one passage or less is not taped.
+            assert_eq!(
+                tape.is_some(),
+                d.split_whitespace().count() > PASSAGE_WORDS,
+                "case {case}"
+            );
+            let walked = m
+                .passages(&json, tape.as_ref())
                 .map(|p| (p.score.value, p.from, p.to));
-            for got in [alone, walked] {
+            let untaped = m
+                .passages(&json, None)
+                .map(|p| (p.score.value, p.from, p.to));
+            for got in [alone, walked, untaped] {
                 match (want, got) {
                     (None, None) => {}
                     (Some(w), Some(g)) => {
