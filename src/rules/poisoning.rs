@@ -1436,8 +1436,9 @@ fn keep(by_family: &mut BTreeMap<Family, Vec<Hit>>, h: Hit) {
 }
 
 /// Variables of one text read for being moved into a parameter ([`moved_into_parameter`] reads
-/// their sentence, up to 800 bytes each).
-const MAX_MOVED_READS: usize = 4;
+/// their sentence, up to 800 bytes each): as many as are found (four harmless names before the
+/// sentence that moves a fifth hid it when this was 4).
+const MAX_MOVED_READS: usize = families::MAX_ENV_SECRETS;
 
 /// A sensitive file or secret (a P3 phrase at `s..e`) whose content the tool's description
 /// tells the model to put into one of the tool's own parameters, named in the same sentence
