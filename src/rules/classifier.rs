@@ -456,41 +456,14 @@ impl Model {
             let (Some(&(from, _)), Some(&(_, to))) = (spans.get(at), spans.get(last)) else {
                 break;
             };
-            let Some(tape) = tape else {
-                let mut reader = named.clone();
-                reader.text(d.get(from..to).unwrap_or(""));
-                let score = self.finish(reader);
-                if best.as_ref().is_none_or(|b| score.value > b.score.value) {
-                    best = Some(Passage { score, from, to });
+            let score = match tape {
+                Some(tape) => self.passage_from(tape, &named, room, from, to),
+                None => {
+                    let mut reader = named.clone();
+                    reader.text(d.get(from..to).unwrap_or(""));
+                    self.finish(reader)
                 }
-                if last + 1 >= spans.len() {
-                    break;
-                }
-                at += PASSAGE_STEP;
-                continue;
             };
-            // The passage's words: those that start inside its span (a word never crosses
-            // whitespace), no more than a reader holds beside the name.
-            let a = tape.marks.partition_point(|m| m.0 < from);
-            let b = tape.marks.partition_point(|m| m.0 < to);
-            let cut = b - a > room;
-            let b = if cut { a + room } else { b };
-            let mut singles = named.singles.clone();
-            let mut pairs = named.pairs.clone();
-            if b > a {
-                let s0 = a
-                    .checked_sub(1)
-                    .and_then(|i| tape.marks.get(i))
-                    .map_or(0, |m| m.1);
-                let (s1, p0, p1) = match (tape.marks.get(a), tape.marks.get(b - 1)) {
-                    (Some(first), Some(lastm)) => (lastm.1, first.2, lastm.2),
-                    _ => (s0, 0, 0),
-                };
-                singles
-                    .extend_from_slice(tape.singles.get(s0 as usize..s1 as usize).unwrap_or(&[]));
-                pairs.extend_from_slice(tape.pairs.get(p0 as usize..p1 as usize).unwrap_or(&[]));
-            }
-            let score = self.total(singles, pairs, named.tokens + (b - a), !cut && !named.cut);
             if best.as_ref().is_none_or(|b| score.value > b.score.value) {
                 best = Some(Passage { score, from, to });
             }
@@ -500,6 +473,38 @@ impl Model {
             at += PASSAGE_STEP;
         }
         best
+    }
+
+    /// The score of the passage `from..to` of a taped description: the name's features and
+    /// its words' (the words that start inside the span, a word never crossing whitespace),
+    /// no more words than `room`, the first word's pairs with the word before it left out.
+    fn passage_from(
+        &self,
+        tape: &Tape,
+        named: &Reader<'_>,
+        room: usize,
+        from: usize,
+        to: usize,
+    ) -> Score {
+        let a = tape.marks.partition_point(|m| m.0 < from);
+        let b = tape.marks.partition_point(|m| m.0 < to);
+        let cut = b - a > room;
+        let b = if cut { a + room } else { b };
+        let mut singles = named.singles.clone();
+        let mut pairs = named.pairs.clone();
+        if b > a {
+            let s0 = a
+                .checked_sub(1)
+                .and_then(|i| tape.marks.get(i))
+                .map_or(0, |m| m.1);
+            let (s1, p0, p1) = match (tape.marks.get(a), tape.marks.get(b - 1)) {
+                (Some(first), Some(lastm)) => (lastm.1, first.2, lastm.2),
+                _ => (s0, 0, 0),
+            };
+            singles.extend_from_slice(tape.singles.get(s0 as usize..s1 as usize).unwrap_or(&[]));
+            pairs.extend_from_slice(tape.pairs.get(p0 as usize..p1 as usize).unwrap_or(&[]));
+        }
+        self.total(singles, pairs, named.tokens + (b - a), !cut && !named.cut)
     }
 
     /// The features of a score with the largest positive weights, largest first.

@@ -1543,11 +1543,8 @@ fn moved_into_parameter(
         let near = |l: &str| {
             let l = l.to_lowercase();
             SETUP.iter().any(|w| {
-                l.match_indices(w).any(|(i, _)| {
-                    let end = i + w.len();
-                    !l[..i].ends_with(|c: char| c.is_alphanumeric())
-                        && !l[end..].starts_with(|c: char| c.is_alphanumeric())
-                })
+                l.match_indices(w)
+                    .any(|(i, _)| super::text::whole_word(&l, i, i + w.len()))
             })
         };
         let words_before: String = {
