@@ -21,6 +21,7 @@ pub mod fingerprint;
 pub mod hosts;
 pub mod intent;
 pub mod json;
+pub mod languages;
 mod payloads;
 pub mod poisoning;
 pub mod server_card;

@@ -542,6 +542,7 @@ pub fn run(doc: &Document<'_>) -> Vec<Finding> {
     // without a finding; then advertising aimed at the model.
     super::signals::settle(doc, &mut out);
     let pitches = super::intent::run(doc, &mut out);
+    super::languages::run(doc, &mut out);
     super::signals::promotion(doc, &pitches, &mut out);
     // The text classifier (src/rules/classifier.rs) over each tool as a whole.
     super::classifier::apply(doc, &mut out);
