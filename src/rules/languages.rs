@@ -19,10 +19,15 @@ use crate::finding::{Confidence, Finding};
 
 const CHECK: &str = "META-02";
 const DATA: &str = include_str!("languages.toml");
-/// At most this many concept matches are read in one text.
-const MAX_MATCHES: usize = 2048;
+/// At most this many concept matches are read in one text (a cap on memory; the work is linear
+/// in the text either way).
+const MAX_MATCHES: usize = 1 << 16;
 /// At most this many sentences are judged in one text.
-const MAX_SENTENCES: usize = 1024;
+const MAX_SENTENCES: usize = 1 << 16;
+/// A negation governs a verb at most this many words away, with no comma between.
+const SCOPE_WORDS: usize = 3;
+/// …or, in a script without spaces, at most this many characters away.
+const SCOPE_CHARS: usize = 4;
 
 /// The concepts of languages.toml; the order is the bit of each.
 const SETS: &[&str] = &[
@@ -47,6 +52,11 @@ const SETS: &[&str] = &[
     "use",
     "instead",
     "that",
+    "secret_file",
+    "own",
+    "field",
+    "condition",
+    "provide",
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +83,11 @@ enum C {
     Use,
     Instead,
     That,
+    SecretFile,
+    Own,
+    Field,
+    Condition,
+    Provide,
 }
 
 const fn bit(c: C) -> u32 {
@@ -124,7 +139,13 @@ fn joined_script(c: char) -> bool {
 /// A letter, digit or combining sign of a word (the vowel signs of Indic scripts and the points
 /// of Arabic and Hebrew are marks, not letters, but they are inside words).
 fn word_char(c: char) -> bool {
+    // The danda (।, ॥) ends a sentence in Devanagari and Bengali: not a part of a word.
+    if matches!(c, '\u{0964}' | '\u{0965}') {
+        return false;
+    }
+    // An underscore joins an identifier's parts: `twilio.send_sms` holds no word "send".
     c.is_alphanumeric()
+        || c == '_'
         || matches!(c as u32, 0x0300..=0x036F | 0x0591..=0x05C7 | 0x064B..=0x065F | 0x0670
             | 0x0900..=0x0DFF | 0x0E31 | 0x0E34..=0x0E3A | 0x0E47..=0x0E4E | 0x200C | 0x200D)
 }
@@ -228,8 +249,10 @@ fn folded(t: &str) -> Option<String> {
     Some(out)
 }
 
+#[derive(Debug, Clone, Copy)]
 struct Hit {
     start: usize,
+    end: usize,
     sets: u32,
     english: bool,
 }
@@ -250,16 +273,12 @@ fn fits(t: &str, s: usize, e: usize, fit: Fit) -> bool {
 
 /// Whether an ASCII text holds a word of another language this table knows.
 fn foreign_ascii(tables: &Tables, t: &str) -> bool {
-    tables
-        .gate
-        .find_overlapping_iter(t)
-        .take(MAX_MATCHES)
-        .any(|m| {
-            tables
-                .gate_fit
-                .get(m.pattern().as_usize())
-                .is_some_and(|&fit| fits(t, m.start(), m.end(), fit))
-        })
+    tables.gate.find_overlapping_iter(t).any(|m| {
+        tables
+            .gate_fit
+            .get(m.pattern().as_usize())
+            .is_some_and(|&fit| fits(t, m.start(), m.end(), fit))
+    })
 }
 
 fn hits(tables: &Tables, t: &str) -> Vec<Hit> {
@@ -275,6 +294,7 @@ fn hits(tables: &Tables, t: &str) -> Vec<Hit> {
         if fits(t, s, e, fit) {
             out.push(Hit {
                 start: s,
+                end: e,
                 sets,
                 english,
             });
@@ -353,16 +373,18 @@ fn quoted(s: &str) -> Vec<(usize, usize)> {
 }
 
 /// English function words: a sentence made of many of them is English, which intent.rs reads.
+/// Not "a", "do", "to", "on", "as", "in", "no": words of Polish, Czech or Portuguese too.
 const ENGLISH: &[&str] = &[
-    "the", "and", "to", "of", "a", "an", "is", "are", "for", "with", "this", "that", "it", "you",
-    "your", "in", "on", "be", "not", "do", "if", "when", "from", "by", "as", "or", "will",
-    "should", "must", "any", "all", "its", "their", "they", "them", "before", "after",
+    "the", "and", "of", "an", "is", "are", "for", "with", "this", "that", "it", "you", "your",
+    "be", "not", "if", "when", "from", "by", "or", "will", "should", "must", "any", "its", "their",
+    "they", "them", "before", "after", "which", "into",
 ];
 
 fn is_english(s: &str) -> bool {
     let (mut words, mut english) = (0usize, 0usize);
+    // Identifiers (`a_to_the_channel`) stay one word.
     for w in s
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .split(|c: char| !c.is_alphanumeric() && !matches!(c, '\'' | '_' | '.'))
         .filter(|w| !w.is_empty())
     {
         words += 1;
@@ -370,44 +392,207 @@ fn is_english(s: &str) -> bool {
             english += 1;
         }
     }
-    words >= 3 && english * 5 >= words
+    words >= 3 && english * 4 >= words
 }
 
 /// An identifier in the sentence that names no tool of this server and no parameter of this
-/// tool: `gmail.send_message`, `kund_radera_alla`.
+/// tool: `gmail.send_message`, `kund_radera_alla`, `github.createIssue`, also when joined to the
+/// words around it (`ב-slack.post_message`, `slack.post_message，改用…`). Not a number, a
+/// version (`v2.0`), an abbreviation (`p.ej`), a file name or a domain.
 fn foreign_identifier(s: &str, known: &HashSet<&str>) -> bool {
-    s.split(|c: char| c.is_whitespace() || "`'\"«»“”‘’()[]{},:;".contains(c))
-        .map(|w| w.trim_end_matches(['.', '!', '?']))
-        .filter(|w| (3..=80).contains(&w.len()) && w.is_ascii())
-        .filter(|w| {
-            let b = w.as_bytes();
-            let inner = |p: usize| {
-                b.get(p.wrapping_sub(1))
-                    .is_some_and(u8::is_ascii_alphanumeric)
-                    && b.get(p + 1).is_some_and(u8::is_ascii_alphanumeric)
+    // A single word in backticks names something too (`translate`), unless it is a literal.
+    let ticked = s.split('`').skip(1).step_by(2).any(|w| {
+        (3..=40).contains(&w.len())
+            && w.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+            && w.bytes().any(|c| c.is_ascii_alphabetic())
+            && !matches!(
+                w.to_ascii_lowercase().as_str(),
+                "true" | "false" | "null" | "none" | "yes" | "no" | "ok" | "json" | "id"
+            )
+            && !known.contains(w)
+    });
+    ticked
+        || s.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+            .map(|w| w.trim_matches(['.', '-', '_']))
+            .filter(|w| (3..=80).contains(&w.len()) && identifier_like(w))
+            .any(|w| !known.contains(w))
+}
+
+fn identifier_like(w: &str) -> bool {
+    let b = w.as_bytes();
+    let alnum = |i: usize| b.get(i).is_some_and(u8::is_ascii_alphanumeric);
+    let letter = |i: usize| b.get(i).is_some_and(u8::is_ascii_alphabetic);
+    // snake_case: an underscore between two word characters, a letter on one side at least.
+    let snake = b.iter().enumerate().any(|(i, &c)| {
+        c == b'_' && i > 0 && alnum(i - 1) && alnum(i + 1) && (letter(i - 1) || letter(i + 1))
+    });
+    // camelCase: a lower-case letter before an upper-case one, in a word of six or more.
+    let camel = b.len() >= 6
+        && b.windows(2)
+            .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase());
+    // dotted: `service.method`, every part two or more, the last three or more, with letters,
+    // and not a file's extension or a domain.
+    let parts: Vec<&str> = w.split('.').collect();
+    let dotted = parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| p.len() >= 2 && p.bytes().any(|c| c.is_ascii_alphabetic()))
+        && parts.last().is_some_and(|l| {
+            l.len() >= 3
+                && !matches!(
+                    l.to_ascii_lowercase().as_str(),
+                    "com"
+                        | "org"
+                        | "net"
+                        | "gov"
+                        | "edu"
+                        | "app"
+                        | "dev"
+                        | "json"
+                        | "yaml"
+                        | "yml"
+                        | "xml"
+                        | "csv"
+                        | "txt"
+                        | "pdf"
+                        | "html"
+                        | "htm"
+                        | "png"
+                        | "jpg"
+                        | "jpeg"
+                        | "gif"
+                        | "zip"
+                        | "exe"
+                        | "docx"
+                        | "xlsx"
+                        | "pptx"
+                        | "log"
+                        | "env"
+                        | "pfx"
+                        | "pem"
+                        | "key"
+                        | "crt"
+                        | "sql"
+                        | "tar"
+                )
+        });
+    snake || camel || dotted
+}
+
+/// One sentence: its concept matches (outside quotation marks), read against the text.
+struct Sentence<'t> {
+    t: &'t str,
+    hits: Vec<Hit>,
+    bits: u32,
+}
+
+impl Sentence<'_> {
+    fn has(&self, c: C) -> bool {
+        self.bits & bit(c) != 0
+    }
+
+    /// Whether a negation governs a match of `c`: one entry that is both ("bahsetme", "אל
+    /// תספר"), or a negation at most [`SCOPE_WORDS`] words before or after it with no comma
+    /// between ("no se lo comentes", "erwähne die Gebühr nicht", "伝えないで"). "If the user did
+    /// not give a city, tell them the format" has a comma between: the negation is the
+    /// condition's.
+    fn negated(&self, c: C) -> bool {
+        let neg = bit(C::Negation);
+        let target = bit(c);
+        let near = |a: &Hit, b: &Hit| {
+            let (first, second) = if a.start <= b.start { (a, b) } else { (b, a) };
+            if second.start < first.end {
+                return true;
+            }
+            let Some(gap) = self.t.get(first.end..second.start) else {
+                return false;
             };
-            b.iter()
-                .enumerate()
-                .any(|(i, &c)| (c == b'_' || c == b'.') && inner(i))
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
-                && !w.contains("..")
-                && !w.rsplit('.').next().is_some_and(|ext| {
-                    matches!(
-                        ext,
-                        "com" | "org" | "net" | "io" | "json" | "md" | "txt" | "pdf"
-                    )
-                })
+            if gap.contains([',', '，', '、', ';', '；', ':', '：', '،', '؛']) {
+                return false;
+            }
+            let words = gap.split_whitespace().count();
+            words <= SCOPE_WORDS
+                && (gap.contains(char::is_whitespace) || gap.chars().count() <= SCOPE_CHARS)
+        };
+        // Bounded: a sentence's matches are at most MAX_MATCHES, and each pair is looked at
+        // only among the 16 matches nearest in the text.
+        self.hits.iter().enumerate().any(|(i, v)| {
+            v.sets & target != 0
+                && (v.sets & neg != 0
+                    || self.hits[i.saturating_sub(16)..(i + 17).min(self.hits.len())]
+                        .iter()
+                        .any(|n| n.sets & neg != 0 && n.sets & target == 0 && near(n, v)))
         })
-        .any(|w| !known.contains(w))
+    }
+
+    /// Whether a quotation stands right beside a verb of telling: "do not tell the user
+    /// 'successful'" forbids a claim (in either order: Urdu and Hindi put the verb last).
+    fn tells_a_quote(&self) -> bool {
+        const NEAR: usize = 16;
+        let quote = |c: char| matches!(c, '"' | '\'' | '“' | '”' | '«' | '»' | '„' | '「' | '」');
+        // An apostrophe between two letters is no quotation mark ("all'utente", "l'utilisateur").
+        let quotes = |s: &str| {
+            let cs: Vec<char> = s.chars().collect();
+            (0..cs.len()).any(|i| {
+                let c = cs[i];
+                let inner = c == '\''
+                    && i > 0
+                    && cs[i - 1].is_alphabetic()
+                    && cs.get(i + 1).is_some_and(|n| n.is_alphabetic());
+                quote(c) && !inner
+            })
+        };
+        self.hits
+            .iter()
+            .filter(|h| h.sets & bit(C::Tell) != 0)
+            .any(|h| {
+                let after: String = self
+                    .t
+                    .get(h.end..)
+                    .unwrap_or_default()
+                    .chars()
+                    .take(NEAR)
+                    .collect();
+                let before: String = {
+                    let b: Vec<char> = self
+                        .t
+                        .get(..h.start)
+                        .unwrap_or_default()
+                        .chars()
+                        .rev()
+                        .take(NEAR)
+                        .collect();
+                    b.into_iter().rev().collect()
+                };
+                quotes(&after) || quotes(&before)
+            })
+    }
+}
+
+/// Whether the sentence names, in backticks, a field this server knows (`tags`): a place to put
+/// something, like the word "field".
+fn names_known_field(s: &str, known: &HashSet<&str>) -> bool {
+    s.split('`')
+        .skip(1)
+        .step_by(2)
+        .any(|w| !w.is_empty() && w.len() <= 80 && known.contains(w))
 }
 
 /// The kind of one sentence, by the concepts in it (`destroys`: the text orders everything of
-/// something deleted; `ident`: the sentence names a tool or field that is not this server's).
-fn judge(b: u32, destroys: bool, ident: bool, quotes: bool) -> Option<&'static str> {
-    let has = |c: C| b & bit(c) != 0;
-    // "Do not tell the user that…" or "…the word 'paid'" forbids a claim, not a disclosure.
-    let told = has(C::Tell) && (has(C::User) || has(C::Answer)) && !has(C::That) && !quotes;
+/// something deleted; `ident`: the sentence names a tool or field that is not this server's;
+/// `url`: it holds an address; `here`: the text is a parameter's own, or names one).
+fn judge(
+    s: &Sentence<'_>,
+    destroys: bool,
+    ident: bool,
+    url: bool,
+    here: bool,
+) -> Option<&'static str> {
+    let has = |c: C| s.has(c);
+    // "Do not tell the user that the payment arrived *if* it has not", "…'successful'" forbid a
+    // claim, not a disclosure.
+    let claim = has(C::That) && has(C::Condition) || s.tells_a_quote();
+    let told = has(C::Tell) && (has(C::User) || has(C::Answer)) && !claim && s.negated(C::Tell);
     // "Without the user knowing" beside an act (a push that syncs "without the user noticing"
     // is a description of a feature, not an order).
     let acts = [
@@ -420,23 +605,39 @@ fn judge(b: u32, destroys: bool, ident: bool, quotes: bool) -> Option<&'static s
         C::Confirm,
     ];
     let secretly = has(C::Secretly) && acts.iter().any(|&c| has(c));
-    if secretly || has(C::Negation) && !has(C::Secret) && (has(C::Disclose) || told) {
+    // A secret withheld is a safeguard ("never show the user's PIN").
+    if secretly || !has(C::Secret) && (s.negated(C::Disclose) || told) {
         return Some("conceal");
     }
-    if has(C::Ask) && has(C::Secret) && (has(C::User) || has(C::Chat)) && !has(C::Negation) {
+    let target = has(C::Field) || ident;
+    if has(C::Secret)
+        && (has(C::Ask)
+            && (has(C::Chat) || has(C::User) && (has(C::Put) || target))
+            && !s.negated(C::Ask)
+            || has(C::Provide) && has(C::Chat) && !s.negated(C::Provide))
+    {
         return Some("pretext");
     }
-    if has(C::Rules) && (has(C::Ignore) && !has(C::Negation) || has(C::Void) || has(C::Precedence))
+    if has(C::Rules)
+        && (has(C::Own) && (has(C::Ignore) && !s.negated(C::Ignore) || has(C::Void))
+            || has(C::Precedence) && (has(C::Own) || has(C::User)))
     {
         return Some("lifted");
     }
-    if destroys && has(C::Negation) && (has(C::Confirm) || has(C::Ask) && has(C::User)) {
+    if destroys && (s.negated(C::Confirm) || s.negated(C::Ask) && has(C::User)) {
         return Some("destructive");
     }
-    if has(C::Conversation) && has(C::Put) && (has(C::Whole) || ident) && !has(C::Negation) {
+    // A parameter's own description or value is a target of itself ("copy here the whole
+    // conversation"); not for a secret asked for, which may be what the parameter is for (a
+    // reset tool's one-time code).
+    let moved = has(C::Put) && (target || url || here) && !s.negated(C::Put);
+    if moved && has(C::Conversation) {
         return Some("users-data");
     }
-    if ident && (has(C::Negation) && has(C::Use) || has(C::Instead)) {
+    if moved && has(C::SecretFile) {
+        return Some("sensitive");
+    }
+    if ident && (s.negated(C::Use) || has(C::Instead)) {
         return Some("forbid");
     }
     None
@@ -448,7 +649,7 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
     let Some(tables) = &*TABLES else {
         return;
     };
-    let mut flagged: Option<HashSet<String>> = None;
+    let mut flagged: Option<(HashSet<String>, HashSet<String>)> = None;
     let mut known: HashSet<&str> = doc.tools.iter().filter_map(|t| t.name).collect();
     for t in &doc.texts {
         if matches!(t.field, Field::PropertyName | Field::Key) {
@@ -470,18 +671,30 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
             continue;
         };
         let pointer = doc.pointer(text.path);
+        // A text with a finding keeps it as its evidence; but a secret file only named (P3) and
+        // then moved into a field is the stronger claim, and the naming may be settled later.
         let flagged = flagged.get_or_insert_with(|| {
-            out.iter()
-                .filter(|f| {
-                    f.check == CHECK
-                        && matches!(f.rule.as_deref(), Some("P1" | "P2" | "P3" | "P4" | "P5"))
-                })
-                .filter_map(|f| f.location.pointer.clone())
-                .collect()
+            let mut by_rule: (HashSet<String>, HashSet<String>) = Default::default();
+            for f in out.iter().filter(|f| f.check == CHECK) {
+                let Some(p) = f.location.pointer.clone() else {
+                    continue;
+                };
+                match f.rule.as_deref() {
+                    Some("P3") => {
+                        by_rule.1.insert(p);
+                    }
+                    Some("P1" | "P2" | "P4" | "P5") => {
+                        by_rule.0.insert(p);
+                    }
+                    _ => {}
+                }
+            }
+            by_rule
         });
-        if !flagged.insert(pointer.clone()) {
+        if flagged.0.contains(&pointer) || kind != "sensitive" && flagged.1.contains(&pointer) {
             continue;
         }
+        flagged.0.insert(pointer.clone());
         let words = super::intent::KINDS
             .iter()
             .find(|(id, _)| *id == kind)
@@ -529,49 +742,70 @@ fn read(
         return None;
     }
     let spans = sentences(t);
-    let concepts = |s: usize, e: usize| -> u32 {
+    let within = |s: usize, e: usize| -> &[Hit] {
         let from = hits.partition_point(|h| h.start < s);
-        hits.get(from..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|h| h.start < e)
-            .fold(0, |a, h| a | h.sets)
+        let to = hits.partition_point(|h| h.start < e);
+        hits.get(from..to).unwrap_or_default()
     };
+    let bits = |hs: &[Hit]| hs.iter().fold(0, |a, h| a | h.sets);
+    // Everything of something deleted, the verb not under a negation ("never deletes all data").
     let destroys = spans.iter().any(|&(s, e)| {
-        let b = concepts(s, e);
-        b & bit(C::Delete) != 0 && b & bit(C::Whole) != 0
+        let hs = within(s, e);
+        let b = bits(hs);
+        b & bit(C::Delete) != 0 && b & bit(C::Whole) != 0 && {
+            let sent = Sentence {
+                t,
+                hits: hs.to_vec(),
+                bits: b,
+            };
+            !sent.negated(C::Delete)
+        }
     });
     for &(s, e) in &spans {
-        let mut b = concepts(s, e);
-        if b.count_ones() < 2 {
+        let hs = within(s, e);
+        if bits(hs).count_ones() < 2 {
             continue;
         }
         let body = t.get(s..e)?;
         // English is intent.rs's to read: a sentence of ASCII letters needs a word of another
         // language among its concepts.
-        let foreign = || {
-            hits.iter()
-                .filter(|h| h.start >= s && h.start < e)
-                .any(|h| !h.english)
-        };
-        if is_english(body) || body.is_ascii() && !foreign() {
+        if is_english(body) || body.is_ascii() && hs.iter().all(|h| h.english) {
             continue;
         }
+        // Words between quotation marks are talked about, not said; a negation inside a longer
+        // entry ("no chat" in Portuguese is "in the chat") is that entry's.
         let quotes = quoted(body);
-        if !quotes.is_empty() {
-            // The concepts outside the quotations only.
-            b = hits
-                .iter()
-                .filter(|h| h.start >= s && h.start < e)
-                .filter(|h| {
-                    !quotes
+        let kept: Vec<Hit> = hs
+            .iter()
+            .enumerate()
+            .filter(|&(_, h)| {
+                !quotes
+                    .iter()
+                    .any(|&(a, z)| h.start - s > a && h.start - s < z)
+            })
+            .filter(|&(i, h)| {
+                h.sets & bit(C::Negation) == 0
+                    || !hs[i.saturating_sub(8)..(i + 9).min(hs.len())]
                         .iter()
-                        .any(|&(a, z)| h.start - s > a && h.start - s < z)
-                })
-                .fold(0, |a, h| a | h.sets);
-        }
-        let ident = foreign_identifier(text.text.get(s..e)?, known);
-        if let Some(kind) = judge(b, destroys, ident, !quotes.is_empty()) {
+                        .any(|o| {
+                            o.start <= h.start
+                                && o.end >= h.end
+                                && o.end - o.start > h.end - h.start
+                        })
+            })
+            .map(|(_, h)| *h)
+            .collect();
+        let sent = Sentence {
+            t,
+            bits: bits(&kept),
+            hits: kept,
+        };
+        let original = text.text.get(s..e)?;
+        let ident = foreign_identifier(original, known);
+        let url = original.contains("://");
+        let here = matches!(text.field, Field::SchemaText | Field::SchemaValue)
+            || names_known_field(original, known);
+        if let Some(kind) = judge(&sent, destroys, ident, url, here) {
             return Some((kind, s, e));
         }
     }
@@ -598,6 +832,7 @@ mod tests {
         "lifted",
         "destructive",
         "forbid",
+        "sensitive",
     ];
 
     /// Every kind this reading gives has three firing and three near-miss fixtures in other
