@@ -8,11 +8,12 @@
 //! words of intent.rs (so a concealment here is as firm as one read in English).
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use serde::Deserialize;
 
+use super::automaton::Automaton;
 use super::document::{Document, Field, Text};
 use super::text::{excerpt, visible};
 use crate::finding::{Confidence, Finding};
@@ -113,13 +114,15 @@ struct Data {
 }
 
 struct Tables {
-    /// A contiguous NFA, never upgraded to a DFA (automaton.rs): its 2,000 entries in many
-    /// scripts made a DFA of 12 MB, and most texts are English and searched once.
-    ac: AhoCorasick,
-    /// The entries of ASCII letters that are not English words, as a DFA: an ASCII text with
-    /// none of them is English (or a language this table does not know) and is let go after
-    /// one fast pass, without the NFA's.
-    gate: AhoCorasick,
+    /// Every entry, as a contiguous NFA never upgraded to a DFA (automaton.rs): its 2,400
+    /// entries in many scripts made a DFA of 12 MB. Built the first time a text gets past the
+    /// gate (a list in English never builds it: `check` of one English tool stays fast).
+    ac: OnceLock<Option<AhoCorasick>>,
+    patterns: Vec<String>,
+    /// The entries of ASCII letters that are not English words: an ASCII text with none of
+    /// them is English (or a language this table does not know) and is let go after one fast
+    /// pass. An NFA that becomes a DFA once it has read a megabyte (automaton.rs).
+    gate: Automaton,
     gate_fit: Vec<Fit>,
     /// Per pattern: the concepts it stands for, how it must meet the text, and whether it is
     /// an English word too.
@@ -211,20 +214,18 @@ fn load(text: &str) -> Result<Tables, String> {
         .filter(|(p, (_, _, english))| p.is_ascii() && !english)
         .map(|(p, (_, fit, _))| (p, *fit))
         .unzip();
-    let gate = AhoCorasickBuilder::new()
+    let mut gate_builder = AhoCorasickBuilder::new();
+    gate_builder
         .ascii_case_insensitive(true)
-        .match_kind(MatchKind::Standard)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(&gate_patterns)
-        .map_err(|e| e.to_string())?;
-    let ac = AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::Standard)
-        .kind(Some(AhoCorasickKind::ContiguousNFA))
-        .build(&patterns)
-        .map_err(|e| e.to_string())?;
+        .match_kind(MatchKind::Standard);
+    let gate = Automaton::new(&gate_builder, gate_patterns).map_err(|e| e.to_string())?;
+    // The full automaton's patterns are checked now (an error is the table's), built later.
+    if patterns.iter().any(|p| p.len() > 200) {
+        return Err("src/rules/languages.toml: an entry over 200 bytes".to_string());
+    }
     Ok(Tables {
-        ac,
+        ac: OnceLock::new(),
+        patterns,
         gate,
         gate_fit,
         owners,
@@ -273,7 +274,7 @@ fn fits(t: &str, s: usize, e: usize, fit: Fit) -> bool {
 
 /// Whether an ASCII text holds a word of another language this table knows.
 fn foreign_ascii(tables: &Tables, t: &str) -> bool {
-    tables.gate.find_overlapping_iter(t).any(|m| {
+    tables.gate.get(t).find_overlapping_iter(t).any(|m| {
         tables
             .gate_fit
             .get(m.pattern().as_usize())
@@ -281,9 +282,28 @@ fn foreign_ascii(tables: &Tables, t: &str) -> bool {
     })
 }
 
+/// The full automaton, built on first use (`None` if the library refuses the patterns, which
+/// the table's test rules out).
+fn full(tables: &Tables) -> Option<&AhoCorasick> {
+    tables
+        .ac
+        .get_or_init(|| {
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .match_kind(MatchKind::Standard)
+                .kind(Some(AhoCorasickKind::ContiguousNFA))
+                .build(&tables.patterns)
+                .ok()
+        })
+        .as_ref()
+}
+
 fn hits(tables: &Tables, t: &str) -> Vec<Hit> {
     let mut out = Vec::new();
-    for m in tables.ac.find_overlapping_iter(t) {
+    let Some(ac) = full(tables) else {
+        return out;
+    };
+    for m in ac.find_overlapping_iter(t) {
         if out.len() >= MAX_MATCHES {
             break;
         }
@@ -820,6 +840,8 @@ mod tests {
     fn the_table_loads_and_names_every_set() {
         let t = load(DATA);
         assert!(t.is_ok(), "{:?}", t.err());
+        // The full automaton, built lazily, builds.
+        assert!(t.as_ref().is_ok_and(|t| full(t).is_some()));
         assert!(load("[sets]\nnope = [\"x\"]\n").is_err());
         assert!(load("[sets]\nuser = []\n").is_err());
     }
