@@ -2122,7 +2122,7 @@ fn scrambled(doc: &Document<'_>, text: &Text<'_>, hits: &[Hit], way: Scramble) -
 pub type Span = Option<(usize, usize)>;
 
 /// The sentence at `s..e`, trimmed, at most 240 bytes (cut at a character).
-fn sentence(t: &str, s: usize, e: usize) -> String {
+pub(super) fn sentence(t: &str, s: usize, e: usize) -> String {
     let body = t.get(s..e).unwrap_or_default().trim();
     if body.len() <= 240 {
         return body.to_string();
@@ -2280,6 +2280,61 @@ fn read(
     None
 }
 
+/// What is wrong with the fixtures that name `kinds` under `key` (`"intent"`, `"languages"`):
+/// each kind needs three `fire-*` fixtures that show a finding carrying its words and three
+/// `quiet-*` ones that show none; a fixture that names another kind is a problem too.
+#[cfg(test)]
+pub(super) fn kind_fixture_problems(key: &str, kinds: &[&str]) -> Vec<String> {
+    let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (name, fire, named, found) in super::fixtures_naming(key) {
+        let found = match found {
+            Ok(f) => f,
+            Err(e) => {
+                problems.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        for k in &named {
+            let Some(&(id, words)) = KINDS.iter().find(|(id, _)| *id == k && kinds.contains(id))
+            else {
+                problems.push(format!(
+                    "{name}: names {k:?}, not a kind read under {key:?}"
+                ));
+                continue;
+            };
+            let shown = found.iter().any(|f| {
+                f.check == CHECK
+                    && matches!(
+                        f.subcode.as_deref(),
+                        Some("directive" | "interception" | "backwards" | "rot13")
+                    )
+                    && f.message.as_deref().is_some_and(|m| m.contains(words))
+            });
+            if fire != shown {
+                problems.push(format!(
+                    "{name}: {} {id}",
+                    if fire { "does not show" } else { "shows" }
+                ));
+                continue;
+            }
+            *counts.entry((id, fire)).or_default() += 1;
+        }
+    }
+    for id in kinds {
+        for fire in [true, false] {
+            let n = counts.get(&(*id, fire)).copied().unwrap_or(0);
+            if n < 3 {
+                problems.push(format!(
+                    "{id}: {n} {} fixtures name it (3 needed)",
+                    if fire { "fire-*" } else { "quiet-*" }
+                ));
+            }
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2296,50 +2351,8 @@ mod tests {
     /// kind's words, a `quiet-*` one shows none.
     #[test]
     fn every_kind_has_fires_and_near_misses_that_name_it() {
-        let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();
-        let mut problems = Vec::new();
-        for (name, fire, named, found) in super::super::fixtures_naming("intent") {
-            let found = match found {
-                Ok(f) => f,
-                Err(e) => {
-                    problems.push(format!("{name}: {e}"));
-                    continue;
-                }
-            };
-            for k in &named {
-                let Some(&(id, words)) = KINDS.iter().find(|(id, _)| *id == k) else {
-                    problems.push(format!("{name}: names {k:?}, no kind of intent.rs"));
-                    continue;
-                };
-                let shown = found.iter().any(|f| {
-                    f.check == CHECK
-                        && matches!(
-                            f.subcode.as_deref(),
-                            Some("directive" | "interception" | "backwards" | "rot13")
-                        )
-                        && f.message.as_deref().is_some_and(|m| m.contains(words))
-                });
-                if fire != shown {
-                    problems.push(format!(
-                        "{name}: {} {id}",
-                        if fire { "does not show" } else { "shows" }
-                    ));
-                    continue;
-                }
-                *counts.entry((id, fire)).or_default() += 1;
-            }
-        }
-        for (id, _) in KINDS {
-            for fire in [true, false] {
-                let n = counts.get(&(*id, fire)).copied().unwrap_or(0);
-                if n < 3 {
-                    problems.push(format!(
-                        "{id}: {n} {} fixtures name it (3 needed)",
-                        if fire { "fire-*" } else { "quiet-*" }
-                    ));
-                }
-            }
-        }
+        let ids: Vec<&str> = KINDS.iter().map(|(id, _)| *id).collect();
+        let problems = kind_fixture_problems("intent", &ids);
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 

@@ -724,11 +724,7 @@ pub fn run(doc: &Document<'_>, out: &mut Vec<Finding>) {
         } else {
             ("P2", "directive")
         };
-        let body = text.text.get(s..e).unwrap_or_default().trim();
-        let shown = match body.get(..body.floor_char_boundary(240)) {
-            Some(cut) if cut.len() < body.len() => format!("{cut}…"),
-            _ => body.to_string(),
-        };
+        let shown = super::intent::sentence(text.text, s, e);
         let mut b = super::finding(CHECK, rule)
             .subcode(subcode)
             .pointer(pointer)
@@ -862,51 +858,7 @@ mod tests {
     /// message carries the kind's words, a `quiet-*` one shows none.
     #[test]
     fn every_kind_has_fires_and_near_misses_that_name_it() {
-        let mut counts: BTreeMap<(&str, bool), usize> = BTreeMap::new();
-        let mut problems = Vec::new();
-        for (name, fire, named, found) in super::super::fixtures_naming("languages") {
-            let found = match found {
-                Ok(f) => f,
-                Err(e) => {
-                    problems.push(format!("{name}: {e}"));
-                    continue;
-                }
-            };
-            for k in &named {
-                let Some(&kind) = GIVES.iter().find(|g| **g == k.as_str()) else {
-                    problems.push(format!("{name}: names {k:?}, not a kind of languages.rs"));
-                    continue;
-                };
-                let Some(&(_, words)) = super::super::intent::KINDS
-                    .iter()
-                    .find(|(id, _)| *id == kind)
-                else {
-                    problems.push(format!("{name}: {kind} has no words in intent.rs"));
-                    continue;
-                };
-                let shown = found.iter().any(|f| {
-                    f.check == CHECK
-                        && matches!(f.subcode.as_deref(), Some("directive" | "interception"))
-                        && f.message.as_deref().is_some_and(|m| m.contains(words))
-                });
-                if fire != shown {
-                    problems.push(format!(
-                        "{name}: {} {kind}",
-                        if fire { "does not show" } else { "shows" }
-                    ));
-                    continue;
-                }
-                *counts.entry((kind, fire)).or_default() += 1;
-            }
-        }
-        for kind in GIVES {
-            for fire in [true, false] {
-                let n = counts.get(&(*kind, fire)).copied().unwrap_or(0);
-                if n < 3 {
-                    problems.push(format!("{kind}: {n} fixtures (3 needed)"));
-                }
-            }
-        }
+        let problems = super::super::intent::kind_fixture_problems("languages", GIVES);
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 
