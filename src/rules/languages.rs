@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
-use super::automaton::Automaton;
 use super::document::{Document, Field, Text};
 use super::text::{excerpt, visible};
 use crate::finding::{Confidence, Finding};
@@ -120,10 +120,8 @@ struct Tables {
     ac: OnceLock<Option<AhoCorasick>>,
     patterns: Vec<String>,
     /// The entries of ASCII letters that are not English words: an ASCII text with none of
-    /// them is English (or a language this table does not know) and is let go after one fast
-    /// pass. An NFA that becomes a DFA once it has read a megabyte (automaton.rs).
-    gate: Automaton,
-    gate_fit: Vec<Fit>,
+    /// them is English (or a language this table does not know) and is let go after one pass.
+    gate: Gate,
     /// Per pattern: the concepts it stands for, how it must meet the text, and whether it is
     /// an English word too.
     owners: Vec<(u32, Fit, bool)>,
@@ -208,17 +206,13 @@ fn load(text: &str) -> Result<Tables, String> {
         owners.push((sets, fit, english.contains(&w)));
         patterns.push(w);
     }
-    let (gate_patterns, gate_fit): (Vec<&String>, Vec<Fit>) = patterns
-        .iter()
-        .zip(&owners)
-        .filter(|(p, (_, _, english))| p.is_ascii() && !english)
-        .map(|(p, (_, fit, _))| (p, *fit))
-        .unzip();
-    let mut gate_builder = AhoCorasickBuilder::new();
-    gate_builder
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::Standard);
-    let gate = Automaton::new(&gate_builder, gate_patterns).map_err(|e| e.to_string())?;
+    let gate = Gate::new(
+        patterns
+            .iter()
+            .zip(&owners)
+            .filter(|(p, (_, _, english))| p.is_ascii() && !english)
+            .map(|(p, (_, fit, _))| (p.as_str(), *fit)),
+    )?;
     // The full automaton's patterns are checked now (an error is the table's), built later.
     if patterns.iter().any(|p| p.len() > 200) {
         return Err("src/rules/languages.toml: an entry over 200 bytes".to_string());
@@ -227,7 +221,6 @@ fn load(text: &str) -> Result<Tables, String> {
         ac: OnceLock::new(),
         patterns,
         gate,
-        gate_fit,
         owners,
     })
 }
@@ -272,14 +265,101 @@ fn fits(t: &str, s: usize, e: usize, fit: Fit) -> bool {
     }
 }
 
+/// The gate's entries, found word by word: no automaton to build, so `check` of one English
+/// tool pays a few hash lookups for it. Each entry is keyed by one of its words (its longest
+/// whole one), which stands as a whole word in any text the entry fits: an entry's inner words
+/// are bounded by its own punctuation and its ends by the word boundaries it fits with. An
+/// entry of one word matched as a stem (`stem*`) is keyed by its first [`STEM_KEY`] letters
+/// instead. A key found, the entry itself is compared where it would stand.
+struct Gate {
+    words: FxHashMap<String, Vec<u32>>,
+    stems: FxHashMap<[u8; STEM_KEY], Vec<u32>>,
+    /// Per entry: its text, the offset of its key in it, and how it fits.
+    entries: Vec<(String, usize, Fit)>,
+}
+
+/// The letters a stem is keyed by: the shortest stem of the table has four.
+const STEM_KEY: usize = 4;
+
+/// The maximal runs of an ASCII text's word characters (letters, digits, `_`), with offsets.
+fn ascii_words(t: &str) -> impl Iterator<Item = (usize, &str)> {
+    t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(move |w| (w.as_ptr() as usize - t.as_ptr() as usize, w))
+}
+
+impl Gate {
+    fn new<'a>(entries: impl Iterator<Item = (&'a str, Fit)>) -> Result<Gate, String> {
+        let mut gate = Gate {
+            words: FxHashMap::default(),
+            stems: FxHashMap::default(),
+            entries: Vec::new(),
+        };
+        for (p, fit) in entries {
+            let index = u32::try_from(gate.entries.len()).map_err(|e| e.to_string())?;
+            let words: Vec<(usize, &str)> = ascii_words(p).collect();
+            // A stem's last word goes on in the text ("sekret*" in "sekretny"): not whole.
+            let open =
+                fit == Fit::Stem && p.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            let whole = &words[..words.len() - usize::from(open && !words.is_empty())];
+            let key = if let Some(&(at, w)) = whole.iter().max_by_key(|(_, w)| w.len()) {
+                gate.words.entry(w.to_string()).or_default().push(index);
+                at
+            } else {
+                let &(at, w) = words.last().ok_or_else(|| {
+                    format!("src/rules/languages.toml: the entry `{p}` has no letters")
+                })?;
+                let first: [u8; STEM_KEY] = w
+                    .as_bytes()
+                    .get(..STEM_KEY)
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(|| {
+                        format!(
+                            "src/rules/languages.toml: the stem `{p}*` is shorter than \
+                             {STEM_KEY} letters"
+                        )
+                    })?;
+                gate.stems.entry(first).or_default().push(index);
+                at
+            };
+            gate.entries.push((p.to_string(), key, fit));
+        }
+        Ok(gate)
+    }
+
+    /// Whether an ASCII text holds one of the entries where it fits.
+    fn passes(&self, t: &str) -> bool {
+        let mut lower = String::new();
+        let found = |ids: &[u32], at: usize| {
+            ids.iter().any(|&i| {
+                self.entries.get(i as usize).is_some_and(|(p, key, fit)| {
+                    at.checked_sub(*key).is_some_and(|s| {
+                        t.get(s..s + p.len()).is_some_and(|m| {
+                            m.eq_ignore_ascii_case(p) && fits(t, s, s + p.len(), *fit)
+                        })
+                    })
+                })
+            })
+        };
+        ascii_words(t).any(|(at, w)| {
+            lower.clear();
+            lower.extend(w.chars().map(|c| c.to_ascii_lowercase()));
+            self.words
+                .get(lower.as_str())
+                .is_some_and(|ids| found(ids, at))
+                || lower
+                    .as_bytes()
+                    .get(..STEM_KEY)
+                    .and_then(|b| <[u8; STEM_KEY]>::try_from(b).ok())
+                    .and_then(|k| self.stems.get(&k))
+                    .is_some_and(|ids| found(ids, at))
+        })
+    }
+}
+
 /// Whether an ASCII text holds a word of another language this table knows.
 fn foreign_ascii(tables: &Tables, t: &str) -> bool {
-    tables.gate.get(t).find_overlapping_iter(t).any(|m| {
-        tables
-            .gate_fit
-            .get(m.pattern().as_usize())
-            .is_some_and(|&fit| fits(t, m.start(), m.end(), fit))
-    })
+    tables.gate.passes(t)
 }
 
 /// The full automaton, built on first use (`None` if the library refuses the patterns, which
@@ -916,6 +996,60 @@ mod tests {
         assert_ne!(sets("nicht") & bit(C::Negation), 0);
         assert_eq!(sets("nichtig") & bit(C::Negation), 0);
         assert_ne!(sets("للمستخدم") & bit(C::User), 0);
+    }
+
+    /// The word-by-word gate lets an ASCII text through exactly when an automaton of the same
+    /// entries finds one of them where it fits: every entry of the table set in texts where it
+    /// fits and where it does not (glued to letters, to an underscore, cut short, in capitals,
+    /// beside other entries), and English texts.
+    #[test]
+    fn the_word_gate_agrees_with_an_automaton_of_its_entries() {
+        let Some(tables) = &*TABLES else {
+            panic!("languages.toml does not load");
+        };
+        let entries = &tables.gate.entries;
+        let ac = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(entries.iter().map(|(p, _, _)| p))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let reference = |t: &str| {
+            ac.find_overlapping_iter(t).any(|m| {
+                entries
+                    .get(m.pattern().as_usize())
+                    .is_some_and(|&(_, _, fit)| fits(t, m.start(), m.end(), fit))
+            })
+        };
+        let mut texts: Vec<String> = vec![
+            "Call list_files first and always pass the workspace id.".into(),
+            "Do not tell the user about the refund until it is settled.".into(),
+            String::new(),
+            "___ ... 1234 a_b.c".into(),
+        ];
+        for (p, _, _) in entries {
+            let cut = &p[..p.len() / 2];
+            texts.extend([
+                format!("x {p} y"),
+                p.to_ascii_uppercase(),
+                format!("a{p}"),
+                format!("{p}s and more"),
+                format!("{p}_x"),
+                format!("_{p}"),
+                format!("({p})."),
+                format!("{cut} {cut}"),
+                format!("{p}{p} {cut}"),
+            ]);
+        }
+        let mut passed = 0;
+        for t in &texts {
+            assert_eq!(tables.gate.passes(t), reference(t), "{t:?}");
+            passed += usize::from(reference(t));
+        }
+        // Both answers occur, so the comparison is not between two constant answers.
+        assert!(
+            passed > entries.len() && passed < texts.len() - entries.len(),
+            "{passed}"
+        );
     }
 
     #[test]
