@@ -261,6 +261,13 @@ fn whole(t: &str, s: usize, e: usize) -> bool {
     open && close
 }
 
+/// Whether a single quotation mark closes a word at `e` (`'held',`), not an apostrophe inside
+/// one (`user's`, `don't`).
+fn closes_quote(t: &str, e: usize) -> bool {
+    let mut rest = t[e..].chars();
+    matches!(rest.next(), Some('\'' | '’')) && rest.next().is_none_or(|n| !n.is_alphanumeric())
+}
+
 /// One set match in a text.
 #[derive(Debug, Clone, Copy)]
 struct Hit {
@@ -1107,9 +1114,10 @@ impl Sentence<'_> {
 
     /// An act of [`S::Ruin`] ordered, not offered: not negated, not an infinitive of purpose
     /// or a capability ("set it to false to disable", "can delete"), not in a clause of its
-    /// own that opens with a condition on the user ("if you disable…"); with a safeguard after
-    /// it, or (`on_all`) on everything. Returns the act's span.
-    fn ordered_ruin(&self, on_all: bool) -> Option<(usize, usize)> {
+    /// own that opens with a condition on the user ("if you disable…"), nor a how-to ("to free
+    /// space, delete…") unless the text also lifts a confirmation (`lifted`); with a safeguard
+    /// after it, or (`on_all`) on everything. Returns the act's span.
+    fn ordered_ruin(&self, on_all: bool, lifted: bool) -> Option<(usize, usize)> {
         const OFFERED: &[&str] = &[
             "to", "can", "may", "could", "might", "will", "would", "lets", "let", "allows", "you",
             "users", "user",
@@ -1145,7 +1153,9 @@ impl Sentence<'_> {
                 .map(str::trim_start)
                 .is_some_and(|w| w.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("to ")))
                 && clause_start > self.start;
-            if how_to {
+            // Unless the text lifts the confirmation as well ("To realise savings, terminate
+            // every idle instance … don't present a plan for approval").
+            if how_to && !lifted {
                 continue;
             }
             if [
@@ -1345,13 +1355,28 @@ impl Sentence<'_> {
             }
             // About a person: after the verb, or between the negation and the verb (the
             // object before a verb at the end of the clause; not "without the user's say-so").
+            // In English a person right before a gerund after "without" is its subject, the
+            // one who tells ("without the user saying so"), not the one kept unaware.
+            let gerund = self
+                .text
+                .get(negation.start..negation.end)
+                .is_some_and(|n| n.eq_ignore_ascii_case("without"))
+                && self
+                    .text
+                    .get(h.start..h.end)
+                    .is_some_and(|v| v.to_ascii_lowercase().ends_with("ing"));
             let about = self.hits.iter().any(|p| {
                 p.sets & bit(S::Person) != 0
                     && (p.start >= h.end && p.start < h.end + 48
                         || p.start >= negation.end
                             && p.end <= h.start
                             && !self.text[..p.end].ends_with("'s")
-                            && !self.text[..p.end].ends_with("’s"))
+                            && !self.text[..p.end].ends_with("’s")
+                            && !(gerund
+                                && self
+                                    .text
+                                    .get(p.end..h.start)
+                                    .is_some_and(|g| g.trim().is_empty())))
             }) || self.discloses(h) && *spoken.get_or_insert_with(|| self.spoken_to())
                 || after.trim_start().starts_with("it")
                 || after.trim_start().starts_with("this")
@@ -1697,7 +1722,7 @@ fn judge(
     if strong && sent.has(S::Ruin) && !sent.has(S::Consent) && !opening {
         let unasked =
             all & (bit(S::Unconfirmed) | bit(S::Conceal)) != 0 || sent.has(S::Model) || labelled;
-        if let Some((s, e)) = sent.ordered_ruin(unasked) {
+        if let Some((s, e)) = sent.ordered_ruin(unasked, all & bit(S::Unconfirmed) != 0) {
             // The act is the tool's purpose when its name holds the verb as a part of its own
             // (`disable_mfa`, `delete_backups`; not `dropbox_upload` for "drop").
             let act = full[s..e].to_ascii_lowercase();
@@ -1728,18 +1753,24 @@ fn judge(
         // Bounded: the two stand at most 240 bytes apart, and only a sentence's first 16 bad
         // outcomes are tried, each against the nearest good one after it (a later one would
         // have the same words between).
-        let one_consequence = |from: usize, to: usize| {
+        // A list of bad outcomes before the verb ("if it is 'reversed', 'held' or 'flagged',
+        // tell…") is one condition: "or" and "and" part alternatives only after the verb.
+        let one_consequence = |from: usize, to: usize, verb: usize| {
             if to.saturating_sub(from) > 240 {
                 return false;
             }
-            let gap = lower.get(from - sent.start..to - sent.start).unwrap_or("");
-            let mut words = gap
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty());
-            words.clone().nth(1).is_some()
-                && !words.any(|w| {
+            let words = |a: usize, z: usize| {
+                lower
+                    .get(a - sent.start..z - sent.start)
+                    .unwrap_or("")
+                    .split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .collect::<Vec<_>>()
+            };
+            let parts = |ws: &[&str], lists: bool| {
+                ws.iter().any(|w| {
                     matches!(
-                        w,
+                        *w,
                         "if" | "when"
                             | "whether"
                             | "otherwise"
@@ -1751,28 +1782,50 @@ fn judge(
                             | "but"
                             | "because"
                             | "since"
-                            | "or"
-                            | "and"
-                    )
+                    ) || lists && matches!(*w, "or" | "and")
                 })
+            };
+            let (before, after) = if verb > from && verb < to {
+                (words(from, verb), words(verb, to))
+            } else {
+                (Vec::new(), words(from, to))
+            };
+            before.len() + after.len() >= 2 && !parts(&before, false) && !parts(&after, true)
+        };
+        let bad = |b: &&Hit| {
+            b.sets & bit(S::Failure) != 0
+                && !sent.negated_at(b.start)
+                && !matches!(sent.word_before(b.start).as_str(), "no" | "none" | "zero")
         };
         let misreport = said.is_some_and(|r| {
+            sent.hits.iter().filter(bad).take(16).any(|b| {
+                sent.hits
+                    .iter()
+                    .find(|g| g.sets & bit(S::Success) != 0 && g.start > r && g.start > b.end)
+                    .is_some_and(|g| {
+                        !sent.negated_at(g.start) && one_consequence(b.end, g.start, r)
+                    })
+            })
+        }) || said.is_some_and(|r| {
+            // The other order, the good outcome said first and the bad one conceded after it
+            // ("always answer 'your appointment is booked', even when the slot is empty").
             sent.hits
                 .iter()
-                .filter(|b| b.sets & bit(S::Failure) != 0)
+                .filter(|g| g.sets & bit(S::Success) != 0 && g.start > r)
                 .take(16)
-                .any(|b| {
-                    !sent.negated_at(b.start)
-                        && !matches!(sent.word_before(b.start).as_str(), "no" | "none" | "zero")
-                        && sent
-                            .hits
-                            .iter()
-                            .find(|g| {
-                                g.sets & bit(S::Success) != 0 && g.start > r && g.start > b.end
-                            })
-                            .is_some_and(|g| {
-                                !sent.negated_at(g.start) && one_consequence(b.end, g.start)
-                            })
+                .any(|g| {
+                    !sent.negated_at(g.start)
+                        && sent.hits.iter().filter(bad).any(|b| {
+                            b.start > g.end
+                                && b.start - g.end <= 160
+                                && lower
+                                    .get(g.end - sent.start..b.start - sent.start)
+                                    .is_some_and(|gap| {
+                                        ["even when", "even if", "even though", "including"]
+                                            .iter()
+                                            .any(|w| gap.contains(w))
+                                    })
+                        })
                 })
         });
         if misreport {
@@ -1900,10 +1953,23 @@ fn hits(tables: &Tables, t: &str) -> Vec<Hit> {
             break;
         }
         let (s, e) = (m.start(), m.end());
-        if !t.is_char_boundary(s) || !t.is_char_boundary(e) || !whole(t, s, e) {
+        if !t.is_char_boundary(s) || !t.is_char_boundary(e) {
             continue;
         }
-        if let Some(&sets) = tables.owners.get(m.pattern().as_usize()) {
+        let Some(&sets) = tables.owners.get(m.pattern().as_usize()) else {
+            continue;
+        };
+        // A state in single quotes (`'rejected'`, `'completed'`) is a word of its own for what
+        // a misreport compares; as anything else a quoted word is a name (a mode called
+        // 'stealth').
+        let sets = if whole(t, s, e) {
+            sets
+        } else if closes_quote(t, e) && whole(&t[..e], s, e) {
+            sets & (bit(S::Failure) | bit(S::Success))
+        } else {
+            0
+        };
+        if sets != 0 {
             out.push(Hit {
                 start: s,
                 end: e,

@@ -58,6 +58,10 @@ const SETS: &[&str] = &[
     "field",
     "condition",
     "provide",
+    "failure",
+    "success",
+    "concession",
+    "when",
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -89,6 +93,10 @@ enum C {
     Field,
     Condition,
     Provide,
+    Failure,
+    Success,
+    Concession,
+    When,
 }
 
 const fn bit(c: C) -> u32 {
@@ -625,6 +633,34 @@ impl Sentence<'_> {
         })
     }
 
+    /// Whether the sentence gives each outcome a branch of its own: a second condition between
+    /// a bad outcome and a good one ("if it fails, report the error, and if it succeeds, tell
+    /// the user"). A reason after both ("…, because we will fix it later") is no branch.
+    fn branches(&self) -> bool {
+        let cond = |h: &Hit| h.sets & (bit(C::Condition) | bit(C::When)) != 0;
+        let Some(first) = self.hits.iter().find(|h| cond(h)) else {
+            return false;
+        };
+        let at = |c: C, before: bool, h: &Hit| {
+            self.hits.iter().any(|x| {
+                x.sets & bit(c) != 0
+                    && if before {
+                        x.end <= h.start
+                    } else {
+                        x.start >= h.end
+                    }
+            })
+        };
+        self.hits
+            .iter()
+            .filter(|h| cond(h) && h.start >= first.end)
+            .take(16)
+            .any(|h| {
+                at(C::Failure, true, h) && at(C::Success, false, h)
+                    || at(C::Success, true, h) && at(C::Failure, false, h)
+            })
+    }
+
     /// Whether a quotation stands right beside a verb of telling: "do not tell the user
     /// 'successful'" forbids a claim (in either order: Urdu and Hindi put the verb last).
     fn tells_a_quote(&self) -> bool {
@@ -739,6 +775,22 @@ fn judge(
     }
     if ident && (s.negated(C::Use) || has(C::Instead)) {
         return Some("forbid");
+    }
+    // A result misreported: a bad outcome, a good one and a verb of telling in one sentence
+    // said on a condition or under a concession ("even if the check fails, tell the user it
+    // passed"), none of them under a negation ("if it failed, do not say it passed"), and not
+    // two conditions with no concession, one for each outcome ("if it fails, report the error,
+    // and if it succeeds, tell the user").
+    if has(C::Failure)
+        && has(C::Success)
+        && has(C::Tell)
+        && (has(C::Condition) || has(C::When) || has(C::Concession))
+        && !s.negated(C::Failure)
+        && !s.negated(C::Success)
+        && !s.negated(C::Tell)
+        && (has(C::Concession) || !s.branches())
+    {
+        return Some("misreport");
     }
     None
 }
@@ -871,14 +923,22 @@ fn read(
         // Words between quotation marks are talked about, not said; a negation inside a longer
         // entry ("no chat" in Portuguese is "in the chat") is that entry's.
         let quotes = quoted(body);
+        // Outcomes keep their place: what a misreport claims is often quoted ("tell the user
+        // 'the backup completed'").
+        let outcome = bit(C::Failure) | bit(C::Success);
         let kept: Vec<Hit> = hs
             .iter()
-            .enumerate()
-            .filter(|&(_, h)| {
-                !quotes
+            .map(|h| {
+                let inside = quotes
                     .iter()
-                    .any(|&(a, z)| h.start - s > a && h.start - s < z)
+                    .any(|&(a, z)| h.start - s > a && h.start - s < z);
+                Hit {
+                    sets: if inside { h.sets & outcome } else { h.sets },
+                    ..*h
+                }
             })
+            .enumerate()
+            .filter(|(_, h)| h.sets != 0)
             .filter(|&(i, h)| {
                 h.sets & bit(C::Negation) == 0
                     || !hs[i.saturating_sub(8)..(i + 9).min(hs.len())]
@@ -889,7 +949,7 @@ fn read(
                                 && o.end - o.start > h.end - h.start
                         })
             })
-            .map(|(_, h)| *h)
+            .map(|(_, h)| h)
             .collect();
         let sent = Sentence {
             t,
@@ -931,6 +991,7 @@ mod tests {
         "destructive",
         "forbid",
         "sensitive",
+        "misreport",
     ];
 
     /// Every kind this reading gives has three firing and three near-miss fixtures in other
