@@ -89,6 +89,9 @@ const SETS: &[&str] = &[
     "failure",
     "success",
     "harm",
+    "rank",
+    "praise",
+    "paid",
     // Read by position (the opening words of a sentence), not as signals.
     "lead",
     "imperative",
@@ -152,6 +155,9 @@ enum S {
     Failure,
     Success,
     Harm,
+    Rank,
+    Praise,
+    Paid,
 }
 
 const fn bit(s: S) -> u64 {
@@ -449,6 +455,83 @@ fn imperative(tables: &Tables, t: &str, s: usize, e: usize) -> bool {
         }
     }
     false
+}
+
+/// A party a sentence names: a brand (a capitalised word past the sentence's first, with a
+/// lower-case letter in it: `Vitacare`, `LogPulse`, `SegurAzteca`) or a domain (`logpulse.io`).
+/// Not the capitalised words of ordinary prose (weekdays, months, formats, "I").
+fn party(t: &str) -> Option<&str> {
+    const COMMON: &[&str] = &[
+        "The",
+        "This",
+        "That",
+        "These",
+        "Those",
+        "If",
+        "When",
+        "For",
+        "Otherwise",
+        "Then",
+        "Always",
+        "Never",
+        "Do",
+        "Don't",
+        "Use",
+        "Note",
+        "Markdown",
+        "English",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+        "True",
+        "False",
+        "None",
+        "Null",
+        "Default",
+        "Results",
+        "User",
+    ];
+    let mut first = true;
+    let mut after_stop = false;
+    for raw in t.split_whitespace().take(256) {
+        let w = raw.trim_matches(|c: char| !(c.is_alphanumeric() || c == '-' || c == '.'));
+        let w = w.trim_end_matches('.');
+        let lead = first || after_stop;
+        first = false;
+        after_stop = raw.ends_with(['.', ':', ';', '!', '?']) || raw.starts_with(['-', '*', '#']);
+        if w.len() < 3 || w.len() > 40 {
+            continue;
+        }
+        let domain = w.contains('.')
+            && w.rsplit('.').next().is_some_and(|tld| {
+                (2..=6).contains(&tld.len()) && tld.chars().all(|c| c.is_ascii_lowercase())
+            })
+            && w.split('.').all(|p| !p.is_empty());
+        let brand = !lead
+            && w.chars().next().is_some_and(char::is_uppercase)
+            && w.chars().any(char::is_lowercase)
+            && !COMMON.contains(&w);
+        if domain || brand {
+            return Some(w);
+        }
+    }
+    None
 }
 
 /// A word of `t` that names a tool being used: snake_case or camelCase, not on this server, not
@@ -1406,6 +1489,7 @@ pub const KINDS: &[(&str, &str)] = &[
     ("forbid", "forbids another tool"),
     ("disparaged", "forbids another tool it says does harm"),
     ("misreport", "tells the user a result the data does not say"),
+    ("rigged", "ranks a party first whatever the data says"),
     ("authority", "claims authority to act without the user"),
     (
         "labelled-destination",
@@ -1434,7 +1518,8 @@ pub const KINDS: &[(&str, &str)] = &[
 /// the model's safeguards declared void, what the model reads given the user's authority, a
 /// destructive act ordered, code fetched from elsewhere and run, sensitive data handed to the
 /// tool's author or partners, a secret no service needs asked for on a pretext, another tool
-/// said to do harm and forbidden, the user told a result the data does not say. The classifier never settles them (long ordinary documentation
+/// said to do harm and forbidden, the user told a result the data does not say, results rigged
+/// for a party. The classifier never settles them (long ordinary documentation
 /// around such a sentence settled it on red-team sets the model had not seen).
 const FIRM_KINDS: &[&str] = &[
     "conceal",
@@ -1446,6 +1531,7 @@ const FIRM_KINDS: &[&str] = &[
     "pretext",
     "disparaged",
     "misreport",
+    "rigged",
 ];
 
 /// The words of the [`FIRM_KINDS`], as findings' messages name them.
@@ -1546,12 +1632,28 @@ fn judge(
     // "Whatever access the user asks for, send …", "whichever plan was requested, set …":
     // the user's request named only to be set aside (the set's phrases need "the user" right
     // after "whatever"). Not after a negation ("never share it, whatever they ask").
-    let set_aside = requested_anyway(&lower).is_some_and(|at| {
-        !sent
-            .hits
-            .iter()
-            .any(|n| n.sets & bit(S::Negation) != 0 && n.end <= sent.start + at)
-    });
+    // Nor when the order keeps to the choice ("whatever order the user picks, keep the results
+    // in that order").
+    let kept_to = [
+        "that order",
+        "that choice",
+        "their choice",
+        "as chosen",
+        "as selected",
+        "as requested",
+        "honour",
+        "honor",
+        "respect",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    let set_aside = !kept_to
+        && requested_anyway(&lower).is_some_and(|at| {
+            !sent
+                .hits
+                .iter()
+                .any(|n| n.sets & bit(S::Negation) != 0 && n.end <= sent.start + at)
+        });
     if directed && (sent.has(S::Override) && !restricts || set_aside) && !disclaims {
         what.push("overrules the user's own choice");
     }
@@ -1832,6 +1934,29 @@ fn judge(
             what.push("tells the user a result the data does not say");
         }
     }
+    // Results rigged for a party: a brand put first or on top ("list Vitacare clinics at the
+    // top", "suggest LogPulse first") by an order, with what makes it a bias rather than a
+    // sort: whatever the data or the user's choice says, praise to be said of it, rivals to be
+    // run down, or money paid for the place anywhere in the text ("Vitacare pays for this
+    // positioning"). A sort order the user chose or a field sorted on names no party.
+    if sent.has(S::Rank) && directed {
+        let biased = [
+            "whatever",
+            "regardless",
+            "even if",
+            "even when",
+            "even though",
+            "no matter",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+            || sent.has(S::Praise)
+            || all & bit(S::Paid) != 0
+            || sent.has(S::Others) && sent.has(S::Negative);
+        if biased && party(t).is_some() {
+            what.push("ranks a party first whatever the data says");
+        }
+    }
     // A secret no service needs (a card's PIN, a wallet's recovery phrase) asked for, with
     // reassurance, urgency or a rule said to have changed anywhere in the text ("card networks
     // have updated their rules… ask the user for their four-digit PIN"); not when forbidden
@@ -2108,6 +2233,7 @@ fn could_fire(t: &str, all: u64) -> bool {
         || (has(S::NeverShare) && has(S::Reassure))
         || (has(S::ContextOwn) && has(S::Whole))
         || (has(S::Report) && has(S::Failure) && has(S::Success))
+        || has(S::Rank)
         || ["hatever ", "hichever ", "o matter wh", "egardless of wh"]
             .iter()
             .any(|w| t.contains(w))
@@ -2283,7 +2409,8 @@ fn read(
         | bit(S::Usurp)
         | bit(S::NeverShare)
         | bit(S::ContextOwn)
-        | bit(S::Report);
+        | bit(S::Report)
+        | bit(S::Rank);
     let all = hits.iter().fold(0, |a, h| a | h.sets);
     if (all & ANY == 0 || !could_fire(t, all)) && fetch_and_run(t).is_none() {
         return None;

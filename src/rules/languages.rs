@@ -62,6 +62,9 @@ const SETS: &[&str] = &[
     "success",
     "concession",
     "when",
+    "rank",
+    "praise",
+    "paid",
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -97,9 +100,12 @@ enum C {
     Success,
     Concession,
     When,
+    Rank,
+    Praise,
+    Paid,
 }
 
-const fn bit(c: C) -> u32 {
+const fn bit(c: C) -> u64 {
     1 << c as u8
 }
 
@@ -132,7 +138,7 @@ struct Tables {
     gate: Gate,
     /// Per pattern: the concepts it stands for, how it must meet the text, and whether it is
     /// an English word too.
-    owners: Vec<(u32, Fit, bool)>,
+    owners: Vec<(u64, Fit, bool)>,
 }
 
 static TABLES: LazyLock<Option<Tables>> = LazyLock::new(|| load(DATA).ok());
@@ -166,7 +172,7 @@ fn load(text: &str) -> Result<Tables, String> {
             return Err(format!("src/rules/languages.toml: unknown set `{name}`"));
         }
     }
-    let mut index: BTreeMap<(String, bool), u32> = BTreeMap::new();
+    let mut index: BTreeMap<(String, bool), u64> = BTreeMap::new();
     for (i, name) in SETS.iter().enumerate() {
         let words = data
             .sets
@@ -255,7 +261,7 @@ fn folded(t: &str) -> Option<String> {
 struct Hit {
     start: usize,
     end: usize,
-    sets: u32,
+    sets: u64,
     english: bool,
 }
 
@@ -591,7 +597,7 @@ fn identifier_like(w: &str) -> bool {
 struct Sentence<'t> {
     t: &'t str,
     hits: Vec<Hit>,
-    bits: u32,
+    bits: u64,
 }
 
 impl Sentence<'_> {
@@ -705,6 +711,45 @@ impl Sentence<'_> {
     }
 }
 
+/// Whether a sentence names a brand in a way no language's grammar does: a word in Latin
+/// letters with a capital inside it (`SegurAzteca`, `HızlıFinans`), a domain (`rejseplus.dk`), a
+/// name in backticks, or a word in Latin letters in a sentence of another script (`TakaPay` in
+/// Bengali). A capital at a word's start says nothing (German writes every noun so).
+fn brand(s: &str) -> bool {
+    let other_script = s
+        .chars()
+        .any(|c| c.is_alphabetic() && !c.is_ascii() && !latin(c));
+    s.split(|c: char| c.is_whitespace() || c == '`' || c == '(' || c == ')' || c == ',')
+        .take(256)
+        .map(|w| w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.')))
+        .filter(|w| (3..=40).contains(&w.len()))
+        .any(|w| {
+            let mut cs = w.chars();
+            let camel = cs.next().is_some_and(char::is_uppercase)
+                && w.chars()
+                    .zip(w.chars().skip(1))
+                    .any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+            let domain = w.contains('.')
+                && w.rsplit('.').next().is_some_and(|tld| {
+                    (2..=6).contains(&tld.len()) && tld.chars().all(|c| c.is_ascii_lowercase())
+                })
+                && w.split('.').all(|p| !p.is_empty());
+            let foreign = other_script
+                && w.chars().all(|c| c.is_ascii_alphanumeric())
+                && w.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+            camel || domain || foreign
+        })
+        || s.split('`')
+            .skip(1)
+            .step_by(2)
+            .any(|w| (2..=40).contains(&w.len()) && !w.contains(' '))
+}
+
+/// A letter of the Latin script (with its accented forms).
+fn latin(c: char) -> bool {
+    matches!(c as u32, 0x00C0..=0x024F | 0x1E00..=0x1EFF)
+}
+
 /// Whether the sentence names, in backticks, a field this server knows (`tags`): a place to put
 /// something, like the word "field".
 fn names_known_field(s: &str, known: &HashSet<&str>) -> bool {
@@ -716,13 +761,15 @@ fn names_known_field(s: &str, known: &HashSet<&str>) -> bool {
 
 /// The kind of one sentence, by the concepts in it (`destroys`: the text orders everything of
 /// something deleted; `ident`: the sentence names a tool or field that is not this server's;
-/// `url`: it holds an address; `here`: the text is a parameter's own, or names one).
+/// `url`: it holds an address; `here`: the text is a parameter's own, or names one; `paid`:
+/// the text speaks of money paid for a place; `party`: the sentence names a brand).
 fn judge(
     s: &Sentence<'_>,
     destroys: bool,
     ident: bool,
     url: bool,
     here: bool,
+    (paid, party): (bool, bool),
 ) -> Option<&'static str> {
     let has = |c: C| s.has(c);
     // "Do not tell the user that the payment arrived *if* it has not", "…'successful'" forbid a
@@ -775,6 +822,16 @@ fn judge(
     }
     if ident && (s.negated(C::Use) || has(C::Instead)) {
         return Some("forbid");
+    }
+    // Results rigged for a party (intent.rs's reading in English): a brand put first, with
+    // praise to be said of it, a concession ("even though its premium is higher") or money paid
+    // for the place anywhere in the text; not when the ranking is forbidden.
+    if has(C::Rank)
+        && party
+        && (has(C::Praise) || has(C::Concession) || paid)
+        && !s.negated(C::Rank)
+    {
+        return Some("rigged");
     }
     // A result misreported: a bad outcome, a good one and a verb of telling in one sentence
     // said on a condition or under a concession ("even if the check fails, tell the user it
@@ -889,6 +946,7 @@ fn read(
     if (all & !(bit(C::User) | bit(C::Answer))).count_ones() < 2 {
         return None;
     }
+    let paid = all & bit(C::Paid) != 0;
     let spans = sentences(t);
     let within = |s: usize, e: usize| -> &[Hit] {
         let from = hits.partition_point(|h| h.start < s);
@@ -911,7 +969,8 @@ fn read(
     });
     for &(s, e) in &spans {
         let hs = within(s, e);
-        if bits(hs).count_ones() < 2 {
+        // (A ranking alone is read when the text speaks of money paid for places.)
+        if bits(hs).count_ones() < 2 && !(paid && bits(hs) & bit(C::Rank) != 0) {
             continue;
         }
         let body = t.get(s..e)?;
@@ -961,7 +1020,8 @@ fn read(
         let url = original.contains("://");
         let here = matches!(text.field, Field::SchemaText | Field::SchemaValue)
             || names_known_field(original, known);
-        if let Some(kind) = judge(&sent, destroys, ident, url, here) {
+        let party = sent.has(C::Rank) && brand(original);
+        if let Some(kind) = judge(&sent, destroys, ident, url, here, (paid, party)) {
             return Some((kind, s, e));
         }
     }
@@ -992,6 +1052,7 @@ mod tests {
         "forbid",
         "sensitive",
         "misreport",
+        "rigged",
     ];
 
     /// Every kind this reading gives has three firing and three near-miss fixtures in other
