@@ -974,6 +974,23 @@ const FILLERS: &[char] = &[
 ];
 const MIN_FILLERS: usize = 3;
 
+/// A letter or sign of a script whose spelling uses the zero-width joiner and non-joiner:
+/// Arabic (with Persian and Urdu), Syriac, and the Indic scripts.
+fn joining_script(c: char) -> bool {
+    matches!(c as u32, 0x0600..=0x06FF | 0x0700..=0x074F | 0x0750..=0x077F | 0x08A0..=0x08FF
+        | 0x0900..=0x0DFF | 0xFB50..=0xFDFF | 0xFE70..=0xFEFC)
+}
+
+/// A letter of a right-to-left script (Hebrew, Arabic, Syriac, Thaana, N'Ko).
+fn right_to_left(c: char) -> bool {
+    matches!(c as u32, 0x0590..=0x08FF | 0xFB1D..=0xFDFF | 0xFE70..=0xFEFC)
+}
+
+/// The zero-width characters of P1's first range and the word joiners.
+fn zero_width(c: char) -> bool {
+    matches!(c as u32, 0x200B..=0x200F | 0x2060..=0x2064 | 0xFEFF)
+}
+
 fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Finding>) {
     let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
     let mut fillers: BTreeMap<u32, usize> = BTreeMap::new();
@@ -985,10 +1002,25 @@ fn p1(doc: &Document<'_>, text: &Text<'_>, names: &ToolNames, out: &mut Vec<Find
     let mut iter = text.text.char_indices().peekable();
     let mut prev: Option<char> = None;
     let mut decoded = 0usize;
+    let mut rtl: Option<bool> = None;
     while let Some((i, c)) = iter.next() {
         let next = iter.peek().map(|&(_, n)| n);
         let before = prev.replace(c);
         if c == '\u{200D}' && emoji_join(before, next) {
+            continue;
+        }
+        // Orthography, not hiding: a joiner or non-joiner inside a word of a script that
+        // writes them (Persian `می‌شود`, Devanagari conjuncts), and a left-to-right or
+        // right-to-left mark in right-to-left text (beside a number or a Latin word in Urdu).
+        // One at a time: a run of them is a code, not spelling.
+        let single = !before.is_some_and(zero_width) && !next.is_some_and(zero_width);
+        if single
+            && (matches!(c, '\u{200C}' | '\u{200D}')
+                && before.is_some_and(joining_script)
+                && next.is_some_and(joining_script)
+                || matches!(c, '\u{200E}' | '\u{200F}')
+                    && *rtl.get_or_insert_with(|| text.text.chars().any(right_to_left)))
+        {
             continue;
         }
         if is_p1(c) {
