@@ -457,6 +457,16 @@ fn imperative(tables: &Tables, t: &str, s: usize, e: usize) -> bool {
     false
 }
 
+/// Whether a word is a domain name (`logpulse.io`): dotted parts, none empty, the last of two to
+/// six lower-case letters.
+pub(super) fn domain(w: &str) -> bool {
+    w.contains('.')
+        && w.rsplit('.').next().is_some_and(|tld| {
+            (2..=6).contains(&tld.len()) && tld.chars().all(|c| c.is_ascii_lowercase())
+        })
+        && w.split('.').all(|p| !p.is_empty())
+}
+
 /// A party a sentence names: a brand (a capitalised word past the sentence's first, with a
 /// lower-case letter in it: `Vitacare`, `LogPulse`, `SegurAzteca`) or a domain (`logpulse.io`).
 /// Not the capitalised words of ordinary prose (weekdays, months, formats, "I").
@@ -518,11 +528,7 @@ fn party(t: &str) -> Option<&str> {
         if w.len() < 3 || w.len() > 40 {
             continue;
         }
-        let domain = w.contains('.')
-            && w.rsplit('.').next().is_some_and(|tld| {
-                (2..=6).contains(&tld.len()) && tld.chars().all(|c| c.is_ascii_lowercase())
-            })
-            && w.split('.').all(|p| !p.is_empty());
+        let domain = domain(w);
         let brand = !lead
             && w.chars().next().is_some_and(char::is_uppercase)
             && w.chars().any(char::is_lowercase)
